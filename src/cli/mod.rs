@@ -1,0 +1,121 @@
+//! Command-line interface: one file per command; this one parses and dispatches.
+
+mod down;
+mod status;
+mod toolchain;
+mod up;
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+
+/// Kueue integration sandbox and framework for custom job kinds.
+#[derive(Debug, Parser)]
+#[command(
+    name = "kubectl kueue-ext",
+    bin_name = "kubectl kueue-ext",
+    version,
+    about
+)]
+pub struct Cli {
+    /// More log output (-v info, -vv debug, -vvv trace).
+    #[arg(short, long, global = true, action = clap::ArgAction::Count)]
+    pub verbose: u8,
+
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Start the local sandbox: a manager cluster (and workers), each with Kueue.
+    Up(up::Args),
+    /// Stop every process of the sandbox and remove its state.
+    Down(SandboxArgs),
+    /// Show each cluster and component of the sandbox, ready or not.
+    Status(status::Args),
+    /// Build or locate the pinned Kubernetes, etcd, kwok and Kueue binaries.
+    #[command(subcommand)]
+    Toolchain(toolchain::Command),
+}
+
+/// Where the sandbox keeps its state.
+#[derive(Debug, clap::Args)]
+pub struct SandboxArgs {
+    /// State directory of the sandbox [default: $KUEUE_EXT_HOME or the XDG state dir]
+    #[arg(long, value_name = "DIR")]
+    pub state_dir: Option<PathBuf>,
+}
+
+impl SandboxArgs {
+    pub fn dir(&self) -> PathBuf {
+        self.state_dir
+            .clone()
+            .unwrap_or_else(crate::sandbox::state::default_dir)
+    }
+}
+
+pub async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
+    match cli.command {
+        Command::Up(args) => up::run(args).await,
+        Command::Down(args) => down::run(args).await,
+        Command::Status(args) => status::run(args).await,
+        Command::Toolchain(command) => toolchain::run(command).await,
+    }
+}
+
+/// Logs go to stderr; `RUST_LOG` overrides the level chosen with `-v`.
+pub fn init_tracing(verbose: u8) {
+    let level = match verbose {
+        0 => "warn",
+        1 => "info",
+        2 => "debug",
+        _ => "trace",
+    };
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
+        // kube-client logs every failed request as an error; readiness polling fails on purpose.
+        .unwrap_or_else(|_| {
+            let libraries = if verbose >= 2 { level } else { "off" };
+            tracing_subscriber::EnvFilter::new(format!("kueue_ext={level},{libraries}"))
+        });
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .try_init();
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::CommandFactory;
+
+    #[test]
+    fn cli_definition_is_consistent() {
+        Cli::command().debug_assert();
+    }
+
+    #[test]
+    fn up_takes_workers_and_state_dir() {
+        let cli = Cli::try_parse_from([
+            "kubectl-kueue_ext",
+            "up",
+            "--workers",
+            "0",
+            "--state-dir",
+            "/tmp/s",
+        ])
+        .unwrap();
+        let Command::Up(args) = cli.command else {
+            panic!("parsed {:?}", cli.command)
+        };
+        assert_eq!(args.workers, 0);
+        assert_eq!(args.sandbox.dir(), PathBuf::from("/tmp/s"));
+    }
+
+    #[test]
+    fn unknown_output_format_is_a_usage_error() {
+        let err = Cli::try_parse_from(["kubectl-kueue_ext", "status", "-o", "xml"]).unwrap_err();
+        assert_eq!(err.exit_code(), 2);
+    }
+}

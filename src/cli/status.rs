@@ -1,0 +1,80 @@
+use std::process::ExitCode;
+
+use crate::sandbox::{self, SandboxError, StatusReport};
+
+use super::SandboxArgs;
+
+#[derive(Debug, Clone, Copy, clap::ValueEnum)]
+pub enum Output {
+    Table,
+    Json,
+}
+
+#[derive(Debug, clap::Args)]
+pub struct Args {
+    #[command(flatten)]
+    pub sandbox: SandboxArgs,
+    /// Output format.
+    #[arg(short, long, value_enum, default_value_t = Output::Table)]
+    pub output: Output,
+}
+
+pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
+    let report = match sandbox::status(&args.sandbox.dir()).await {
+        Ok(report) => report,
+        Err(err @ SandboxError::NotUp { .. }) => {
+            eprintln!("{err}");
+            return Ok(ExitCode::FAILURE);
+        }
+        Err(err) => return Err(err.into()),
+    };
+    match args.output {
+        Output::Json => println!("{}", serde_json::to_string_pretty(&report)?),
+        Output::Table => print!("{}", table(&report)),
+    }
+    Ok(if report.ready {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::FAILURE
+    })
+}
+
+fn yes_no(ready: bool) -> &'static str {
+    if ready { "yes" } else { "NO" }
+}
+
+fn table(report: &StatusReport) -> String {
+    let mut out = format!(
+        "sandbox {} ({} runtime) at {}: {}\nkubeconfig {}\n\n",
+        report.name,
+        report.runtime,
+        report.state_dir.display(),
+        if report.ready { "ready" } else { "NOT READY" },
+        report.kubeconfig.display()
+    );
+    out.push_str(&format!(
+        "{:<10} {:<8} {:<24} {:<6} {:<8} {}\n",
+        "CLUSTER", "ROLE", "COMPONENT", "READY", "PID", "LOG"
+    ));
+    for cluster in &report.clusters {
+        for c in &cluster.components {
+            let role = serde_json::to_value(cluster.role)
+                .ok()
+                .and_then(|v| v.as_str().map(String::from))
+                .unwrap_or_default();
+            out.push_str(&format!(
+                "{:<10} {:<8} {:<24} {:<6} {:<8} {}\n",
+                cluster.name,
+                role,
+                c.name,
+                yes_no(c.ready),
+                c.pid,
+                c.log.display()
+            ));
+            if let Some(reason) = &c.reason {
+                out.push_str(&format!("{:>45}{reason}\n", "↳ "));
+            }
+        }
+    }
+    out
+}

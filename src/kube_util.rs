@@ -1,0 +1,125 @@
+//! Thin helpers over kube-rs shared by the commands: clients from kubeconfig contexts and
+//! server-side apply of untyped objects.
+
+use std::path::Path;
+use std::time::Duration;
+
+use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
+use kube::api::{Api, DynamicObject, Patch, PatchParams};
+use kube::config::{KubeConfigOptions, Kubeconfig};
+use kube::core::GroupVersionKind;
+use kube::discovery::{self, Scope};
+use kube::runtime::wait::{await_condition, conditions};
+use kube::{Client, Config};
+use serde_json::Value;
+
+/// Field manager of every server-side apply this project makes.
+pub const FIELD_MANAGER: &str = "kueue-ext";
+
+#[derive(Debug, thiserror::Error)]
+pub enum ApplyError {
+    #[error("{kind}/{name}: {message}")]
+    Invalid {
+        kind: String,
+        name: String,
+        message: String,
+    },
+    #[error("{kind}/{name}: {source}")]
+    Api {
+        kind: String,
+        name: String,
+        #[source]
+        source: kube::Error,
+    },
+    #[error("CRD {name} was not established within {seconds}s")]
+    NotEstablished { name: String, seconds: u64 },
+}
+
+/// A client for one context of a kubeconfig file.
+pub async fn client_for(kubeconfig: &Path, context: &str) -> anyhow::Result<Client> {
+    let config = Kubeconfig::read_from(kubeconfig)?;
+    client_from(config, context).await
+}
+
+pub async fn client_from(kubeconfig: Kubeconfig, context: &str) -> anyhow::Result<Client> {
+    let options = KubeConfigOptions {
+        context: Some(context.to_string()),
+        ..Default::default()
+    };
+    let mut config = Config::from_custom_kubeconfig(kubeconfig, &options).await?;
+    config.read_timeout = Some(Duration::from_secs(30));
+    Ok(Client::try_from(config)?)
+}
+
+fn describe(obj: &Value) -> (String, String) {
+    let kind = obj["kind"].as_str().unwrap_or("<no kind>").to_string();
+    let name = obj["metadata"]["name"]
+        .as_str()
+        .unwrap_or("<no name>")
+        .to_string();
+    (kind, name)
+}
+
+/// Server-side applies an untyped object, resolving its resource through discovery.
+pub async fn apply(client: &Client, obj: &Value) -> Result<DynamicObject, ApplyError> {
+    let (kind, name) = describe(obj);
+    let invalid = |message: String| ApplyError::Invalid {
+        kind: kind.clone(),
+        name: name.clone(),
+        message,
+    };
+    let api_version = obj["apiVersion"]
+        .as_str()
+        .ok_or_else(|| invalid("apiVersion is missing".into()))?;
+    let (group, version) = api_version.split_once('/').unwrap_or(("", api_version));
+    let gvk = GroupVersionKind::gvk(group, version, &kind);
+    let (resource, caps) = discovery::pinned_kind(client, &gvk)
+        .await
+        .map_err(|source| ApplyError::Api {
+            kind: kind.clone(),
+            name: name.clone(),
+            source,
+        })?;
+    let api: Api<DynamicObject> = match (caps.scope, obj["metadata"]["namespace"].as_str()) {
+        (Scope::Cluster, _) => Api::all_with(client.clone(), &resource),
+        (Scope::Namespaced, Some(ns)) => Api::namespaced_with(client.clone(), ns, &resource),
+        (Scope::Namespaced, None) => Api::default_namespaced_with(client.clone(), &resource),
+    };
+    api.patch(
+        &name,
+        &PatchParams::apply(FIELD_MANAGER).force(),
+        &Patch::Apply(obj),
+    )
+    .await
+    .map_err(|source| ApplyError::Api { kind, name, source })
+}
+
+/// Applies CRDs and waits until the API server serves each of them.
+pub async fn apply_crds(client: &Client, crds: &[Value]) -> Result<(), ApplyError> {
+    for crd in crds {
+        apply(client, crd).await?;
+    }
+    let api: Api<CustomResourceDefinition> = Api::all(client.clone());
+    let timeout = Duration::from_secs(60);
+    for crd in crds {
+        let (_, name) = describe(crd);
+        let established = await_condition(api.clone(), &name, conditions::is_crd_established());
+        match tokio::time::timeout(timeout, established).await {
+            Ok(Ok(_)) => {}
+            Ok(Err(e)) => {
+                return Err(ApplyError::Invalid {
+                    kind: "CustomResourceDefinition".into(),
+                    name,
+                    message: e.to_string(),
+                });
+            }
+            Err(_) => {
+                return Err(ApplyError::NotEstablished {
+                    name,
+                    seconds: timeout.as_secs(),
+                });
+            }
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,8 @@
+//! kueue-ext: a kubectl plugin with a local Kueue + MultiKueue sandbox and a Rust counterpart of
+//! Kueue's job integration framework.
+//!
+//! Data flows one way: `cli` → `sandbox` → `kube_util`.
+
+pub mod cli;
+pub mod kube_util;
+pub mod sandbox;

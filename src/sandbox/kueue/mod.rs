@@ -1,0 +1,185 @@
+//! Kueue installed the way a real install looks: its CRDs, namespace, ServiceAccount and RBAC
+//! from its own manifests, webhook configurations with a caBundle, a Configuration file, and the
+//! `kueue` binary running as that ServiceAccount (not as admin).
+
+pub mod manifests;
+
+use std::path::{Path, PathBuf};
+
+use k8s_openapi::api::authentication::v1::{TokenRequest, TokenRequestSpec};
+use k8s_openapi::api::core::v1::ServiceAccount;
+use kube::Client;
+use kube::api::{Api, PostParams};
+use serde_json::{Value, json};
+
+use super::fsutil::write_private;
+use super::kubeconfig::{self, Credentials, Entry};
+use super::layout::Layout;
+use crate::kube_util;
+
+/// Kueue reads its metrics serving certificate from this fixed path whenever its internal
+/// certificate management is off, even with metrics disabled (cmd/kueue/main.go in v0.19).
+pub const METRICS_CERT_DIR: &str = "/etc/kueue/metrics/certs";
+
+/// A year: the sandbox is short-lived, and a token that expires mid-run would stall Kueue.
+const TOKEN_SECONDS: i64 = 365 * 24 * 3600;
+
+#[derive(Debug, thiserror::Error)]
+pub enum KueueError {
+    #[error(transparent)]
+    Manifest(#[from] manifests::ManifestError),
+    #[error("applying Kueue's manifests: {0}")]
+    Apply(#[from] kube_util::ApplyError),
+    #[error("requesting a token for ServiceAccount {namespace}/{name}: {source}")]
+    Token {
+        namespace: &'static str,
+        name: &'static str,
+        #[source]
+        source: kube::Error,
+    },
+    #[error(
+        "Kueue needs a metrics certificate at {dir} (a fixed path in Kueue {version}) and it cannot be written: \
+         {source}. Run as a user who may write it, or create tls.crt and tls.key there once"
+    )]
+    MetricsCert {
+        dir: &'static str,
+        version: &'static str,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("{path}: {source}")]
+    Io {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+}
+
+fn io(path: &Path) -> impl FnOnce(std::io::Error) -> KueueError + '_ {
+    move |source| KueueError::Io {
+        path: path.to_path_buf(),
+        source,
+    }
+}
+
+/// Kueue's Configuration for one sandbox cluster.
+pub fn configuration(layout: &Layout) -> Value {
+    json!({
+        "apiVersion": "config.kueue.x-k8s.io/v1beta2",
+        "kind": "Configuration",
+        "namespace": manifests::NAMESPACE,
+        "health": {"healthProbeBindAddress": format!("127.0.0.1:{}", layout.ports.kueue_health)},
+        "metrics": {"bindAddress": "0"},
+        "webhook": {
+            "host": "127.0.0.1",
+            "port": layout.ports.kueue_webhook,
+            "certDir": layout.kueue_dir().join("certs").display().to_string(),
+        },
+        // One replica per cluster; a restart must not wait out a stale lease.
+        "leaderElection": {"leaderElect": false},
+        // Certificates come from the sandbox PKI: the internal manager expects a kubelet to
+        // mount its Secret, and there is none.
+        "internalCertManagement": {"enable": false},
+        // The visibility server needs its own aggregated API and fixed cert paths.
+        "featureGates": {"VisibilityOnDemand": false},
+        "clientConnection": {"qps": 300, "burst": 500},
+        "integrations": {"frameworks": ["batch/job"]},
+    })
+}
+
+/// Applies Kueue's objects and writes the files the `kueue` process needs. Returns the files
+/// created outside the state dir (for `down` to remove).
+pub async fn install(
+    client: &Client,
+    layout: &Layout,
+    components: &Path,
+) -> Result<Vec<PathBuf>, KueueError> {
+    kube_util::apply_crds(client, &manifests::crds(components)?).await?;
+    let namespace = json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": manifests::NAMESPACE}});
+    kube_util::apply(client, &namespace).await?;
+    for obj in manifests::rbac(components)? {
+        kube_util::apply(client, &obj).await?;
+    }
+    let ca_pem = std::fs::read_to_string(&layout.pki.ca_cert).map_err(io(&layout.pki.ca_cert))?;
+    for obj in manifests::webhooks(
+        components,
+        layout.ports.kueue_webhook,
+        &kubeconfig::b64(&ca_pem),
+    )? {
+        kube_util::apply(client, &obj).await?;
+    }
+
+    let dir = layout.kueue_dir();
+    let token = service_account_token(client).await?;
+    let entry = Entry {
+        context: "kueue",
+        server: layout.api_server_url(),
+        ca_pem: &ca_pem,
+        credentials: Credentials::Token(&token),
+    };
+    let kubeconfig_path = dir.join("kubeconfig");
+    kubeconfig::write(&kubeconfig_path, &kubeconfig::render(&[entry]))
+        .map_err(io(&kubeconfig_path))?;
+    let config_path = dir.join("config.yaml");
+    let config = serde_saphyr::to_string(&configuration(layout))
+        .map_err(|e| io(&config_path)(std::io::Error::other(e)))?;
+    std::fs::write(&config_path, config).map_err(io(&config_path))?;
+    copy_serving_cert(layout, &dir.join("certs"))?;
+    ensure_metrics_cert(layout)
+}
+
+async fn service_account_token(client: &Client) -> Result<String, KueueError> {
+    let api: Api<ServiceAccount> = Api::namespaced(client.clone(), manifests::NAMESPACE);
+    let request = TokenRequest {
+        spec: Some(TokenRequestSpec {
+            expiration_seconds: Some(TOKEN_SECONDS),
+            ..Default::default()
+        }),
+        ..Default::default()
+    };
+    let response = api
+        .create_token_request(manifests::SERVICE_ACCOUNT, &PostParams::default(), &request)
+        .await
+        .map_err(|source| KueueError::Token {
+            namespace: manifests::NAMESPACE,
+            name: manifests::SERVICE_ACCOUNT,
+            source,
+        })?;
+    Ok(response.status.and_then(|s| s.token).unwrap_or_default())
+}
+
+/// controller-runtime's webhook server reads `tls.crt`/`tls.key` from its cert dir.
+fn copy_serving_cert(layout: &Layout, dir: &Path) -> Result<(), KueueError> {
+    for (from, name) in [
+        (&layout.pki.serving_cert, "tls.crt"),
+        (&layout.pki.serving_key, "tls.key"),
+    ] {
+        let bytes = std::fs::read(from).map_err(io(from))?;
+        let to = dir.join(name);
+        write_private(&to, &bytes).map_err(io(&to))?;
+    }
+    Ok(())
+}
+
+/// Puts a certificate at Kueue's fixed metrics path when none is there. The metrics endpoint
+/// is disabled, so any valid pair serves; an existing pair is left alone.
+fn ensure_metrics_cert(layout: &Layout) -> Result<Vec<PathBuf>, KueueError> {
+    let dir = Path::new(METRICS_CERT_DIR);
+    let (crt, key) = (dir.join("tls.crt"), dir.join("tls.key"));
+    if crt.exists() && key.exists() {
+        return Ok(Vec::new());
+    }
+    let fail = |source| KueueError::MetricsCert {
+        dir: METRICS_CERT_DIR,
+        version: super::toolchain::versions::KUEUE,
+        source,
+    };
+    for (from, to) in [
+        (&layout.pki.serving_cert, &crt),
+        (&layout.pki.serving_key, &key),
+    ] {
+        let bytes = std::fs::read(from).map_err(io(from))?;
+        write_private(to, &bytes).map_err(fail)?;
+    }
+    Ok(vec![crt, key])
+}

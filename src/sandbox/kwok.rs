@@ -1,0 +1,125 @@
+//! kwok: fake nodes on which the real scheduler binds pods, and the stages that make those pods
+//! run and complete.
+
+use std::path::{Path, PathBuf};
+
+use serde_json::{Value, json};
+
+/// Node and pod stages kwok's own "fast" profile uses, as shipped in its module.
+const STAGES: [&str; 5] = [
+    "node/fast/node-initialize.yaml",
+    "node/heartbeat-with-lease/node-heartbeat-with-lease.yaml",
+    "pod/fast/pod-ready.yaml",
+    "pod/fast/pod-complete.yaml",
+    "pod/fast/pod-delete.yaml",
+];
+
+/// Shape of the fake nodes of a cluster.
+#[derive(Clone, Debug, PartialEq)]
+pub struct NodePool {
+    pub count: u32,
+    pub cpu: String,
+    pub memory: String,
+}
+
+impl Default for NodePool {
+    fn default() -> Self {
+        NodePool {
+            count: 4,
+            cpu: "8".into(),
+            memory: "32Gi".into(),
+        }
+    }
+}
+
+/// kwok's configuration file: its own settings followed by the stage documents.
+pub fn config(stage_dir: &Path) -> std::io::Result<String> {
+    // kwok leaves these at zero when its configuration comes from a file, and then refuses to start.
+    let mut out = String::from(
+        "apiVersion: config.kwok.x-k8s.io/v1alpha1\nkind: KwokConfiguration\noptions:\n  \
+         podPlayStageParallelism: 4\n  nodePlayStageParallelism: 4\n  nodeLeaseParallelism: 4\n  \
+         podsOnNodeSyncParallelism: 2\n",
+    );
+    for stage in STAGES {
+        let path: PathBuf = stage_dir.join(stage);
+        let text = std::fs::read_to_string(&path).map_err(|e| {
+            std::io::Error::new(e.kind(), format!("kwok stage {}: {e}", path.display()))
+        })?;
+        out.push_str("---\n");
+        out.push_str(text.trim_start_matches("---\n"));
+        if !out.ends_with('\n') {
+            out.push('\n');
+        }
+    }
+    Ok(out)
+}
+
+/// Node objects kwok will manage (selected by its annotation).
+pub fn nodes(pool: &NodePool) -> Vec<Value> {
+    (0..pool.count)
+        .map(|i| {
+            let name = format!("kwok-node-{i}");
+            let resources = json!({"cpu": pool.cpu, "memory": pool.memory, "pods": "110"});
+            json!({
+                "apiVersion": "v1",
+                "kind": "Node",
+                "metadata": {
+                    "name": name,
+                    "annotations": {"kwok.x-k8s.io/node": "fake", "node.alpha.kubernetes.io/ttl": "0"},
+                    "labels": {
+                        "type": "kwok",
+                        "kubernetes.io/hostname": name,
+                        "kubernetes.io/os": "linux",
+                        "kubernetes.io/arch": "amd64",
+                    },
+                },
+                "spec": {"podCIDR": format!("10.244.{i}.0/24")},
+                "status": {"allocatable": resources, "capacity": resources},
+            })
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn nodes_carry_the_requested_capacity_and_kwok_annotation() {
+        let pool = NodePool {
+            count: 2,
+            cpu: "4".into(),
+            memory: "8Gi".into(),
+        };
+        let nodes = nodes(&pool);
+        assert_eq!(nodes.len(), 2);
+        assert_eq!(nodes[1]["metadata"]["name"], "kwok-node-1");
+        assert_eq!(
+            nodes[1]["metadata"]["annotations"]["kwok.x-k8s.io/node"],
+            "fake"
+        );
+        assert_eq!(nodes[1]["status"]["allocatable"]["cpu"], "4");
+        assert_ne!(nodes[0]["spec"]["podCIDR"], nodes[1]["spec"]["podCIDR"]);
+    }
+
+    #[test]
+    fn config_concatenates_the_stages() {
+        let dir = tempfile::tempdir().unwrap();
+        for stage in STAGES {
+            let path = dir.path().join(stage);
+            std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+            std::fs::write(&path, format!("kind: Stage\nmetadata:\n  name: {stage}\n")).unwrap();
+        }
+        let text = config(dir.path()).unwrap();
+        let docs: Vec<Value> = serde_saphyr::from_multiple(&text).unwrap();
+        assert_eq!(docs.len(), 1 + STAGES.len());
+        assert_eq!(docs[0]["kind"], "KwokConfiguration");
+    }
+
+    #[test]
+    fn missing_stage_names_the_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let err = config(dir.path()).unwrap_err();
+        assert!(err.to_string().contains("node-initialize.yaml"));
+    }
+}

@@ -1,0 +1,33 @@
+//! The local sandbox: a manager cluster and worker clusters, each a real control plane with
+//! Kueue, run as local processes (the `process` runtime).
+
+pub mod fsutil;
+pub mod health;
+pub mod kubeconfig;
+pub mod kueue;
+pub mod kwok;
+pub mod layout;
+pub mod pki;
+pub mod ports;
+pub mod process;
+pub mod progress;
+pub mod state;
+pub mod toolchain;
+
+mod down;
+mod error;
+mod status;
+mod up;
+
+pub use down::{DownOutcome, down};
+pub use error::SandboxError;
+pub use status::{ClusterStatus, ComponentStatus, StatusReport, status};
+pub use up::{UpOptions, UpOutcome, up};
+
+/// Context name of a cluster in the sandbox kubeconfig (`kueue-ext-manager`, `kueue-ext-worker1`).
+pub fn context_name(cluster: &str) -> String {
+    format!("kueue-ext-{cluster}")
+}
+
+/// Name of the sandbox's kubeconfig file inside its state dir.
+pub const KUBECONFIG_FILE: &str = "kubeconfig";

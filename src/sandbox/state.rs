@@ -1,0 +1,197 @@
+//! The sandbox's record of itself (`<state dir>/state.json`): which clusters, which processes,
+//! which ports. Written after every process start, so `down` can clean up a half-started sandbox.
+
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+
+use super::fsutil::write_private;
+use super::process::ProcessRecord;
+
+pub const STATE_FILE: &str = "state.json";
+
+#[derive(Clone, Copy, Debug, Serialize, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "lowercase")]
+pub enum Role {
+    Manager,
+    Worker,
+}
+
+/// How to tell that a component serves.
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+#[serde(tag = "kind", rename_all = "lowercase")]
+pub enum Probe {
+    /// HTTPS GET with the cluster's CA and admin certificate; 200 means ready.
+    Https { port: u16, path: String },
+    /// Plain HTTP GET on loopback; 200 means ready.
+    Http { port: u16, path: String },
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+pub struct Component {
+    pub name: String,
+    pub process: ProcessRecord,
+    pub probe: Probe,
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+pub struct Cluster {
+    pub name: String,
+    pub role: Role,
+    pub context: String,
+    pub dir: PathBuf,
+    pub api_server_port: u16,
+    pub components: Vec<Component>,
+}
+
+#[derive(Clone, Copy, Debug, Serialize, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "lowercase")]
+pub enum Phase {
+    /// `up` is running or died half-way.
+    Starting,
+    Up,
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+pub struct SandboxState {
+    pub name: String,
+    pub runtime: String,
+    pub phase: Phase,
+    pub workers: u32,
+    pub kubeconfig: PathBuf,
+    pub clusters: Vec<Cluster>,
+    /// Files outside the state dir that this sandbox created and `down` must remove.
+    #[serde(default)]
+    pub external_files: Vec<PathBuf>,
+}
+
+impl SandboxState {
+    pub fn load(dir: &Path) -> std::io::Result<Option<SandboxState>> {
+        let path = dir.join(STATE_FILE);
+        match std::fs::read(&path) {
+            Ok(bytes) => serde_json::from_slice(&bytes).map(Some).map_err(|e| {
+                std::io::Error::new(
+                    std::io::ErrorKind::InvalidData,
+                    format!("{}: {e}", path.display()),
+                )
+            }),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+            Err(e) => Err(e),
+        }
+    }
+
+    /// Atomic replace, so a crash mid-write never leaves a torn record.
+    pub fn save(&self, dir: &Path) -> std::io::Result<()> {
+        let tmp = dir.join(format!("{STATE_FILE}.tmp"));
+        write_private(
+            &tmp,
+            &serde_json::to_vec_pretty(self).expect("state serializes"),
+        )?;
+        std::fs::rename(&tmp, dir.join(STATE_FILE))
+    }
+
+    pub fn cluster(&self, name: &str) -> Option<&Cluster> {
+        self.clusters.iter().find(|c| c.name == name)
+    }
+
+    pub fn cluster_mut(&mut self, name: &str) -> Option<&mut Cluster> {
+        self.clusters.iter_mut().find(|c| c.name == name)
+    }
+
+    /// Every recorded process, in the order it must stop: clusters in reverse, and within a
+    /// cluster the last started first (Kueue before the apiserver, the apiserver before etcd).
+    pub fn processes_in_stop_order(&self) -> Vec<(&Cluster, &Component)> {
+        self.clusters
+            .iter()
+            .rev()
+            .flat_map(|cluster| cluster.components.iter().rev().map(move |c| (cluster, c)))
+            .collect()
+    }
+}
+
+/// The default state dir: `$KUEUE_EXT_HOME`, else the XDG state dir.
+pub fn default_dir() -> PathBuf {
+    if let Some(dir) = std::env::var_os("KUEUE_EXT_HOME").filter(|v| !v.is_empty()) {
+        return PathBuf::from(dir);
+    }
+    dirs::state_dir()
+        .or_else(dirs::data_local_dir)
+        .unwrap_or_else(std::env::temp_dir)
+        .join("kueue-ext")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn component(name: &str) -> Component {
+        Component {
+            name: name.into(),
+            process: ProcessRecord {
+                pid: 1,
+                start_ticks: 1,
+                log: PathBuf::from(format!("{name}.log")),
+            },
+            probe: Probe::Http {
+                port: 1,
+                path: "/healthz".into(),
+            },
+        }
+    }
+
+    fn state() -> SandboxState {
+        let cluster = |name: &str, role| Cluster {
+            name: name.into(),
+            role,
+            context: format!("kueue-ext-{name}"),
+            dir: PathBuf::from(name),
+            api_server_port: 6443,
+            components: vec![
+                component("etcd"),
+                component("kube-apiserver"),
+                component("kueue"),
+            ],
+        };
+        SandboxState {
+            name: "kueue-ext".into(),
+            runtime: "process".into(),
+            phase: Phase::Starting,
+            workers: 1,
+            kubeconfig: PathBuf::from("kubeconfig"),
+            clusters: vec![
+                cluster("manager", Role::Manager),
+                cluster("worker1", Role::Worker),
+            ],
+            external_files: vec![],
+        }
+    }
+
+    #[test]
+    fn stop_order_is_reverse_start_order() {
+        let state = state();
+        let order: Vec<String> = state
+            .processes_in_stop_order()
+            .iter()
+            .map(|(c, p)| format!("{}/{}", c.name, p.name))
+            .collect();
+        assert_eq!(order.first().map(String::as_str), Some("worker1/kueue"));
+        assert_eq!(order.last().map(String::as_str), Some("manager/etcd"));
+    }
+
+    #[test]
+    fn state_round_trips_through_disk() {
+        let dir = tempfile::tempdir().unwrap();
+        assert_eq!(SandboxState::load(dir.path()).unwrap(), None);
+        let state = state();
+        state.save(dir.path()).unwrap();
+        assert_eq!(SandboxState::load(dir.path()).unwrap(), Some(state));
+    }
+
+    #[test]
+    fn torn_state_file_is_an_error_naming_the_file() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join(STATE_FILE), b"{").unwrap();
+        let err = SandboxState::load(dir.path()).unwrap_err();
+        assert!(err.to_string().contains(STATE_FILE));
+    }
+}

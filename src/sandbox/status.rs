@@ -1,0 +1,114 @@
+//! `status`: each cluster and component of the sandbox, ready or not, and why.
+
+use std::path::{Path, PathBuf};
+
+use serde::Serialize;
+
+use super::error::SandboxError;
+use super::health::Prober;
+use super::state::{Phase, Role, SandboxState};
+
+#[derive(Debug, Serialize)]
+pub struct ComponentStatus {
+    pub name: String,
+    pub ready: bool,
+    pub pid: i32,
+    pub log: PathBuf,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+}
+
+#[derive(Debug, Serialize)]
+pub struct ClusterStatus {
+    pub name: String,
+    pub role: Role,
+    pub context: String,
+    pub ready: bool,
+    pub components: Vec<ComponentStatus>,
+}
+
+#[derive(Debug, Serialize)]
+pub struct StatusReport {
+    pub name: String,
+    pub runtime: String,
+    pub state_dir: PathBuf,
+    pub kubeconfig: PathBuf,
+    pub phase: Phase,
+    pub ready: bool,
+    pub clusters: Vec<ClusterStatus>,
+}
+
+impl StatusReport {
+    /// One line per component that is not ready.
+    pub fn problems(&self) -> Vec<String> {
+        let mut out = Vec::new();
+        if self.phase == Phase::Starting {
+            out.push("its start-up did not finish".to_string());
+        }
+        for cluster in &self.clusters {
+            for c in cluster.components.iter().filter(|c| !c.ready) {
+                let reason = c.reason.as_deref().unwrap_or("not ready");
+                out.push(format!(
+                    "{} of cluster {}: {reason} (log {})",
+                    c.name,
+                    cluster.name,
+                    c.log.display()
+                ));
+            }
+        }
+        out
+    }
+}
+
+pub async fn status(dir: &Path) -> Result<StatusReport, SandboxError> {
+    let state = SandboxState::load(dir)
+        .map_err(SandboxError::io(dir))?
+        .ok_or(SandboxError::NotUp {
+            dir: dir.to_path_buf(),
+        })?;
+    let mut clusters = Vec::new();
+    for cluster in &state.clusters {
+        let mut prober = Prober::for_cluster_dir(&cluster.dir).ok();
+        let mut components = Vec::new();
+        for component in &cluster.components {
+            let reason = if !component.process.is_running() {
+                Some(format!("process {} is not running", component.process.pid))
+            } else {
+                match prober.as_mut() {
+                    Some(prober) => prober
+                        .check(&component.probe)
+                        .await
+                        .err()
+                        .map(|e| format!("health check: {e}")),
+                    None => Some("the cluster's certificates are missing".into()),
+                }
+            };
+            components.push(ComponentStatus {
+                name: component.name.clone(),
+                ready: reason.is_none(),
+                pid: component.process.pid,
+                log: component.process.log.clone(),
+                reason,
+            });
+        }
+        let ready = !components.is_empty() && components.iter().all(|c| c.ready);
+        clusters.push(ClusterStatus {
+            name: cluster.name.clone(),
+            role: cluster.role,
+            context: cluster.context.clone(),
+            ready,
+            components,
+        });
+    }
+    let ready =
+        state.phase == Phase::Up && !clusters.is_empty() && clusters.iter().all(|c| c.ready);
+    Ok(StatusReport {
+        name: state.name,
+        runtime: state.runtime,
+        state_dir: dir.to_path_buf(),
+        kubeconfig: state.kubeconfig,
+        phase: state.phase,
+        ready,
+        clusters,
+    })
+}

@@ -1,0 +1,74 @@
+//! Every pinned version of the sandbox toolchain, in one place.
+//!
+//! Kueue is the newest release the Go module proxy serves; Kubernetes and etcd are the versions
+//! that Kueue release builds against (its go.mod pins the v0.36.2 staging modules, and
+//! Kubernetes 1.36.2 pins etcd 3.6.8); kwok is the release built against Kubernetes 1.36.
+//! `hack/toolchain/go.mod` must agree: a unit test checks it.
+
+/// Kubernetes release of kube-apiserver, kube-controller-manager, kube-scheduler and kubectl.
+pub const KUBERNETES: &str = "v1.36.2";
+/// Kueue release (`sigs.k8s.io/kueue`), API `kueue.x-k8s.io/v1beta2`.
+pub const KUEUE: &str = "v0.19.2";
+/// etcd server release (`go.etcd.io/etcd/server/v3`).
+pub const ETCD: &str = "v3.6.8";
+/// kwok release (`sigs.k8s.io/kwok`).
+pub const KWOK: &str = "v0.8.0";
+
+/// The Go module that provides each built binary, and the version it must report.
+pub const MODULES: [(&str, &str, &str); 4] = [
+    ("kube", "k8s.io/kubernetes", KUBERNETES),
+    ("etcd", "go.etcd.io/etcd/server/v3", ETCD),
+    ("kwok", "sigs.k8s.io/kwok", KWOK),
+    ("kueue", "sigs.k8s.io/kueue", KUEUE),
+];
+
+/// The cache key of a toolchain: every pin plus the Go toolchain that builds it.
+pub fn cache_key(go_version: &str) -> String {
+    format!("k8s-{KUBERNETES}_kueue-{KUEUE}_etcd-{ETCD}_kwok-{KWOK}_{go_version}")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::sandbox::toolchain::sources::GO_MOD;
+
+    fn required_version(module: &str) -> Option<String> {
+        GO_MOD.lines().find_map(|line| {
+            let mut words = line.split_whitespace();
+            (words.next() == Some(module)).then(|| words.next().unwrap_or_default().to_string())
+        })
+    }
+
+    #[test]
+    fn go_mod_requires_the_pinned_versions() {
+        for (_, module, version) in MODULES {
+            assert_eq!(
+                required_version(module).as_deref(),
+                Some(version),
+                "{module} in hack/toolchain/go.mod"
+            );
+        }
+    }
+
+    #[test]
+    fn staging_modules_are_replaced_with_the_matching_tag() {
+        let staging = KUBERNETES.replacen("v1.", "v0.", 1);
+        let replaces: Vec<&str> = GO_MOD.lines().filter(|l| l.contains("=>")).collect();
+        assert!(
+            replaces.len() >= 30,
+            "expected every staging module to be replaced"
+        );
+        for line in replaces {
+            assert!(
+                line.trim_end().ends_with(&staging),
+                "{line} should point at {staging}"
+            );
+        }
+    }
+
+    #[test]
+    fn cache_key_changes_with_go_version() {
+        assert_ne!(cache_key("go1.26.8"), cache_key("go1.26.9"));
+        assert!(cache_key("go1.26.8").contains(KUEUE));
+    }
+}

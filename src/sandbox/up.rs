@@ -1,0 +1,460 @@
+//! `up` for the process runtime: toolchain, PKI, control planes, kwok nodes and Kueue.
+
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use futures::future::try_join_all;
+
+use super::error::SandboxError;
+use super::health::Prober;
+use super::kubeconfig::{self, Credentials, Entry};
+use super::kwok::{self, NodePool};
+use super::layout::{ComponentSpec, Layout, Ports};
+use super::pki::Pki;
+use super::process::{self, Launch};
+use super::progress::Progress;
+use super::state::{Cluster, Component, Phase, Role, SandboxState};
+use super::toolchain::{self, Toolchain};
+use super::{KUBECONFIG_FILE, context_name, kueue, ports, status};
+use crate::kube_util;
+
+#[derive(Clone, Debug)]
+pub struct UpOptions {
+    pub state_dir: PathBuf,
+    pub workers: u32,
+    /// Fixed port for the manager's kube-apiserver; a free one when `None`.
+    pub api_server_port: Option<u16>,
+    /// Fake nodes of each cluster that runs pods.
+    pub nodes: NodePool,
+}
+
+#[derive(Debug)]
+pub enum UpOutcome {
+    Started {
+        state: SandboxState,
+        elapsed: Duration,
+    },
+    AlreadyUp(SandboxState),
+}
+
+const READY_TIMEOUT: Duration = Duration::from_secs(120);
+
+pub async fn up(options: &UpOptions, progress: &Progress) -> Result<UpOutcome, SandboxError> {
+    let dir = &options.state_dir;
+    if let Some(existing) = SandboxState::load(dir).map_err(SandboxError::io(dir))? {
+        if !is_leftover_of_failed_start(&existing) {
+            return already_there(dir, existing, options.workers).await;
+        }
+        progress.line(format!(
+            "removing the leftovers of an earlier failed start at {}",
+            dir.display()
+        ));
+        super::down(dir).await?;
+    }
+    if let Some(port) = options.api_server_port.filter(|p| !ports::is_free(*p)) {
+        return Err(SandboxError::PortInUse {
+            port,
+            what: "kube-apiserver of cluster manager".into(),
+        });
+    }
+    let started = Instant::now();
+    let toolchain = toolchain::ensure(progress).await?;
+    progress.line(format!(
+        "Runtime: process (local processes from {})",
+        toolchain.bin_dir().display()
+    ));
+
+    std::fs::create_dir_all(dir).map_err(SandboxError::io(dir))?;
+    let recorder = Recorder::new(dir, options.workers);
+    recorder.save()?;
+    let result = start_all(options, &toolchain, &recorder, progress).await;
+    match result {
+        Ok(()) => {
+            let state = recorder.finish()?;
+            Ok(UpOutcome::Started {
+                state,
+                elapsed: started.elapsed(),
+            })
+        }
+        Err(err) => {
+            progress.line("start-up failed; stopping what was started");
+            recorder.abandon().await;
+            Err(err)
+        }
+    }
+}
+
+/// A record that a failed `up` left behind: nothing runs, only logs remain.
+fn is_leftover_of_failed_start(state: &SandboxState) -> bool {
+    state.phase == Phase::Starting && state.clusters.iter().all(|c| c.components.is_empty())
+}
+
+/// `up` on an existing sandbox changes nothing: it is either fine, or we say what is wrong.
+async fn already_there(
+    dir: &Path,
+    existing: SandboxState,
+    workers: u32,
+) -> Result<UpOutcome, SandboxError> {
+    let report = status(dir).await?;
+    if !report.ready {
+        return Err(SandboxError::Broken {
+            dir: dir.to_path_buf(),
+            problems: report.problems().join("; "),
+        });
+    }
+    if existing.workers != workers {
+        return Err(SandboxError::WorkersMismatch {
+            dir: dir.to_path_buf(),
+            running: existing.workers,
+            asked: workers,
+        });
+    }
+    Ok(UpOutcome::AlreadyUp(existing))
+}
+
+async fn start_all(
+    options: &UpOptions,
+    toolchain: &Toolchain,
+    recorder: &Recorder,
+    progress: &Progress,
+) -> Result<(), SandboxError> {
+    let mut plans = vec![ClusterPlan {
+        name: "manager".into(),
+        role: Role::Manager,
+        fixed_api_port: options.api_server_port,
+        // With workers the manager admits by quota only; alone it runs the pods itself.
+        nodes: (options.workers == 0).then(|| options.nodes.clone()),
+    }];
+    for i in 1..=options.workers {
+        plans.push(ClusterPlan {
+            name: format!("worker{i}"),
+            role: Role::Worker,
+            fixed_api_port: None,
+            nodes: Some(options.nodes.clone()),
+        });
+    }
+    let mut layouts = Vec::new();
+    for plan in &plans {
+        let mut free = ports::allocate(Ports::COUNT).map_err(SandboxError::io("127.0.0.1"))?;
+        if let Some(port) = plan.fixed_api_port {
+            free[2] = port;
+        }
+        let ports = Ports::from_slice(
+            free.as_slice()
+                .try_into()
+                .expect("allocated Ports::COUNT ports"),
+        );
+        layouts.push(Layout::new(
+            &plan.name,
+            &recorder.dir.join(&plan.name),
+            toolchain,
+            ports,
+        ));
+    }
+    // Clusters do not depend on each other: start them side by side.
+    try_join_all(
+        plans
+            .iter()
+            .zip(&layouts)
+            .map(|(plan, layout)| start_cluster(plan, layout, toolchain, recorder, progress)),
+    )
+    .await?;
+    write_user_kubeconfig(&recorder.dir, &layouts)
+}
+
+struct ClusterPlan {
+    name: String,
+    role: Role,
+    fixed_api_port: Option<u16>,
+    nodes: Option<NodePool>,
+}
+
+async fn start_cluster(
+    plan: &ClusterPlan,
+    layout: &Layout,
+    toolchain: &Toolchain,
+    recorder: &Recorder,
+    progress: &Progress,
+) -> Result<(), SandboxError> {
+    let name = plan.name.as_str();
+    let step = progress.step(format!("cluster {name}: control plane"));
+    let pki = Pki::generate(name).map_err(|e| SandboxError::step(name, "generating its PKI", e))?;
+    pki.write(&layout.dir.join("pki"))
+        .map_err(SandboxError::io(layout.dir.join("pki")))?;
+    let admin = Entry {
+        context: "admin",
+        server: layout.api_server_url(),
+        ca_pem: &pki.ca_cert,
+        credentials: Credentials::ClientCert {
+            cert_pem: &pki.admin_cert,
+            key_pem: &pki.admin_key,
+        },
+    };
+    let admin_kubeconfig = layout.admin_kubeconfig();
+    kubeconfig::write(&admin_kubeconfig, &kubeconfig::render(&[admin]))
+        .map_err(SandboxError::io(&admin_kubeconfig))?;
+    let kwok_config = kwok::config(&toolchain.kwok_stages())
+        .map_err(SandboxError::io(toolchain.kwok_stages()))?;
+    std::fs::write(layout.kwok_config(), kwok_config)
+        .map_err(SandboxError::io(layout.kwok_config()))?;
+    recorder.add_cluster(Cluster {
+        name: name.to_string(),
+        role: plan.role,
+        context: context_name(name),
+        dir: layout.dir.clone(),
+        api_server_port: layout.ports.api_server,
+        components: Vec::new(),
+    })?;
+
+    let mut prober = Prober::new(
+        pki.ca_cert.clone(),
+        pki.admin_cert.clone(),
+        pki.admin_key.clone(),
+    );
+    let launcher = Launcher {
+        cluster: name,
+        layout,
+        recorder,
+    };
+    launcher.start_and_wait(&layout.etcd(), &mut prober).await?;
+    launcher
+        .start_and_wait(&layout.api_server(), &mut prober)
+        .await?;
+    let loops = [
+        layout.controller_manager(),
+        layout.scheduler(),
+        layout.kwok(),
+    ];
+    let started: Vec<Component> = loops
+        .iter()
+        .map(|spec| launcher.start(spec))
+        .collect::<Result<_, _>>()?;
+    for component in &started {
+        launcher.wait_ready(component, &mut prober).await?;
+    }
+    step.done();
+
+    let step = progress.step(format!(
+        "cluster {name}: Kueue {}",
+        toolchain::versions::KUEUE
+    ));
+    let client = kube_util::client_for(&admin_kubeconfig, "admin")
+        .await
+        .map_err(|e| SandboxError::step(name, "connecting to its kube-apiserver", e))?;
+    if let Some(pool) = &plan.nodes {
+        for node in kwok::nodes(pool) {
+            kube_util::apply(&client, &node)
+                .await
+                .map_err(|e| SandboxError::step(name, "creating kwok nodes", e))?;
+        }
+    }
+    let created = kueue::install(&client, layout, &toolchain.kueue_components())
+        .await
+        .map_err(|e| SandboxError::step(name, "installing Kueue", e))?;
+    recorder.add_external_files(created)?;
+    launcher
+        .start_and_wait(&layout.kueue(), &mut prober)
+        .await?;
+    step.done();
+    Ok(())
+}
+
+struct Launcher<'a> {
+    cluster: &'a str,
+    layout: &'a Layout,
+    recorder: &'a Recorder,
+}
+
+impl Launcher<'_> {
+    fn start(&self, spec: &ComponentSpec) -> Result<Component, SandboxError> {
+        let log = self.layout.log(spec.name);
+        let record = process::spawn(Launch {
+            program: &spec.program,
+            args: spec.args.clone(),
+            env: vec![],
+            log: log.clone(),
+        })
+        .map_err(|e| {
+            SandboxError::step(
+                self.cluster,
+                format!("starting {} ({})", spec.name, spec.program.display()),
+                e,
+            )
+        })?;
+        let component = Component {
+            name: spec.name.to_string(),
+            process: record,
+            probe: spec.probe.clone(),
+        };
+        self.recorder
+            .add_component(self.cluster, component.clone())?;
+        Ok(component)
+    }
+
+    async fn start_and_wait(
+        &self,
+        spec: &ComponentSpec,
+        prober: &mut Prober,
+    ) -> Result<(), SandboxError> {
+        let component = self.start(spec)?;
+        self.wait_ready(&component, prober).await
+    }
+
+    /// Polls the probe until it answers, failing fast if the process exits.
+    async fn wait_ready(
+        &self,
+        component: &Component,
+        prober: &mut Prober,
+    ) -> Result<(), SandboxError> {
+        let deadline = Instant::now() + READY_TIMEOUT;
+        loop {
+            if !component.process.is_running() {
+                // Give the process a moment to flush its last words to the log.
+                tokio::time::sleep(Duration::from_millis(200)).await;
+                return Err(SandboxError::Died {
+                    cluster: self.cluster.to_string(),
+                    component: component.name.clone(),
+                    log: component.process.log.clone(),
+                    tail: toolchain::log_tail(&component.process.log, 15),
+                });
+            }
+            let last_error = match prober.check(&component.probe).await {
+                Ok(()) => return Ok(()),
+                Err(e) => e,
+            };
+            if Instant::now() >= deadline {
+                return Err(SandboxError::NotReady {
+                    cluster: self.cluster.to_string(),
+                    component: component.name.clone(),
+                    seconds: READY_TIMEOUT.as_secs(),
+                    last_error,
+                    log: component.process.log.clone(),
+                });
+            }
+            tokio::time::sleep(Duration::from_millis(200)).await;
+        }
+    }
+}
+
+/// The user's kubeconfig: one admin context per cluster, the manager current.
+fn write_user_kubeconfig(dir: &Path, layouts: &[Layout]) -> Result<(), SandboxError> {
+    let mut pems = Vec::new();
+    for layout in layouts {
+        let read = |p: &Path| std::fs::read_to_string(p).map_err(SandboxError::io(p));
+        pems.push((
+            read(&layout.pki.ca_cert)?,
+            read(&layout.pki.admin_cert)?,
+            read(&layout.pki.admin_key)?,
+        ));
+    }
+    let contexts: Vec<String> = layouts.iter().map(|l| context_name(&l.name)).collect();
+    let entries: Vec<Entry<'_>> = layouts
+        .iter()
+        .zip(&pems)
+        .zip(&contexts)
+        .map(|((layout, (ca, cert, key)), context)| Entry {
+            context,
+            server: layout.api_server_url(),
+            ca_pem: ca,
+            credentials: Credentials::ClientCert {
+                cert_pem: cert,
+                key_pem: key,
+            },
+        })
+        .collect();
+    let path = dir.join(KUBECONFIG_FILE);
+    kubeconfig::write(&path, &kubeconfig::render(&entries)).map_err(SandboxError::io(&path))
+}
+
+/// The sandbox record, saved after every change so a crash mid-`up` leaves a record `down` can use.
+struct Recorder {
+    dir: PathBuf,
+    state: Arc<Mutex<SandboxState>>,
+}
+
+impl Recorder {
+    fn new(dir: &Path, workers: u32) -> Self {
+        let state = SandboxState {
+            name: "kueue-ext".into(),
+            runtime: "process".into(),
+            phase: Phase::Starting,
+            workers,
+            kubeconfig: dir.join(KUBECONFIG_FILE),
+            clusters: Vec::new(),
+            external_files: Vec::new(),
+        };
+        Recorder {
+            dir: dir.to_path_buf(),
+            state: Arc::new(Mutex::new(state)),
+        }
+    }
+
+    fn update(&self, change: impl FnOnce(&mut SandboxState)) -> Result<(), SandboxError> {
+        let mut state = self.state.lock().unwrap_or_else(|p| p.into_inner());
+        change(&mut state);
+        state.save(&self.dir).map_err(SandboxError::io(&self.dir))
+    }
+
+    fn save(&self) -> Result<(), SandboxError> {
+        self.update(|_| {})
+    }
+
+    fn add_cluster(&self, cluster: Cluster) -> Result<(), SandboxError> {
+        // Keep the manager first whatever order parallel starts finish in.
+        self.update(|s| {
+            s.clusters.push(cluster);
+            s.clusters
+                .sort_by_key(|c| (c.role != Role::Manager, c.name.clone()));
+        })
+    }
+
+    fn add_component(&self, cluster: &str, component: Component) -> Result<(), SandboxError> {
+        self.update(|s| {
+            if let Some(c) = s.cluster_mut(cluster) {
+                c.components.push(component);
+            }
+        })
+    }
+
+    fn add_external_files(&self, files: Vec<PathBuf>) -> Result<(), SandboxError> {
+        self.update(|s| s.external_files.extend(files))
+    }
+
+    fn finish(&self) -> Result<SandboxState, SandboxError> {
+        self.update(|s| s.phase = Phase::Up)?;
+        Ok(self.state.lock().unwrap_or_else(|p| p.into_inner()).clone())
+    }
+
+    /// Stops every process started so far and removes the state, keeping only the logs so the
+    /// error message's log paths stay readable (`down` removes them).
+    async fn abandon(&self) {
+        let state = self.state.lock().unwrap_or_else(|p| p.into_inner()).clone();
+        super::down::stop_processes(&state).await;
+        super::down::remove_external_files(&state);
+        let keep_logs = SandboxState {
+            clusters: state.clusters.clone(),
+            ..state
+        };
+        for cluster in &keep_logs.clusters {
+            if let Ok(entries) = std::fs::read_dir(&cluster.dir) {
+                for entry in entries.flatten().filter(|e| e.file_name() != "logs") {
+                    let path = entry.path();
+                    let _ = if path.is_dir() {
+                        std::fs::remove_dir_all(&path)
+                    } else {
+                        std::fs::remove_file(&path)
+                    };
+                }
+            }
+        }
+        let _ = std::fs::remove_file(self.dir.join(KUBECONFIG_FILE));
+        // Keep a record with no processes, so `status` explains and `down` cleans up.
+        let mut emptied = keep_logs;
+        emptied.external_files.clear();
+        for cluster in &mut emptied.clusters {
+            cluster.components.clear();
+        }
+        let _ = emptied.save(&self.dir);
+    }
+}
