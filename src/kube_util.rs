@@ -19,11 +19,7 @@ pub const FIELD_MANAGER: &str = "kueue-ext";
 #[derive(Debug, thiserror::Error)]
 pub enum ApplyError {
     #[error("{kind}/{name}: {message}")]
-    Invalid {
-        kind: String,
-        name: String,
-        message: String,
-    },
+    Invalid { kind: String, name: String, message: String },
     #[error("{kind}/{name}: {source}")]
     Api {
         kind: String,
@@ -42,10 +38,7 @@ pub async fn client_for(kubeconfig: &Path, context: &str) -> anyhow::Result<Clie
 }
 
 pub async fn client_from(kubeconfig: Kubeconfig, context: &str) -> anyhow::Result<Client> {
-    let options = KubeConfigOptions {
-        context: Some(context.to_string()),
-        ..Default::default()
-    };
+    let options = KubeConfigOptions { context: Some(context.to_string()), ..Default::default() };
     let mut config = Config::from_custom_kubeconfig(kubeconfig, &options).await?;
     config.read_timeout = Some(Duration::from_secs(30));
     Ok(Client::try_from(config)?)
@@ -53,45 +46,30 @@ pub async fn client_from(kubeconfig: Kubeconfig, context: &str) -> anyhow::Resul
 
 fn describe(obj: &Value) -> (String, String) {
     let kind = obj["kind"].as_str().unwrap_or("<no kind>").to_string();
-    let name = obj["metadata"]["name"]
-        .as_str()
-        .unwrap_or("<no name>")
-        .to_string();
+    let name = obj["metadata"]["name"].as_str().unwrap_or("<no name>").to_string();
     (kind, name)
 }
 
 /// Server-side applies an untyped object, resolving its resource through discovery.
 pub async fn apply(client: &Client, obj: &Value) -> Result<DynamicObject, ApplyError> {
     let (kind, name) = describe(obj);
-    let invalid = |message: String| ApplyError::Invalid {
-        kind: kind.clone(),
-        name: name.clone(),
-        message,
-    };
-    let api_version = obj["apiVersion"]
-        .as_str()
-        .ok_or_else(|| invalid("apiVersion is missing".into()))?;
+    let invalid = |message: String| ApplyError::Invalid { kind: kind.clone(), name: name.clone(), message };
+    let api_version = obj["apiVersion"].as_str().ok_or_else(|| invalid("apiVersion is missing".into()))?;
     let (group, version) = api_version.split_once('/').unwrap_or(("", api_version));
     let gvk = GroupVersionKind::gvk(group, version, &kind);
-    let (resource, caps) = discovery::pinned_kind(client, &gvk)
-        .await
-        .map_err(|source| ApplyError::Api {
-            kind: kind.clone(),
-            name: name.clone(),
-            source,
-        })?;
+    let (resource, caps) = discovery::pinned_kind(client, &gvk).await.map_err(|source| ApplyError::Api {
+        kind: kind.clone(),
+        name: name.clone(),
+        source,
+    })?;
     let api: Api<DynamicObject> = match (caps.scope, obj["metadata"]["namespace"].as_str()) {
         (Scope::Cluster, _) => Api::all_with(client.clone(), &resource),
         (Scope::Namespaced, Some(ns)) => Api::namespaced_with(client.clone(), ns, &resource),
         (Scope::Namespaced, None) => Api::default_namespaced_with(client.clone(), &resource),
     };
-    api.patch(
-        &name,
-        &PatchParams::apply(FIELD_MANAGER).force(),
-        &Patch::Apply(obj),
-    )
-    .await
-    .map_err(|source| ApplyError::Api { kind, name, source })
+    api.patch(&name, &PatchParams::apply(FIELD_MANAGER).force(), &Patch::Apply(obj))
+        .await
+        .map_err(|source| ApplyError::Api { kind, name, source })
 }
 
 /// Applies CRDs and waits until the API server serves each of them.
@@ -114,10 +92,7 @@ pub async fn apply_crds(client: &Client, crds: &[Value]) -> Result<(), ApplyErro
                 });
             }
             Err(_) => {
-                return Err(ApplyError::NotEstablished {
-                    name,
-                    seconds: timeout.as_secs(),
-                });
+                return Err(ApplyError::NotEstablished { name, seconds: timeout.as_secs() });
             }
         }
     }

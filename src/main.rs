@@ -8,10 +8,7 @@ fn main() -> ExitCode {
     cli::init_tracing(cli.verbose);
     // One TLS provider for the whole process: kube, the webhook server and rcgen all use ring.
     let _ = rustls::crypto::ring::default_provider().install_default();
-    let runtime = match tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-    {
+    let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
         Ok(rt) => rt,
         Err(err) => {
             eprintln!("error: cannot start the async runtime: {err}");

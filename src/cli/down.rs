@@ -8,10 +8,7 @@ pub async fn run(args: SandboxArgs) -> anyhow::Result<ExitCode> {
     let dir = args.dir();
     match sandbox::down(&dir).await? {
         DownOutcome::Removed { processes } => {
-            println!(
-                "sandbox at {} removed ({processes} process(es) stopped)",
-                dir.display()
-            )
+            println!("sandbox at {} removed ({processes} process(es) stopped)", dir.display())
         }
         DownOutcome::NothingThere => println!("no sandbox at {}: nothing to do", dir.display()),
     }

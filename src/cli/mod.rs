@@ -12,12 +12,7 @@ use clap::{Parser, Subcommand};
 
 /// Kueue integration sandbox and framework for custom job kinds.
 #[derive(Debug, Parser)]
-#[command(
-    name = "kubectl kueue-ext",
-    bin_name = "kubectl kueue-ext",
-    version,
-    about
-)]
+#[command(name = "kubectl kueue-ext", bin_name = "kubectl kueue-ext", version, about)]
 pub struct Cli {
     /// More log output (-v info, -vv debug, -vvv trace).
     #[arg(short, long, global = true, action = clap::ArgAction::Count)]
@@ -50,9 +45,7 @@ pub struct SandboxArgs {
 
 impl SandboxArgs {
     pub fn dir(&self) -> PathBuf {
-        self.state_dir
-            .clone()
-            .unwrap_or_else(crate::sandbox::state::default_dir)
+        self.state_dir.clone().unwrap_or_else(crate::sandbox::state::default_dir)
     }
 }
 
@@ -79,10 +72,7 @@ pub fn init_tracing(verbose: u8) {
             let libraries = if verbose >= 2 { level } else { "off" };
             tracing_subscriber::EnvFilter::new(format!("kueue_ext={level},{libraries}"))
         });
-    let _ = tracing_subscriber::fmt()
-        .with_env_filter(filter)
-        .with_writer(std::io::stderr)
-        .try_init();
+    let _ = tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr).try_init();
 }
 
 #[cfg(test)]
@@ -97,18 +87,8 @@ mod tests {
 
     #[test]
     fn up_takes_workers_and_state_dir() {
-        let cli = Cli::try_parse_from([
-            "kubectl-kueue_ext",
-            "up",
-            "--workers",
-            "0",
-            "--state-dir",
-            "/tmp/s",
-        ])
-        .unwrap();
-        let Command::Up(args) = cli.command else {
-            panic!("parsed {:?}", cli.command)
-        };
+        let cli = Cli::try_parse_from(["kubectl-kueue_ext", "up", "--workers", "0", "--state-dir", "/tmp/s"]).unwrap();
+        let Command::Up(args) = cli.command else { panic!("parsed {:?}", cli.command) };
         assert_eq!(args.workers, 0);
         assert_eq!(args.sandbox.dir(), PathBuf::from("/tmp/s"));
     }

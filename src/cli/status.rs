@@ -32,11 +32,7 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
         Output::Json => println!("{}", serde_json::to_string_pretty(&report)?),
         Output::Table => print!("{}", table(&report)),
     }
-    Ok(if report.ready {
-        ExitCode::SUCCESS
-    } else {
-        ExitCode::FAILURE
-    })
+    Ok(if report.ready { ExitCode::SUCCESS } else { ExitCode::FAILURE })
 }
 
 fn yes_no(ready: bool) -> &'static str {
@@ -58,10 +54,8 @@ fn table(report: &StatusReport) -> String {
     ));
     for cluster in &report.clusters {
         for c in &cluster.components {
-            let role = serde_json::to_value(cluster.role)
-                .ok()
-                .and_then(|v| v.as_str().map(String::from))
-                .unwrap_or_default();
+            let role =
+                serde_json::to_value(cluster.role).ok().and_then(|v| v.as_str().map(String::from)).unwrap_or_default();
             out.push_str(&format!(
                 "{:<10} {:<8} {:<24} {:<6} {:<8} {}\n",
                 cluster.name,

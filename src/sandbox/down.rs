@@ -37,11 +37,7 @@ pub async fn down(dir: &Path) -> Result<DownOutcome, SandboxError> {
 /// Stops every recorded process (all at once: nothing is kept, so order does not matter, and
 /// waiting for each in turn would only add up grace periods). Returns how many were running.
 pub async fn stop_processes(state: &SandboxState) -> usize {
-    let running: Vec<_> = state
-        .processes_in_stop_order()
-        .into_iter()
-        .filter(|(_, c)| c.process.is_running())
-        .collect();
+    let running: Vec<_> = state.processes_in_stop_order().into_iter().filter(|(_, c)| c.process.is_running()).collect();
     join_all(running.iter().map(|(_, c)| c.process.stop(GRACE))).await;
     running.len()
 }

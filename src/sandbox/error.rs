@@ -9,29 +9,12 @@ type BoxError = Box<dyn std::error::Error + Send + Sync>;
 pub enum SandboxError {
     #[error(transparent)]
     Toolchain(#[from] ToolchainError),
-    #[error(
-        "port {port} for {what} is already in use on 127.0.0.1; free it or choose another port"
-    )]
+    #[error("port {port} for {what} is already in use on 127.0.0.1; free it or choose another port")]
     PortInUse { port: u16, what: String },
-    #[error(
-        "{component} of cluster {cluster} exited during start-up; its log {log} ends with:\n{tail}"
-    )]
-    Died {
-        cluster: String,
-        component: String,
-        log: PathBuf,
-        tail: String,
-    },
-    #[error(
-        "{component} of cluster {cluster} was not ready after {seconds}s ({last_error}); see its log {log}"
-    )]
-    NotReady {
-        cluster: String,
-        component: String,
-        seconds: u64,
-        last_error: String,
-        log: PathBuf,
-    },
+    #[error("{component} of cluster {cluster} exited during start-up; its log {log} ends with:\n{tail}")]
+    Died { cluster: String, component: String, log: PathBuf, tail: String },
+    #[error("{component} of cluster {cluster} was not ready after {seconds}s ({last_error}); see its log {log}")]
+    NotReady { cluster: String, component: String, seconds: u64, last_error: String, log: PathBuf },
     #[error("cluster {cluster}: {step}: {source}")]
     Step {
         cluster: String,
@@ -52,22 +35,14 @@ pub enum SandboxError {
     #[error(
         "the sandbox at {dir} runs {running} worker(s), not {asked}; run `kubectl kueue-ext down` first to change it"
     )]
-    WorkersMismatch {
-        dir: PathBuf,
-        running: u32,
-        asked: u32,
-    },
+    WorkersMismatch { dir: PathBuf, running: u32, asked: u32 },
     #[error("no sandbox at {dir}; start one with `kubectl kueue-ext up`")]
     NotUp { dir: PathBuf },
 }
 
 impl SandboxError {
     pub fn step(cluster: &str, step: impl Into<String>, source: impl Into<BoxError>) -> Self {
-        SandboxError::Step {
-            cluster: cluster.to_string(),
-            step: step.into(),
-            source: source.into(),
-        }
+        SandboxError::Step { cluster: cluster.to_string(), step: step.into(), source: source.into() }
     }
 
     pub fn io(path: impl Into<PathBuf>) -> impl FnOnce(std::io::Error) -> SandboxError {

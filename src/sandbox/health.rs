@@ -23,12 +23,7 @@ const PROBE_TIMEOUT: Duration = Duration::from_secs(3);
 
 impl Prober {
     pub fn new(ca_pem: String, cert_pem: String, key_pem: String) -> Self {
-        Prober {
-            ca_pem,
-            cert_pem,
-            key_pem,
-            clients: HashMap::new(),
-        }
+        Prober { ca_pem, cert_pem, key_pem, clients: HashMap::new() }
     }
 
     /// Reads the cluster's PEM files from its `pki/` dir.
@@ -46,18 +41,14 @@ impl Prober {
         match probe {
             Probe::Https { port, path } => {
                 let client = self.client(*port).await?;
-                let request = http::Request::get(path.as_str())
-                    .body(Vec::new())
-                    .map_err(|e| e.to_string())?;
+                let request = http::Request::get(path.as_str()).body(Vec::new()).map_err(|e| e.to_string())?;
                 tokio::time::timeout(PROBE_TIMEOUT, client.request_text(request))
                     .await
                     .map_err(|_| "timed out".to_string())
                     .and_then(|r| r.map(drop).map_err(|e| e.to_string()))
             }
             Probe::Http { port, path } => {
-                tokio::time::timeout(PROBE_TIMEOUT, http_get(*port, path))
-                    .await
-                    .map_err(|_| "timed out".to_string())?
+                tokio::time::timeout(PROBE_TIMEOUT, http_get(*port, path)).await.map_err(|_| "timed out".to_string())?
             }
         }
     }
@@ -70,16 +61,11 @@ impl Prober {
             context: "probe",
             server: format!("https://127.0.0.1:{port}"),
             ca_pem: &self.ca_pem,
-            credentials: Credentials::ClientCert {
-                cert_pem: &self.cert_pem,
-                key_pem: &self.key_pem,
-            },
+            credentials: Credentials::ClientCert { cert_pem: &self.cert_pem, key_pem: &self.key_pem },
         };
         let value = kubeconfig::render(&[entry]);
         let config: Kubeconfig = serde_json::from_value(value).map_err(|e| e.to_string())?;
-        let client = crate::kube_util::client_from(config, "probe")
-            .await
-            .map_err(|e| e.to_string())?;
+        let client = crate::kube_util::client_from(config, "probe").await.map_err(|e| e.to_string())?;
         self.clients.insert(port, client.clone());
         Ok(client)
     }
@@ -87,26 +73,14 @@ impl Prober {
 
 /// A bare HTTP/1.0 GET on loopback (health endpoints that serve plain HTTP).
 async fn http_get(port: u16, path: &str) -> Result<(), String> {
-    let mut stream = TcpStream::connect(("127.0.0.1", port))
-        .await
-        .map_err(|e| e.to_string())?;
+    let mut stream = TcpStream::connect(("127.0.0.1", port)).await.map_err(|e| e.to_string())?;
     let request = format!("GET {path} HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n");
-    stream
-        .write_all(request.as_bytes())
-        .await
-        .map_err(|e| e.to_string())?;
+    stream.write_all(request.as_bytes()).await.map_err(|e| e.to_string())?;
     let mut response = Vec::new();
-    stream
-        .read_to_end(&mut response)
-        .await
-        .map_err(|e| e.to_string())?;
+    stream.read_to_end(&mut response).await.map_err(|e| e.to_string())?;
     let text = String::from_utf8_lossy(&response);
     let status = text.lines().next().unwrap_or_default();
-    if status.split_whitespace().nth(1) == Some("200") {
-        Ok(())
-    } else {
-        Err(format!("answered {status:?}"))
-    }
+    if status.split_whitespace().nth(1) == Some("200") { Ok(()) } else { Err(format!("answered {status:?}")) }
 }
 
 #[cfg(test)]
@@ -121,24 +95,15 @@ mod tests {
             let (mut socket, _) = listener.accept().await.unwrap();
             let mut buf = [0u8; 256];
             let _ = socket.read(&mut buf).await;
-            socket
-                .write_all(format!("HTTP/1.1 {status}\r\n\r\nok").as_bytes())
-                .await
-                .unwrap();
+            socket.write_all(format!("HTTP/1.1 {status}\r\n\r\nok").as_bytes()).await.unwrap();
         });
         port
     }
 
     #[tokio::test]
     async fn http_probe_reads_the_status_line() {
-        assert!(
-            http_get(serve_once("200 OK").await, "/readyz")
-                .await
-                .is_ok()
-        );
-        let err = http_get(serve_once("500 Internal Server Error").await, "/readyz")
-            .await
-            .unwrap_err();
+        assert!(http_get(serve_once("200 OK").await, "/readyz").await.is_ok());
+        let err = http_get(serve_once("500 Internal Server Error").await, "/readyz").await.unwrap_err();
         assert!(err.contains("500"));
     }
 

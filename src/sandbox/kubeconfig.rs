@@ -77,10 +77,7 @@ mod tests {
                 context: "kueue-ext-manager",
                 server: "https://127.0.0.1:6443".into(),
                 ca_pem: "CA",
-                credentials: Credentials::ClientCert {
-                    cert_pem: "C",
-                    key_pem: "K",
-                },
+                credentials: Credentials::ClientCert { cert_pem: "C", key_pem: "K" },
             },
             Entry {
                 context: "kueue-ext-worker1",

@@ -24,11 +24,7 @@ pub struct NodePool {
 
 impl Default for NodePool {
     fn default() -> Self {
-        NodePool {
-            count: 4,
-            cpu: "8".into(),
-            memory: "32Gi".into(),
-        }
+        NodePool { count: 4, cpu: "8".into(), memory: "32Gi".into() }
     }
 }
 
@@ -42,9 +38,8 @@ pub fn config(stage_dir: &Path) -> std::io::Result<String> {
     );
     for stage in STAGES {
         let path: PathBuf = stage_dir.join(stage);
-        let text = std::fs::read_to_string(&path).map_err(|e| {
-            std::io::Error::new(e.kind(), format!("kwok stage {}: {e}", path.display()))
-        })?;
+        let text = std::fs::read_to_string(&path)
+            .map_err(|e| std::io::Error::new(e.kind(), format!("kwok stage {}: {e}", path.display())))?;
         out.push_str("---\n");
         out.push_str(text.trim_start_matches("---\n"));
         if !out.ends_with('\n') {
@@ -86,18 +81,11 @@ mod tests {
 
     #[test]
     fn nodes_carry_the_requested_capacity_and_kwok_annotation() {
-        let pool = NodePool {
-            count: 2,
-            cpu: "4".into(),
-            memory: "8Gi".into(),
-        };
+        let pool = NodePool { count: 2, cpu: "4".into(), memory: "8Gi".into() };
         let nodes = nodes(&pool);
         assert_eq!(nodes.len(), 2);
         assert_eq!(nodes[1]["metadata"]["name"], "kwok-node-1");
-        assert_eq!(
-            nodes[1]["metadata"]["annotations"]["kwok.x-k8s.io/node"],
-            "fake"
-        );
+        assert_eq!(nodes[1]["metadata"]["annotations"]["kwok.x-k8s.io/node"], "fake");
         assert_eq!(nodes[1]["status"]["allocatable"]["cpu"], "4");
         assert_ne!(nodes[0]["spec"]["podCIDR"], nodes[1]["spec"]["podCIDR"]);
     }

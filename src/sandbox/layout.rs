@@ -125,10 +125,7 @@ impl Layout {
                 flag("auto-compaction-retention", "1"),
                 flag("log-level", "warn"),
             ],
-            probe: Probe::Https {
-                port: self.ports.etcd,
-                path: "/health".into(),
-            },
+            probe: Probe::Https { port: self.ports.etcd, path: "/health".into() },
         }
     }
 
@@ -144,35 +141,23 @@ impl Layout {
                 flag("bind-address", "127.0.0.1"),
                 flag("secure-port", self.ports.api_server.to_string()),
                 flag("cert-dir", path(&self.dir.join("kube-apiserver"))),
-                flag(
-                    "etcd-servers",
-                    format!("https://127.0.0.1:{}", self.ports.etcd),
-                ),
+                flag("etcd-servers", format!("https://127.0.0.1:{}", self.ports.etcd)),
                 flag("etcd-cafile", path(&p.ca_cert)),
                 flag("etcd-certfile", path(&p.serving_cert)),
                 flag("etcd-keyfile", path(&p.serving_key)),
                 flag("tls-cert-file", path(&p.serving_cert)),
                 flag("tls-private-key-file", path(&p.serving_key)),
                 flag("client-ca-file", path(&p.ca_cert)),
-                flag(
-                    "service-account-issuer",
-                    "https://kubernetes.default.svc.cluster.local",
-                ),
+                flag("service-account-issuer", "https://kubernetes.default.svc.cluster.local"),
                 flag("service-account-key-file", path(&p.service_account_pub)),
-                flag(
-                    "service-account-signing-key-file",
-                    path(&p.service_account_key),
-                ),
+                flag("service-account-signing-key-file", path(&p.service_account_key)),
                 flag("service-cluster-ip-range", "10.96.0.0/16"),
                 flag("authorization-mode", "Node,RBAC"),
                 flag("endpoint-reconciler-type", "none"),
                 flag("allow-privileged", "true"),
                 flag("profiling", "false"),
             ],
-            probe: Probe::Https {
-                port: self.ports.api_server,
-                path: "/readyz".into(),
-            },
+            probe: Probe::Https { port: self.ports.api_server, path: "/readyz".into() },
         }
     }
 
@@ -196,20 +181,14 @@ impl Layout {
         let mut args = self.control_loop_args(self.ports.controller_manager);
         args.extend([
             flag("root-ca-file", path(&self.pki.ca_cert)),
-            flag(
-                "service-account-private-key-file",
-                path(&self.pki.service_account_key),
-            ),
+            flag("service-account-private-key-file", path(&self.pki.service_account_key)),
             flag("use-service-account-credentials", "true"),
         ]);
         ComponentSpec {
             name: "kube-controller-manager",
             program: self.bin.join("kube-controller-manager"),
             args,
-            probe: Probe::Https {
-                port: self.ports.controller_manager,
-                path: "/healthz".into(),
-            },
+            probe: Probe::Https { port: self.ports.controller_manager, path: "/healthz".into() },
         }
     }
 
@@ -218,10 +197,7 @@ impl Layout {
             name: "kube-scheduler",
             program: self.bin.join("kube-scheduler"),
             args: self.control_loop_args(self.ports.scheduler),
-            probe: Probe::Https {
-                port: self.ports.scheduler,
-                path: "/healthz".into(),
-            },
+            probe: Probe::Https { port: self.ports.scheduler, path: "/healthz".into() },
         }
     }
 
@@ -234,10 +210,7 @@ impl Layout {
                 flag("kubeconfig", path(&self.admin_kubeconfig())),
                 flag("config", path(&self.kwok_config())),
                 "--manage-all-nodes=false".into(),
-                flag(
-                    "manage-nodes-with-annotation-selector",
-                    "kwok.x-k8s.io/node=fake",
-                ),
+                flag("manage-nodes-with-annotation-selector", "kwok.x-k8s.io/node=fake"),
                 flag("node-ip", "127.0.0.1"),
                 flag("node-name", "localhost"),
                 flag("node-port", &port),
@@ -246,10 +219,7 @@ impl Layout {
                 flag("tls-private-key-file", path(&self.pki.serving_key)),
                 flag("node-lease-duration-seconds", "40"),
             ],
-            probe: Probe::Https {
-                port: self.ports.kwok,
-                path: "/healthz".into(),
-            },
+            probe: Probe::Https { port: self.ports.kwok, path: "/healthz".into() },
         }
     }
 
@@ -262,10 +232,7 @@ impl Layout {
                 flag("config", path(&dir.join("config.yaml"))),
                 flag("kubeconfig", path(&dir.join("kubeconfig"))),
             ],
-            probe: Probe::Http {
-                port: self.ports.kueue_health,
-                path: "/readyz".into(),
-            },
+            probe: Probe::Http { port: self.ports.kueue_health, path: "/readyz".into() },
         }
     }
 }
@@ -304,20 +271,11 @@ mod tests {
                 assert!(!arg.contains("0.0.0.0"), "{}: {arg}", spec.name);
                 // The issuer is a name inside tokens, not an address anything listens on.
                 if arg.contains("://") && !arg.starts_with("--service-account-issuer") {
-                    assert!(
-                        arg.contains("https://127.0.0.1:"),
-                        "{}: {arg} must be TLS on loopback",
-                        spec.name
-                    );
+                    assert!(arg.contains("https://127.0.0.1:"), "{}: {arg} must be TLS on loopback", spec.name);
                 }
             }
         }
-        assert!(
-            layout
-                .api_server()
-                .args
-                .contains(&"--bind-address=127.0.0.1".to_string())
-        );
+        assert!(layout.api_server().args.contains(&"--bind-address=127.0.0.1".to_string()));
     }
 
     #[test]
@@ -325,13 +283,7 @@ mod tests {
         let etcd = layout().etcd();
         assert!(etcd.args.contains(&"--client-cert-auth".to_string()));
         assert!(etcd.args.contains(&"--peer-client-cert-auth".to_string()));
-        assert_eq!(
-            etcd.probe,
-            Probe::Https {
-                port: 2379,
-                path: "/health".into()
-            }
-        );
+        assert_eq!(etcd.probe, Probe::Https { port: 2379, path: "/health".into() });
     }
 
     #[test]
@@ -354,9 +306,6 @@ mod tests {
         probe_ports.sort();
         probe_ports.dedup();
         assert_eq!(probe_ports.len(), specs.len());
-        assert_eq!(
-            layout.log("kueue"),
-            PathBuf::from("/state/manager/logs/kueue.log")
-        );
+        assert_eq!(layout.log("kueue"), PathBuf::from("/state/manager/logs/kueue.log"));
     }
 }

@@ -29,5 +29,9 @@ pub fn context_name(cluster: &str) -> String {
     format!("kueue-ext-{cluster}")
 }
 
+/// Components of a process-runtime cluster, in start order.
+pub const COMPONENTS: [&str; 6] =
+    ["etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "kwok", "kueue"];
+
 /// Name of the sandbox's kubeconfig file inside its state dir.
 pub const KUBECONFIG_FILE: &str = "kubeconfig";

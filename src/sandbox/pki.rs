@@ -6,8 +6,8 @@ use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 use std::path::{Path, PathBuf};
 
 use rcgen::{
-    BasicConstraints, CertificateParams, CertifiedIssuer, DistinguishedName, DnType,
-    ExtendedKeyUsagePurpose, IsCa, KeyPair, KeyUsagePurpose, SanType,
+    BasicConstraints, CertificateParams, CertifiedIssuer, DistinguishedName, DnType, ExtendedKeyUsagePurpose, IsCa,
+    KeyPair, KeyUsagePurpose, SanType,
 };
 use time::{Duration, OffsetDateTime};
 
@@ -15,13 +15,8 @@ use super::fsutil::write_private;
 
 /// DNS names the serving certificate answers to, besides loopback addresses: the in-cluster
 /// names of the apiserver, so kubeconfigs with either form verify.
-const SERVING_DNS_NAMES: [&str; 5] = [
-    "localhost",
-    "kubernetes",
-    "kubernetes.default",
-    "kubernetes.default.svc",
-    "kubernetes.default.svc.cluster.local",
-];
+const SERVING_DNS_NAMES: [&str; 5] =
+    ["localhost", "kubernetes", "kubernetes.default", "kubernetes.default.svc", "kubernetes.default.svc.cluster.local"];
 
 /// PEM files of one cluster.
 pub struct Pki {
@@ -85,11 +80,8 @@ impl Pki {
         let mut ca_params = CertificateParams::default();
         ca_params.distinguished_name = subject(&format!("kueue-ext-{cluster}-ca"), None);
         ca_params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
-        ca_params.key_usages = vec![
-            KeyUsagePurpose::KeyCertSign,
-            KeyUsagePurpose::CrlSign,
-            KeyUsagePurpose::DigitalSignature,
-        ];
+        ca_params.key_usages =
+            vec![KeyUsagePurpose::KeyCertSign, KeyUsagePurpose::CrlSign, KeyUsagePurpose::DigitalSignature];
         validity(&mut ca_params);
         let ca = CertifiedIssuer::self_signed(ca_params, KeyPair::generate()?)?;
 
@@ -100,28 +92,17 @@ impl Pki {
             SanType::IpAddress(IpAddr::V6(Ipv6Addr::LOCALHOST)),
         ];
         for name in SERVING_DNS_NAMES {
-            serving
-                .subject_alt_names
-                .push(SanType::DnsName(name.try_into()?));
+            serving.subject_alt_names.push(SanType::DnsName(name.try_into()?));
         }
-        serving.key_usages = vec![
-            KeyUsagePurpose::DigitalSignature,
-            KeyUsagePurpose::KeyEncipherment,
-        ];
-        serving.extended_key_usages = vec![
-            ExtendedKeyUsagePurpose::ServerAuth,
-            ExtendedKeyUsagePurpose::ClientAuth,
-        ];
+        serving.key_usages = vec![KeyUsagePurpose::DigitalSignature, KeyUsagePurpose::KeyEncipherment];
+        serving.extended_key_usages = vec![ExtendedKeyUsagePurpose::ServerAuth, ExtendedKeyUsagePurpose::ClientAuth];
         validity(&mut serving);
         let serving_key = KeyPair::generate()?;
         let serving_cert = serving.signed_by(&serving_key, &ca)?;
 
         let mut admin = CertificateParams::default();
         admin.distinguished_name = subject("kueue-ext-admin", Some("system:masters"));
-        admin.key_usages = vec![
-            KeyUsagePurpose::DigitalSignature,
-            KeyUsagePurpose::KeyEncipherment,
-        ];
+        admin.key_usages = vec![KeyUsagePurpose::DigitalSignature, KeyUsagePurpose::KeyEncipherment];
         admin.extended_key_usages = vec![ExtendedKeyUsagePurpose::ClientAuth];
         validity(&mut admin);
         let admin_key = KeyPair::generate()?;
@@ -170,10 +151,7 @@ mod tests {
         let pki = Pki::generate("manager").unwrap();
         assert!(pki.ca_cert.starts_with("-----BEGIN CERTIFICATE-----"));
         assert!(pki.serving_key.contains("PRIVATE KEY"));
-        assert!(
-            pki.service_account_pub
-                .starts_with("-----BEGIN PUBLIC KEY-----")
-        );
+        assert!(pki.service_account_pub.starts_with("-----BEGIN PUBLIC KEY-----"));
         assert_ne!(pki.admin_key, pki.serving_key);
     }
 
@@ -181,12 +159,7 @@ mod tests {
     fn keys_are_written_owner_only() {
         let dir = tempfile::tempdir().unwrap();
         let paths = Pki::generate("w").unwrap().write(dir.path()).unwrap();
-        for key in [
-            &paths.ca_key,
-            &paths.serving_key,
-            &paths.admin_key,
-            &paths.service_account_key,
-        ] {
+        for key in [&paths.ca_key, &paths.serving_key, &paths.admin_key, &paths.service_account_key] {
             let mode = std::fs::metadata(key).unwrap().permissions().mode() & 0o777;
             assert_eq!(mode, 0o600, "{}", key.display());
         }

@@ -34,10 +34,7 @@ pub fn spawn(launch: Launch<'_>) -> std::io::Result<ProcessRecord> {
     if let Some(dir) = launch.log.parent() {
         std::fs::create_dir_all(dir)?;
     }
-    let out = std::fs::OpenOptions::new()
-        .create(true)
-        .append(true)
-        .open(&launch.log)?;
+    let out = std::fs::OpenOptions::new().create(true).append(true).open(&launch.log)?;
     let err = out.try_clone()?;
     let child = Command::new(launch.program)
         .args(&launch.args)
@@ -51,15 +48,12 @@ pub fn spawn(launch: Launch<'_>) -> std::io::Result<ProcessRecord> {
     // The child is deliberately not waited for: it is a daemon, reaped by init once `up` exits.
     drop(child);
     let start_ticks = read_stat(pid).map(|s| s.start_ticks).unwrap_or_default();
-    Ok(ProcessRecord {
-        pid,
-        start_ticks,
-        log: launch.log,
-    })
+    Ok(ProcessRecord { pid, start_ticks, log: launch.log })
 }
 
 struct Stat {
     state: char,
+    threads: u64,
     start_ticks: u64,
 }
 
@@ -75,15 +69,20 @@ fn parse_stat(text: &str) -> Option<Stat> {
     let fields: Vec<&str> = rest.split_whitespace().collect();
     Some(Stat {
         state: fields.first()?.chars().next()?,
+        threads: fields.get(17)?.parse().ok()?,
         start_ticks: fields.get(19)?.parse().ok()?,
     })
 }
 
 impl ProcessRecord {
-    /// True while the recorded process runs (a zombie or a reused pid counts as gone).
+    /// True while the recorded process runs. A reused pid counts as gone, and so does a
+    /// zombie — but only once its last thread has exited: a leader thread turns zombie first
+    /// while the others still hold the process's sockets open.
     pub fn is_running(&self) -> bool {
         match read_stat(self.pid) {
-            Some(stat) => stat.start_ticks == self.start_ticks && !matches!(stat.state, 'Z' | 'X'),
+            Some(stat) => {
+                stat.start_ticks == self.start_ticks && !(matches!(stat.state, 'Z' | 'X') && stat.threads <= 1)
+            }
             None => false,
         }
     }
@@ -118,6 +117,7 @@ mod tests {
         let line = "4242 (kube (api) server) S 1 4242 4242 0 -1 4194560 100 0 0 0 1 2 0 0 20 0 12 0 987654 1000 50";
         let stat = parse_stat(line).unwrap();
         assert_eq!(stat.state, 'S');
+        assert_eq!(stat.threads, 12);
         assert_eq!(stat.start_ticks, 987654);
         assert!(parse_stat("garbage").is_none());
     }
@@ -140,16 +140,9 @@ mod tests {
     #[test]
     fn reused_pid_is_not_ours() {
         let me = std::process::id() as i32;
-        let mine = ProcessRecord {
-            pid: me,
-            start_ticks: read_stat(me).unwrap().start_ticks,
-            log: PathBuf::new(),
-        };
+        let mine = ProcessRecord { pid: me, start_ticks: read_stat(me).unwrap().start_ticks, log: PathBuf::new() };
         assert!(mine.is_running());
-        let impostor = ProcessRecord {
-            start_ticks: mine.start_ticks + 1,
-            ..mine
-        };
+        let impostor = ProcessRecord { start_ticks: mine.start_ticks + 1, ..mine };
         assert!(!impostor.is_running());
     }
 }

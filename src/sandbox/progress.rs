@@ -14,18 +14,12 @@ pub struct Progress {
 
 impl Progress {
     pub fn stderr() -> Self {
-        Progress {
-            tty: std::io::stderr().is_terminal(),
-            quiet: false,
-        }
+        Progress { tty: std::io::stderr().is_terminal(), quiet: false }
     }
 
     /// No output at all (library callers and tests that print their own).
     pub fn quiet() -> Self {
-        Progress {
-            tty: false,
-            quiet: true,
-        }
+        Progress { tty: false, quiet: true }
     }
 
     pub fn line(&self, message: impl AsRef<str>) {
@@ -42,12 +36,7 @@ impl Progress {
         if !self.quiet && !self.tty {
             eprintln!("• {message} ...");
         }
-        Step {
-            message,
-            started,
-            ticker,
-            progress: *self,
-        }
+        Step { message, started, ticker, progress: *self }
     }
 }
 
@@ -62,8 +51,7 @@ impl Step {
     pub fn done(mut self) -> Duration {
         let elapsed = self.started.elapsed();
         self.stop_ticker();
-        self.progress
-            .line(format!("✓ {} ({})", self.message, human_duration(elapsed)));
+        self.progress.line(format!("✓ {} ({})", self.message, human_duration(elapsed)));
         elapsed
     }
 
@@ -86,21 +74,14 @@ impl Drop for Step {
 fn spawn_ticker(message: String, started: Instant, tty: bool) -> JoinHandle<()> {
     tokio::spawn(async move {
         const FRAMES: [char; 4] = ['|', '/', '-', '\\'];
-        let period = if tty {
-            Duration::from_millis(250)
-        } else {
-            Duration::from_secs(60)
-        };
+        let period = if tty { Duration::from_millis(250) } else { Duration::from_secs(60) };
         let mut tick = 0usize;
         loop {
             tokio::time::sleep(period).await;
             tick += 1;
             let elapsed = human_duration(started.elapsed());
             if tty {
-                eprint!(
-                    "\r\x1b[2K{} {message} {elapsed}",
-                    FRAMES[tick % FRAMES.len()]
-                );
+                eprint!("\r\x1b[2K{} {message} {elapsed}", FRAMES[tick % FRAMES.len()]);
                 let _ = std::io::stderr().flush();
             } else {
                 eprintln!("  {message}: still running after {elapsed}");

@@ -69,12 +69,9 @@ impl SandboxState {
     pub fn load(dir: &Path) -> std::io::Result<Option<SandboxState>> {
         let path = dir.join(STATE_FILE);
         match std::fs::read(&path) {
-            Ok(bytes) => serde_json::from_slice(&bytes).map(Some).map_err(|e| {
-                std::io::Error::new(
-                    std::io::ErrorKind::InvalidData,
-                    format!("{}: {e}", path.display()),
-                )
-            }),
+            Ok(bytes) => serde_json::from_slice(&bytes)
+                .map(Some)
+                .map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidData, format!("{}: {e}", path.display()))),
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
             Err(e) => Err(e),
         }
@@ -83,10 +80,7 @@ impl SandboxState {
     /// Atomic replace, so a crash mid-write never leaves a torn record.
     pub fn save(&self, dir: &Path) -> std::io::Result<()> {
         let tmp = dir.join(format!("{STATE_FILE}.tmp"));
-        write_private(
-            &tmp,
-            &serde_json::to_vec_pretty(self).expect("state serializes"),
-        )?;
+        write_private(&tmp, &serde_json::to_vec_pretty(self).expect("state serializes"))?;
         std::fs::rename(&tmp, dir.join(STATE_FILE))
     }
 
@@ -114,10 +108,7 @@ pub fn default_dir() -> PathBuf {
     if let Some(dir) = std::env::var_os("KUEUE_EXT_HOME").filter(|v| !v.is_empty()) {
         return PathBuf::from(dir);
     }
-    dirs::state_dir()
-        .or_else(dirs::data_local_dir)
-        .unwrap_or_else(std::env::temp_dir)
-        .join("kueue-ext")
+    dirs::state_dir().or_else(dirs::data_local_dir).unwrap_or_else(std::env::temp_dir).join("kueue-ext")
 }
 
 #[cfg(test)]
@@ -127,15 +118,8 @@ mod tests {
     fn component(name: &str) -> Component {
         Component {
             name: name.into(),
-            process: ProcessRecord {
-                pid: 1,
-                start_ticks: 1,
-                log: PathBuf::from(format!("{name}.log")),
-            },
-            probe: Probe::Http {
-                port: 1,
-                path: "/healthz".into(),
-            },
+            process: ProcessRecord { pid: 1, start_ticks: 1, log: PathBuf::from(format!("{name}.log")) },
+            probe: Probe::Http { port: 1, path: "/healthz".into() },
         }
     }
 
@@ -146,11 +130,7 @@ mod tests {
             context: format!("kueue-ext-{name}"),
             dir: PathBuf::from(name),
             api_server_port: 6443,
-            components: vec![
-                component("etcd"),
-                component("kube-apiserver"),
-                component("kueue"),
-            ],
+            components: vec![component("etcd"), component("kube-apiserver"), component("kueue")],
         };
         SandboxState {
             name: "kueue-ext".into(),
@@ -158,10 +138,7 @@ mod tests {
             phase: Phase::Starting,
             workers: 1,
             kubeconfig: PathBuf::from("kubeconfig"),
-            clusters: vec![
-                cluster("manager", Role::Manager),
-                cluster("worker1", Role::Worker),
-            ],
+            clusters: vec![cluster("manager", Role::Manager), cluster("worker1", Role::Worker)],
             external_files: vec![],
         }
     }
@@ -169,11 +146,8 @@ mod tests {
     #[test]
     fn stop_order_is_reverse_start_order() {
         let state = state();
-        let order: Vec<String> = state
-            .processes_in_stop_order()
-            .iter()
-            .map(|(c, p)| format!("{}/{}", c.name, p.name))
-            .collect();
+        let order: Vec<String> =
+            state.processes_in_stop_order().iter().map(|(c, p)| format!("{}/{}", c.name, p.name)).collect();
         assert_eq!(order.first().map(String::as_str), Some("worker1/kueue"));
         assert_eq!(order.last().map(String::as_str), Some("manager/etcd"));
     }

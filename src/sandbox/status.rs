@@ -48,12 +48,7 @@ impl StatusReport {
         for cluster in &self.clusters {
             for c in cluster.components.iter().filter(|c| !c.ready) {
                 let reason = c.reason.as_deref().unwrap_or("not ready");
-                out.push(format!(
-                    "{} of cluster {}: {reason} (log {})",
-                    c.name,
-                    cluster.name,
-                    c.log.display()
-                ));
+                out.push(format!("{} of cluster {}: {reason} (log {})", c.name, cluster.name, c.log.display()));
             }
         }
         out
@@ -63,9 +58,7 @@ impl StatusReport {
 pub async fn status(dir: &Path) -> Result<StatusReport, SandboxError> {
     let state = SandboxState::load(dir)
         .map_err(SandboxError::io(dir))?
-        .ok_or(SandboxError::NotUp {
-            dir: dir.to_path_buf(),
-        })?;
+        .ok_or(SandboxError::NotUp { dir: dir.to_path_buf() })?;
     let mut clusters = Vec::new();
     for cluster in &state.clusters {
         let mut prober = Prober::for_cluster_dir(&cluster.dir).ok();
@@ -75,11 +68,7 @@ pub async fn status(dir: &Path) -> Result<StatusReport, SandboxError> {
                 Some(format!("process {} is not running", component.process.pid))
             } else {
                 match prober.as_mut() {
-                    Some(prober) => prober
-                        .check(&component.probe)
-                        .await
-                        .err()
-                        .map(|e| format!("health check: {e}")),
+                    Some(prober) => prober.check(&component.probe).await.err().map(|e| format!("health check: {e}")),
                     None => Some("the cluster's certificates are missing".into()),
                 }
             };
@@ -100,8 +89,7 @@ pub async fn status(dir: &Path) -> Result<StatusReport, SandboxError> {
             components,
         });
     }
-    let ready =
-        state.phase == Phase::Up && !clusters.is_empty() && clusters.iter().all(|c| c.ready);
+    let ready = state.phase == Phase::Up && !clusters.is_empty() && clusters.iter().all(|c| c.ready);
     Ok(StatusReport {
         name: state.name,
         runtime: state.runtime,

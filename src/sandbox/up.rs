@@ -27,14 +27,13 @@ pub struct UpOptions {
     pub api_server_port: Option<u16>,
     /// Fake nodes of each cluster that runs pods.
     pub nodes: NodePool,
+    /// Extra flags per component name, appended to its command line.
+    pub component_args: Vec<(String, String)>,
 }
 
 #[derive(Debug)]
 pub enum UpOutcome {
-    Started {
-        state: SandboxState,
-        elapsed: Duration,
-    },
+    Started { state: SandboxState, elapsed: Duration },
     AlreadyUp(SandboxState),
 }
 
@@ -46,24 +45,15 @@ pub async fn up(options: &UpOptions, progress: &Progress) -> Result<UpOutcome, S
         if !is_leftover_of_failed_start(&existing) {
             return already_there(dir, existing, options.workers).await;
         }
-        progress.line(format!(
-            "removing the leftovers of an earlier failed start at {}",
-            dir.display()
-        ));
+        progress.line(format!("removing the leftovers of an earlier failed start at {}", dir.display()));
         super::down(dir).await?;
     }
     if let Some(port) = options.api_server_port.filter(|p| !ports::is_free(*p)) {
-        return Err(SandboxError::PortInUse {
-            port,
-            what: "kube-apiserver of cluster manager".into(),
-        });
+        return Err(SandboxError::PortInUse { port, what: "kube-apiserver of cluster manager".into() });
     }
     let started = Instant::now();
     let toolchain = toolchain::ensure(progress).await?;
-    progress.line(format!(
-        "Runtime: process (local processes from {})",
-        toolchain.bin_dir().display()
-    ));
+    progress.line(format!("Runtime: process (local processes from {})", toolchain.bin_dir().display()));
 
     std::fs::create_dir_all(dir).map_err(SandboxError::io(dir))?;
     let recorder = Recorder::new(dir, options.workers);
@@ -72,10 +62,7 @@ pub async fn up(options: &UpOptions, progress: &Progress) -> Result<UpOutcome, S
     match result {
         Ok(()) => {
             let state = recorder.finish()?;
-            Ok(UpOutcome::Started {
-                state,
-                elapsed: started.elapsed(),
-            })
+            Ok(UpOutcome::Started { state, elapsed: started.elapsed() })
         }
         Err(err) => {
             progress.line("start-up failed; stopping what was started");
@@ -91,17 +78,10 @@ fn is_leftover_of_failed_start(state: &SandboxState) -> bool {
 }
 
 /// `up` on an existing sandbox changes nothing: it is either fine, or we say what is wrong.
-async fn already_there(
-    dir: &Path,
-    existing: SandboxState,
-    workers: u32,
-) -> Result<UpOutcome, SandboxError> {
+async fn already_there(dir: &Path, existing: SandboxState, workers: u32) -> Result<UpOutcome, SandboxError> {
     let report = status(dir).await?;
     if !report.ready {
-        return Err(SandboxError::Broken {
-            dir: dir.to_path_buf(),
-            problems: report.problems().join("; "),
-        });
+        return Err(SandboxError::Broken { dir: dir.to_path_buf(), problems: report.problems().join("; ") });
     }
     if existing.workers != workers {
         return Err(SandboxError::WorkersMismatch {
@@ -140,24 +120,15 @@ async fn start_all(
         if let Some(port) = plan.fixed_api_port {
             free[2] = port;
         }
-        let ports = Ports::from_slice(
-            free.as_slice()
-                .try_into()
-                .expect("allocated Ports::COUNT ports"),
-        );
-        layouts.push(Layout::new(
-            &plan.name,
-            &recorder.dir.join(&plan.name),
-            toolchain,
-            ports,
-        ));
+        let ports = Ports::from_slice(free.as_slice().try_into().expect("allocated Ports::COUNT ports"));
+        layouts.push(Layout::new(&plan.name, &recorder.dir.join(&plan.name), toolchain, ports));
     }
     // Clusters do not depend on each other: start them side by side.
     try_join_all(
         plans
             .iter()
             .zip(&layouts)
-            .map(|(plan, layout)| start_cluster(plan, layout, toolchain, recorder, progress)),
+            .map(|(plan, layout)| start_cluster(plan, layout, toolchain, recorder, &options.component_args, progress)),
     )
     .await?;
     write_user_kubeconfig(&recorder.dir, &layouts)
@@ -175,29 +146,23 @@ async fn start_cluster(
     layout: &Layout,
     toolchain: &Toolchain,
     recorder: &Recorder,
+    component_args: &[(String, String)],
     progress: &Progress,
 ) -> Result<(), SandboxError> {
     let name = plan.name.as_str();
     let step = progress.step(format!("cluster {name}: control plane"));
     let pki = Pki::generate(name).map_err(|e| SandboxError::step(name, "generating its PKI", e))?;
-    pki.write(&layout.dir.join("pki"))
-        .map_err(SandboxError::io(layout.dir.join("pki")))?;
+    pki.write(&layout.dir.join("pki")).map_err(SandboxError::io(layout.dir.join("pki")))?;
     let admin = Entry {
         context: "admin",
         server: layout.api_server_url(),
         ca_pem: &pki.ca_cert,
-        credentials: Credentials::ClientCert {
-            cert_pem: &pki.admin_cert,
-            key_pem: &pki.admin_key,
-        },
+        credentials: Credentials::ClientCert { cert_pem: &pki.admin_cert, key_pem: &pki.admin_key },
     };
     let admin_kubeconfig = layout.admin_kubeconfig();
-    kubeconfig::write(&admin_kubeconfig, &kubeconfig::render(&[admin]))
-        .map_err(SandboxError::io(&admin_kubeconfig))?;
-    let kwok_config = kwok::config(&toolchain.kwok_stages())
-        .map_err(SandboxError::io(toolchain.kwok_stages()))?;
-    std::fs::write(layout.kwok_config(), kwok_config)
-        .map_err(SandboxError::io(layout.kwok_config()))?;
+    kubeconfig::write(&admin_kubeconfig, &kubeconfig::render(&[admin])).map_err(SandboxError::io(&admin_kubeconfig))?;
+    let kwok_config = kwok::config(&toolchain.kwok_stages()).map_err(SandboxError::io(toolchain.kwok_stages()))?;
+    std::fs::write(layout.kwok_config(), kwok_config).map_err(SandboxError::io(layout.kwok_config()))?;
     recorder.add_cluster(Cluster {
         name: name.to_string(),
         role: plan.role,
@@ -207,55 +172,31 @@ async fn start_cluster(
         components: Vec::new(),
     })?;
 
-    let mut prober = Prober::new(
-        pki.ca_cert.clone(),
-        pki.admin_cert.clone(),
-        pki.admin_key.clone(),
-    );
-    let launcher = Launcher {
-        cluster: name,
-        layout,
-        recorder,
-    };
+    let mut prober = Prober::new(pki.ca_cert.clone(), pki.admin_cert.clone(), pki.admin_key.clone());
+    let launcher = Launcher { cluster: name, layout, recorder, extra_args: component_args };
     launcher.start_and_wait(&layout.etcd(), &mut prober).await?;
-    launcher
-        .start_and_wait(&layout.api_server(), &mut prober)
-        .await?;
-    let loops = [
-        layout.controller_manager(),
-        layout.scheduler(),
-        layout.kwok(),
-    ];
-    let started: Vec<Component> = loops
-        .iter()
-        .map(|spec| launcher.start(spec))
-        .collect::<Result<_, _>>()?;
+    launcher.start_and_wait(&layout.api_server(), &mut prober).await?;
+    let loops = [layout.controller_manager(), layout.scheduler(), layout.kwok()];
+    let started: Vec<Component> = loops.iter().map(|spec| launcher.start(spec)).collect::<Result<_, _>>()?;
     for component in &started {
         launcher.wait_ready(component, &mut prober).await?;
     }
     step.done();
 
-    let step = progress.step(format!(
-        "cluster {name}: Kueue {}",
-        toolchain::versions::KUEUE
-    ));
+    let step = progress.step(format!("cluster {name}: Kueue {}", toolchain::versions::KUEUE));
     let client = kube_util::client_for(&admin_kubeconfig, "admin")
         .await
         .map_err(|e| SandboxError::step(name, "connecting to its kube-apiserver", e))?;
     if let Some(pool) = &plan.nodes {
         for node in kwok::nodes(pool) {
-            kube_util::apply(&client, &node)
-                .await
-                .map_err(|e| SandboxError::step(name, "creating kwok nodes", e))?;
+            kube_util::apply(&client, &node).await.map_err(|e| SandboxError::step(name, "creating kwok nodes", e))?;
         }
     }
     let created = kueue::install(&client, layout, &toolchain.kueue_components())
         .await
         .map_err(|e| SandboxError::step(name, "installing Kueue", e))?;
     recorder.add_external_files(created)?;
-    launcher
-        .start_and_wait(&layout.kueue(), &mut prober)
-        .await?;
+    launcher.start_and_wait(&layout.kueue(), &mut prober).await?;
     step.done();
     Ok(())
 }
@@ -264,49 +205,30 @@ struct Launcher<'a> {
     cluster: &'a str,
     layout: &'a Layout,
     recorder: &'a Recorder,
+    extra_args: &'a [(String, String)],
 }
 
 impl Launcher<'_> {
     fn start(&self, spec: &ComponentSpec) -> Result<Component, SandboxError> {
         let log = self.layout.log(spec.name);
-        let record = process::spawn(Launch {
-            program: &spec.program,
-            args: spec.args.clone(),
-            env: vec![],
-            log: log.clone(),
-        })
-        .map_err(|e| {
-            SandboxError::step(
-                self.cluster,
-                format!("starting {} ({})", spec.name, spec.program.display()),
-                e,
-            )
-        })?;
-        let component = Component {
-            name: spec.name.to_string(),
-            process: record,
-            probe: spec.probe.clone(),
-        };
-        self.recorder
-            .add_component(self.cluster, component.clone())?;
+        let mut args = spec.args.clone();
+        args.extend(self.extra_args.iter().filter(|(c, _)| c == spec.name).map(|(_, flag)| flag.clone()));
+        let record =
+            process::spawn(Launch { program: &spec.program, args, env: vec![], log: log.clone() }).map_err(|e| {
+                SandboxError::step(self.cluster, format!("starting {} ({})", spec.name, spec.program.display()), e)
+            })?;
+        let component = Component { name: spec.name.to_string(), process: record, probe: spec.probe.clone() };
+        self.recorder.add_component(self.cluster, component.clone())?;
         Ok(component)
     }
 
-    async fn start_and_wait(
-        &self,
-        spec: &ComponentSpec,
-        prober: &mut Prober,
-    ) -> Result<(), SandboxError> {
+    async fn start_and_wait(&self, spec: &ComponentSpec, prober: &mut Prober) -> Result<(), SandboxError> {
         let component = self.start(spec)?;
         self.wait_ready(&component, prober).await
     }
 
     /// Polls the probe until it answers, failing fast if the process exits.
-    async fn wait_ready(
-        &self,
-        component: &Component,
-        prober: &mut Prober,
-    ) -> Result<(), SandboxError> {
+    async fn wait_ready(&self, component: &Component, prober: &mut Prober) -> Result<(), SandboxError> {
         let deadline = Instant::now() + READY_TIMEOUT;
         loop {
             if !component.process.is_running() {
@@ -342,11 +264,7 @@ fn write_user_kubeconfig(dir: &Path, layouts: &[Layout]) -> Result<(), SandboxEr
     let mut pems = Vec::new();
     for layout in layouts {
         let read = |p: &Path| std::fs::read_to_string(p).map_err(SandboxError::io(p));
-        pems.push((
-            read(&layout.pki.ca_cert)?,
-            read(&layout.pki.admin_cert)?,
-            read(&layout.pki.admin_key)?,
-        ));
+        pems.push((read(&layout.pki.ca_cert)?, read(&layout.pki.admin_cert)?, read(&layout.pki.admin_key)?));
     }
     let contexts: Vec<String> = layouts.iter().map(|l| context_name(&l.name)).collect();
     let entries: Vec<Entry<'_>> = layouts
@@ -357,10 +275,7 @@ fn write_user_kubeconfig(dir: &Path, layouts: &[Layout]) -> Result<(), SandboxEr
             context,
             server: layout.api_server_url(),
             ca_pem: ca,
-            credentials: Credentials::ClientCert {
-                cert_pem: cert,
-                key_pem: key,
-            },
+            credentials: Credentials::ClientCert { cert_pem: cert, key_pem: key },
         })
         .collect();
     let path = dir.join(KUBECONFIG_FILE);
@@ -384,10 +299,7 @@ impl Recorder {
             clusters: Vec::new(),
             external_files: Vec::new(),
         };
-        Recorder {
-            dir: dir.to_path_buf(),
-            state: Arc::new(Mutex::new(state)),
-        }
+        Recorder { dir: dir.to_path_buf(), state: Arc::new(Mutex::new(state)) }
     }
 
     fn update(&self, change: impl FnOnce(&mut SandboxState)) -> Result<(), SandboxError> {
@@ -404,8 +316,7 @@ impl Recorder {
         // Keep the manager first whatever order parallel starts finish in.
         self.update(|s| {
             s.clusters.push(cluster);
-            s.clusters
-                .sort_by_key(|c| (c.role != Role::Manager, c.name.clone()));
+            s.clusters.sort_by_key(|c| (c.role != Role::Manager, c.name.clone()));
         })
     }
 
@@ -432,19 +343,12 @@ impl Recorder {
         let state = self.state.lock().unwrap_or_else(|p| p.into_inner()).clone();
         super::down::stop_processes(&state).await;
         super::down::remove_external_files(&state);
-        let keep_logs = SandboxState {
-            clusters: state.clusters.clone(),
-            ..state
-        };
+        let keep_logs = SandboxState { clusters: state.clusters.clone(), ..state };
         for cluster in &keep_logs.clusters {
             if let Ok(entries) = std::fs::read_dir(&cluster.dir) {
                 for entry in entries.flatten().filter(|e| e.file_name() != "logs") {
                     let path = entry.path();
-                    let _ = if path.is_dir() {
-                        std::fs::remove_dir_all(&path)
-                    } else {
-                        std::fs::remove_file(&path)
-                    };
+                    let _ = if path.is_dir() { std::fs::remove_dir_all(&path) } else { std::fs::remove_file(&path) };
                 }
             }
         }

@@ -20,25 +20,17 @@ pub enum ManifestError {
         source: std::io::Error,
     },
     #[error("Kueue manifest {path}, document {index}: {message}")]
-    Parse {
-        path: PathBuf,
-        index: usize,
-        message: String,
-    },
+    Parse { path: PathBuf, index: usize, message: String },
 }
 
 /// Every object of a multi-document YAML file, skipping empty documents.
 pub fn read_documents(path: &Path) -> Result<Vec<Value>, ManifestError> {
-    let text = std::fs::read_to_string(path).map_err(|source| ManifestError::Read {
+    let text = std::fs::read_to_string(path).map_err(|source| ManifestError::Read { path: path.into(), source })?;
+    let docs: Vec<Value> = serde_saphyr::from_multiple(&text).map_err(|e| ManifestError::Parse {
         path: path.into(),
-        source,
+        index: 0,
+        message: e.to_string(),
     })?;
-    let docs: Vec<Value> =
-        serde_saphyr::from_multiple(&text).map_err(|e| ManifestError::Parse {
-            path: path.into(),
-            index: 0,
-            message: e.to_string(),
-        })?;
     Ok(docs.into_iter().filter(|d| d.is_object()).collect())
 }
 
@@ -46,10 +38,7 @@ pub fn read_documents(path: &Path) -> Result<Vec<Value>, ManifestError> {
 pub fn crds(components: &Path) -> Result<Vec<Value>, ManifestError> {
     let dir = components.join("crd/bases");
     let mut files: Vec<PathBuf> = std::fs::read_dir(&dir)
-        .map_err(|source| ManifestError::Read {
-            path: dir.clone(),
-            source,
-        })?
+        .map_err(|source| ManifestError::Read { path: dir.clone(), source })?
         .filter_map(|e| e.ok().map(|e| e.path()))
         .filter(|p| p.extension().is_some_and(|x| x == "yaml"))
         .collect();
@@ -64,17 +53,10 @@ pub fn crds(components: &Path) -> Result<Vec<Value>, ManifestError> {
 /// The RBAC objects listed in `rbac/kustomization.yaml`, prefixed and namespaced.
 pub fn rbac(components: &Path) -> Result<Vec<Value>, ManifestError> {
     let kustomization = components.join("rbac/kustomization.yaml");
-    let doc = read_documents(&kustomization)?
-        .into_iter()
-        .next()
-        .unwrap_or(Value::Null);
+    let doc = read_documents(&kustomization)?.into_iter().next().unwrap_or(Value::Null);
     let resources = doc["resources"].as_array().cloned().unwrap_or_default();
     if resources.is_empty() {
-        return Err(ManifestError::Parse {
-            path: kustomization,
-            index: 0,
-            message: "no resources listed".into(),
-        });
+        return Err(ManifestError::Parse { path: kustomization, index: 0, message: "no resources listed".into() });
     }
     let mut out = Vec::new();
     for resource in resources.iter().filter_map(Value::as_str) {
@@ -87,11 +69,7 @@ pub fn rbac(components: &Path) -> Result<Vec<Value>, ManifestError> {
 }
 
 /// The webhook configurations, pointed at `https://127.0.0.1:<port><path>` with `ca_bundle`.
-pub fn webhooks(
-    components: &Path,
-    port: u16,
-    ca_bundle_b64: &str,
-) -> Result<Vec<Value>, ManifestError> {
+pub fn webhooks(components: &Path, port: u16, ca_bundle_b64: &str) -> Result<Vec<Value>, ManifestError> {
     let mut out = Vec::new();
     for mut obj in read_documents(&components.join("webhook/manifests.yaml"))? {
         kustomize(&mut obj);
@@ -114,10 +92,7 @@ fn kustomize(obj: &mut Value) {
     }
     let cluster_scoped = matches!(
         kind.as_str(),
-        "ClusterRole"
-            | "ClusterRoleBinding"
-            | "MutatingWebhookConfiguration"
-            | "ValidatingWebhookConfiguration"
+        "ClusterRole" | "ClusterRoleBinding" | "MutatingWebhookConfiguration" | "ValidatingWebhookConfiguration"
     );
     if !cluster_scoped {
         obj["metadata"]["namespace"] = json!(NAMESPACE);
@@ -137,12 +112,8 @@ fn kustomize(obj: &mut Value) {
 }
 
 fn point_at_url(webhook: &mut Value, port: u16, ca_bundle_b64: &str) {
-    let path = webhook["clientConfig"]["service"]["path"]
-        .as_str()
-        .unwrap_or("/")
-        .to_string();
-    webhook["clientConfig"] =
-        json!({ "url": format!("https://127.0.0.1:{port}{path}"), "caBundle": ca_bundle_b64 });
+    let path = webhook["clientConfig"]["service"]["path"].as_str().unwrap_or("/").to_string();
+    webhook["clientConfig"] = json!({ "url": format!("https://127.0.0.1:{port}{path}"), "caBundle": ca_bundle_b64 });
 }
 
 /// Webhooks on workload kinds (not Kueue's own API) skip kube-system and kueue-system, as in
@@ -152,13 +123,7 @@ fn watches_workload_kinds(webhook: &Value) -> bool {
         .as_array()
         .into_iter()
         .flatten()
-        .any(|rule| {
-            rule["apiGroups"]
-                .as_array()
-                .into_iter()
-                .flatten()
-                .any(|g| g.as_str() != Some("kueue.x-k8s.io"))
-        })
+        .any(|rule| rule["apiGroups"].as_array().into_iter().flatten().any(|g| g.as_str() != Some("kueue.x-k8s.io")))
 }
 
 fn system_namespaces_excluded() -> Value {
@@ -186,20 +151,14 @@ mod tests {
         assert_eq!(binding["roleRef"]["name"], "kueue-manager-role");
         assert_eq!(binding["subjects"][0]["name"], SERVICE_ACCOUNT);
         assert_eq!(binding["subjects"][0]["namespace"], NAMESPACE);
-        assert!(
-            binding["metadata"].get("namespace").is_none(),
-            "cluster-scoped objects get no namespace"
-        );
+        assert!(binding["metadata"].get("namespace").is_none(), "cluster-scoped objects get no namespace");
     }
 
     #[test]
     fn namespaced_objects_land_in_kueue_system() {
         let mut sa = json!({"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": "controller-manager", "namespace": "system"}});
         kustomize(&mut sa);
-        assert_eq!(
-            sa["metadata"],
-            json!({"name": SERVICE_ACCOUNT, "namespace": NAMESPACE})
-        );
+        assert_eq!(sa["metadata"], json!({"name": SERVICE_ACCOUNT, "namespace": NAMESPACE}));
     }
 
     #[test]
@@ -214,8 +173,7 @@ mod tests {
             json!({"url": "https://127.0.0.1:9443/mutate-batch-v1-job", "caBundle": "Q0E="})
         );
         assert!(watches_workload_kinds(&job));
-        let queue =
-            json!({"rules": [{"apiGroups": ["kueue.x-k8s.io"], "resources": ["clusterqueues"]}]});
+        let queue = json!({"rules": [{"apiGroups": ["kueue.x-k8s.io"], "resources": ["clusterqueues"]}]});
         assert!(!watches_workload_kinds(&queue));
     }
 }

@@ -56,10 +56,7 @@ pub enum KueueError {
 }
 
 fn io(path: &Path) -> impl FnOnce(std::io::Error) -> KueueError + '_ {
-    move |source| KueueError::Io {
-        path: path.to_path_buf(),
-        source,
-    }
+    move |source| KueueError::Io { path: path.to_path_buf(), source }
 }
 
 /// Kueue's Configuration for one sandbox cluster.
@@ -89,11 +86,7 @@ pub fn configuration(layout: &Layout) -> Value {
 
 /// Applies Kueue's objects and writes the files the `kueue` process needs. Returns the files
 /// created outside the state dir (for `down` to remove).
-pub async fn install(
-    client: &Client,
-    layout: &Layout,
-    components: &Path,
-) -> Result<Vec<PathBuf>, KueueError> {
+pub async fn install(client: &Client, layout: &Layout, components: &Path) -> Result<Vec<PathBuf>, KueueError> {
     kube_util::apply_crds(client, &manifests::crds(components)?).await?;
     let namespace = json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": manifests::NAMESPACE}});
     kube_util::apply(client, &namespace).await?;
@@ -101,11 +94,7 @@ pub async fn install(
         kube_util::apply(client, &obj).await?;
     }
     let ca_pem = std::fs::read_to_string(&layout.pki.ca_cert).map_err(io(&layout.pki.ca_cert))?;
-    for obj in manifests::webhooks(
-        components,
-        layout.ports.kueue_webhook,
-        &kubeconfig::b64(&ca_pem),
-    )? {
+    for obj in manifests::webhooks(components, layout.ports.kueue_webhook, &kubeconfig::b64(&ca_pem))? {
         kube_util::apply(client, &obj).await?;
     }
 
@@ -118,11 +107,10 @@ pub async fn install(
         credentials: Credentials::Token(&token),
     };
     let kubeconfig_path = dir.join("kubeconfig");
-    kubeconfig::write(&kubeconfig_path, &kubeconfig::render(&[entry]))
-        .map_err(io(&kubeconfig_path))?;
+    kubeconfig::write(&kubeconfig_path, &kubeconfig::render(&[entry])).map_err(io(&kubeconfig_path))?;
     let config_path = dir.join("config.yaml");
-    let config = serde_saphyr::to_string(&configuration(layout))
-        .map_err(|e| io(&config_path)(std::io::Error::other(e)))?;
+    let config =
+        serde_saphyr::to_string(&configuration(layout)).map_err(|e| io(&config_path)(std::io::Error::other(e)))?;
     std::fs::write(&config_path, config).map_err(io(&config_path))?;
     copy_serving_cert(layout, &dir.join("certs"))?;
     ensure_metrics_cert(layout)
@@ -131,29 +119,19 @@ pub async fn install(
 async fn service_account_token(client: &Client) -> Result<String, KueueError> {
     let api: Api<ServiceAccount> = Api::namespaced(client.clone(), manifests::NAMESPACE);
     let request = TokenRequest {
-        spec: Some(TokenRequestSpec {
-            expiration_seconds: Some(TOKEN_SECONDS),
-            ..Default::default()
-        }),
+        spec: Some(TokenRequestSpec { expiration_seconds: Some(TOKEN_SECONDS), ..Default::default() }),
         ..Default::default()
     };
-    let response = api
-        .create_token_request(manifests::SERVICE_ACCOUNT, &PostParams::default(), &request)
-        .await
-        .map_err(|source| KueueError::Token {
-            namespace: manifests::NAMESPACE,
-            name: manifests::SERVICE_ACCOUNT,
-            source,
-        })?;
+    let response =
+        api.create_token_request(manifests::SERVICE_ACCOUNT, &PostParams::default(), &request).await.map_err(
+            |source| KueueError::Token { namespace: manifests::NAMESPACE, name: manifests::SERVICE_ACCOUNT, source },
+        )?;
     Ok(response.status.and_then(|s| s.token).unwrap_or_default())
 }
 
 /// controller-runtime's webhook server reads `tls.crt`/`tls.key` from its cert dir.
 fn copy_serving_cert(layout: &Layout, dir: &Path) -> Result<(), KueueError> {
-    for (from, name) in [
-        (&layout.pki.serving_cert, "tls.crt"),
-        (&layout.pki.serving_key, "tls.key"),
-    ] {
+    for (from, name) in [(&layout.pki.serving_cert, "tls.crt"), (&layout.pki.serving_key, "tls.key")] {
         let bytes = std::fs::read(from).map_err(io(from))?;
         let to = dir.join(name);
         write_private(&to, &bytes).map_err(io(&to))?;
@@ -169,15 +147,9 @@ fn ensure_metrics_cert(layout: &Layout) -> Result<Vec<PathBuf>, KueueError> {
     if crt.exists() && key.exists() {
         return Ok(Vec::new());
     }
-    let fail = |source| KueueError::MetricsCert {
-        dir: METRICS_CERT_DIR,
-        version: super::toolchain::versions::KUEUE,
-        source,
-    };
-    for (from, to) in [
-        (&layout.pki.serving_cert, &crt),
-        (&layout.pki.serving_key, &key),
-    ] {
+    let fail =
+        |source| KueueError::MetricsCert { dir: METRICS_CERT_DIR, version: super::toolchain::versions::KUEUE, source };
+    for (from, to) in [(&layout.pki.serving_cert, &crt), (&layout.pki.serving_key, &key)] {
         let bytes = std::fs::read(from).map_err(io(from))?;
         write_private(to, &bytes).map_err(fail)?;
     }

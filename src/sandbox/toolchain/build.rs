@@ -18,9 +18,7 @@ pub async fn go_version() -> Result<String, ToolchainError> {
         .await
         .map_err(|e| ToolchainError::GoMissing(e.to_string()))?;
     if !output.status.success() {
-        return Err(ToolchainError::GoMissing(
-            String::from_utf8_lossy(&output.stderr).trim().to_string(),
-        ));
+        return Err(ToolchainError::GoMissing(String::from_utf8_lossy(&output.stderr).trim().to_string()));
     }
     Ok(String::from_utf8_lossy(&output.stdout).trim().to_string())
 }
@@ -28,19 +26,11 @@ pub async fn go_version() -> Result<String, ToolchainError> {
 /// An exclusive lock on a cache entry, held for the life of the value.
 pub async fn lock(root: &Path) -> Result<nix::fcntl::Flock<std::fs::File>, ToolchainError> {
     let path = root.join(".lock");
-    let file = std::fs::OpenOptions::new()
-        .create(true)
-        .truncate(false)
-        .write(true)
-        .open(&path)
-        .map_err(io_err(&path))?;
+    let file =
+        std::fs::OpenOptions::new().create(true).truncate(false).write(true).open(&path).map_err(io_err(&path))?;
     tokio::task::spawn_blocking(move || {
-        nix::fcntl::Flock::lock(file, nix::fcntl::FlockArg::LockExclusive).map_err(|(_, errno)| {
-            ToolchainError::Io {
-                path,
-                source: errno.into(),
-            }
-        })
+        nix::fcntl::Flock::lock(file, nix::fcntl::FlockArg::LockExclusive)
+            .map_err(|(_, errno)| ToolchainError::Io { path, source: errno.into() })
     })
     .await
     .expect("lock task does not panic")
@@ -49,11 +39,7 @@ pub async fn lock(root: &Path) -> Result<nix::fcntl::Flock<std::fs::File>, Toolc
 /// Linker flags that stamp the Kubernetes version: without them the apiserver reports
 /// `v0.0.0-master+$Format:%H$` and Kueue refuses to start on an unparsable server version.
 fn ldflags() -> String {
-    let minor = KUBERNETES
-        .trim_start_matches("v1.")
-        .split('.')
-        .next()
-        .unwrap_or_default();
+    let minor = KUBERNETES.trim_start_matches("v1.").split('.').next().unwrap_or_default();
     let base = "k8s.io/component-base/version";
     [
         "-s -w".to_string(),
@@ -69,27 +55,17 @@ fn ldflags() -> String {
     .join(" ")
 }
 
-pub async fn build(
-    toolchain: &Toolchain,
-    key: &str,
-    go: &str,
-    progress: &Progress,
-) -> Result<(), ToolchainError> {
+pub async fn build(toolchain: &Toolchain, key: &str, go: &str, progress: &Progress) -> Result<(), ToolchainError> {
     let root = &toolchain.root;
     let log = root.join("build.log");
     let src = root.join("src");
     let staging = root.join("bin.partial");
-    for stale in [
-        root.join("ready.json"),
-        staging.clone(),
-        toolchain.bin_dir(),
-    ] {
+    for stale in [root.join("ready.json"), staging.clone(), toolchain.bin_dir()] {
         remove_any(&stale)?;
     }
     for (name, text) in FILES {
         let path = src.join(name);
-        std::fs::create_dir_all(path.parent().expect("relative file has a parent"))
-            .map_err(io_err(&path))?;
+        std::fs::create_dir_all(path.parent().expect("relative file has a parent")).map_err(io_err(&path))?;
         std::fs::write(&path, text).map_err(io_err(&path))?;
     }
     std::fs::create_dir_all(&staging).map_err(io_err(&staging))?;
@@ -104,15 +80,7 @@ pub async fn build(
     command
         .current_dir(&src)
         .env("CGO_ENABLED", "0")
-        .args([
-            "build",
-            "-trimpath",
-            "-tags",
-            "selinux,notest,grpcnotrace",
-            "-ldflags",
-            &ldflags(),
-            "-o",
-        ])
+        .args(["build", "-trimpath", "-tags", "selinux,notest,grpcnotrace", "-ldflags", &ldflags(), "-o"])
         .arg(&staging)
         .args(PACKAGES);
     run_logged(command, "go build of the toolchain", &log).await?;
@@ -126,22 +94,14 @@ pub async fn build(
         let link = staging.join(component);
         std::os::unix::fs::symlink("kube", &link).map_err(io_err(&link))?;
     }
-    check_reported_version(
-        &staging.join("kube-apiserver"),
-        &format!("Kubernetes {KUBERNETES}"),
-        &log,
-    )
-    .await?;
+    check_reported_version(&staging.join("kube-apiserver"), &format!("Kubernetes {KUBERNETES}"), &log).await?;
     step.done();
 
     let step = progress.step("extracting Kueue and kwok manifests from their modules");
     let kueue_dir = module_dir(&src, "sigs.k8s.io/kueue", &log).await?;
     let kwok_dir = module_dir(&src, "sigs.k8s.io/kwok", &log).await?;
     for sub in ["crd/bases", "rbac", "webhook"] {
-        copy_tree(
-            &kueue_dir.join("config/components").join(sub),
-            &toolchain.kueue_components().join(sub),
-        )?;
+        copy_tree(&kueue_dir.join("config/components").join(sub), &toolchain.kueue_components().join(sub))?;
     }
     copy_tree(&kwok_dir.join("kustomize/stage"), &toolchain.kwok_stages())?;
     step.done();
@@ -151,31 +111,17 @@ pub async fn build(
     let mut binaries = Vec::new();
     for (name, _, _) in MODULES {
         let path = toolchain.bin(name);
-        binaries.push((
-            name.to_string(),
-            std::fs::metadata(&path).map_err(io_err(&path))?.len(),
-        ));
+        binaries.push((name.to_string(), std::fs::metadata(&path).map_err(io_err(&path))?.len()));
     }
-    let stamp = Stamp {
-        key: key.to_string(),
-        binaries,
-    };
+    let stamp = Stamp { key: key.to_string(), binaries };
     let ready = root.join("ready.json");
-    std::fs::write(
-        &ready,
-        serde_json::to_vec_pretty(&stamp).expect("stamp serializes"),
-    )
-    .map_err(io_err(&ready))?;
+    std::fs::write(&ready, serde_json::to_vec_pretty(&stamp).expect("stamp serializes")).map_err(io_err(&ready))?;
     progress.line(format!("toolchain ready: {}", bin.display()));
     Ok(())
 }
 
 async fn run_logged(mut command: Command, step: &str, log: &Path) -> Result<(), ToolchainError> {
-    let out = std::fs::OpenOptions::new()
-        .create(true)
-        .append(true)
-        .open(log)
-        .map_err(io_err(log))?;
+    let out = std::fs::OpenOptions::new().create(true).append(true).open(log).map_err(io_err(log))?;
     let err = out.try_clone().map_err(io_err(log))?;
     let status = command
         .stdin(Stdio::null())
@@ -187,11 +133,7 @@ async fn run_logged(mut command: Command, step: &str, log: &Path) -> Result<(), 
     if status.success() {
         return Ok(());
     }
-    Err(ToolchainError::BuildFailed {
-        step: step.to_string(),
-        log: log.to_path_buf(),
-        tail: log_tail(log, 20),
-    })
+    Err(ToolchainError::BuildFailed { step: step.to_string(), log: log.to_path_buf(), tail: log_tail(log, 20) })
 }
 
 /// The last lines of a log, for error messages.
@@ -202,23 +144,10 @@ pub fn log_tail(log: &Path, lines: usize) -> String {
 }
 
 /// Checks with `go version -m` that a binary was built from the pinned module version.
-async fn check_module_version(
-    binary: &Path,
-    module: &str,
-    version: &str,
-    log: &Path,
-) -> Result<(), ToolchainError> {
-    let output = Command::new("go")
-        .arg("version")
-        .arg("-m")
-        .arg(binary)
-        .output()
-        .await;
-    let fail = |reason: String| ToolchainError::Check {
-        binary: binary.display().to_string(),
-        reason,
-        log: log.to_path_buf(),
-    };
+async fn check_module_version(binary: &Path, module: &str, version: &str, log: &Path) -> Result<(), ToolchainError> {
+    let output = Command::new("go").arg("version").arg("-m").arg(binary).output().await;
+    let fail =
+        |reason: String| ToolchainError::Check { binary: binary.display().to_string(), reason, log: log.to_path_buf() };
     let output = output.map_err(|e| fail(e.to_string()))?;
     let info = String::from_utf8_lossy(&output.stdout);
     let found = info.lines().find_map(|line| {
@@ -233,15 +162,9 @@ async fn check_module_version(
     }
 }
 
-async fn check_reported_version(
-    binary: &Path,
-    expected: &str,
-    log: &Path,
-) -> Result<(), ToolchainError> {
+async fn check_reported_version(binary: &Path, expected: &str, log: &Path) -> Result<(), ToolchainError> {
     let output = Command::new(binary).arg("--version").output().await;
-    let reported = output
-        .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string())
-        .unwrap_or_default();
+    let reported = output.map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string()).unwrap_or_default();
     if reported == expected {
         return Ok(());
     }
@@ -287,11 +210,7 @@ fn copy_tree(from: &Path, to: &Path) -> Result<(), ToolchainError> {
 }
 
 fn remove_any(path: &Path) -> Result<(), ToolchainError> {
-    let result = if path.is_dir() {
-        std::fs::remove_dir_all(path)
-    } else {
-        std::fs::remove_file(path)
-    };
+    let result = if path.is_dir() { std::fs::remove_dir_all(path) } else { std::fs::remove_file(path) };
     match result {
         Err(e) if e.kind() != std::io::ErrorKind::NotFound => Err(io_err(path)(e)),
         _ => Ok(()),
@@ -305,24 +224,16 @@ mod tests {
     #[test]
     fn ldflags_stamp_the_kubernetes_version() {
         let flags = ldflags();
-        assert!(flags.contains(&format!(
-            "k8s.io/component-base/version.gitVersion={KUBERNETES}"
-        )));
+        assert!(flags.contains(&format!("k8s.io/component-base/version.gitVersion={KUBERNETES}")));
         assert!(flags.contains("k8s.io/component-base/version.gitMajor=1"));
         assert!(flags.contains("k8s.io/component-base/version.gitMinor=36"));
     }
 
     #[test]
     fn sources_embed_the_kube_dispatcher() {
-        let (_, main) = FILES
-            .iter()
-            .find(|(name, _)| *name == "cmd/kube/main.go")
-            .unwrap();
+        let (_, main) = FILES.iter().find(|(name, _)| *name == "cmd/kube/main.go").unwrap();
         for component in KUBE_COMPONENTS {
-            assert!(
-                main.contains(&format!("case \"{component}\"")),
-                "{component} is dispatched"
-            );
+            assert!(main.contains(&format!("case \"{component}\"")), "{component} is dispatched");
         }
         assert_eq!(PACKAGES.len(), MODULES.len());
     }

@@ -27,17 +27,9 @@ pub enum ToolchainError {
     )]
     GoMissing(String),
     #[error("{step} failed; see the build log {log}:\n{tail}")]
-    BuildFailed {
-        step: String,
-        log: PathBuf,
-        tail: String,
-    },
+    BuildFailed { step: String, log: PathBuf, tail: String },
     #[error("toolchain check failed for {binary}: {reason} (log {log})")]
-    Check {
-        binary: String,
-        reason: String,
-        log: PathBuf,
-    },
+    Check { binary: String, reason: String, log: PathBuf },
     #[error("toolchain cache {path}: {source}")]
     Io {
         path: PathBuf,
@@ -47,10 +39,7 @@ pub enum ToolchainError {
 }
 
 pub(crate) fn io_err(path: &Path) -> impl FnOnce(std::io::Error) -> ToolchainError + '_ {
-    move |source| ToolchainError::Io {
-        path: path.to_path_buf(),
-        source,
-    }
+    move |source| ToolchainError::Io { path: path.to_path_buf(), source }
 }
 
 /// A complete toolchain on disk.
@@ -91,9 +80,7 @@ pub fn cache_root() -> PathBuf {
     if let Some(dir) = std::env::var_os("KUEUE_EXT_CACHE").filter(|v| !v.is_empty()) {
         return PathBuf::from(dir);
     }
-    dirs::cache_dir()
-        .unwrap_or_else(std::env::temp_dir)
-        .join("kueue-ext")
+    dirs::cache_dir().unwrap_or_else(std::env::temp_dir).join("kueue-ext")
 }
 
 /// Returns the cached toolchain, building it first when missing or damaged.
@@ -108,10 +95,9 @@ pub async fn ensure(progress: &Progress) -> Result<Toolchain, ToolchainError> {
     match check_stamp(&toolchain, &key) {
         Ok(()) => return Ok(toolchain),
         Err(StampState::Missing) => {}
-        Err(StampState::Damaged(why)) => progress.line(format!(
-            "toolchain cache entry {} is damaged ({why}); rebuilding it",
-            root.display()
-        )),
+        Err(StampState::Damaged(why)) => {
+            progress.line(format!("toolchain cache entry {} is damaged ({why}); rebuilding it", root.display()))
+        }
     }
     build::build(&toolchain, &key, &go, progress).await?;
     Ok(toolchain)
@@ -121,9 +107,7 @@ pub async fn ensure(progress: &Progress) -> Result<Toolchain, ToolchainError> {
 pub async fn find() -> Result<Option<Toolchain>, ToolchainError> {
     let go = go_version().await?;
     let key = versions::cache_key(&go);
-    let toolchain = Toolchain {
-        root: cache_root().join("toolchain").join(&key),
-    };
+    let toolchain = Toolchain { root: cache_root().join("toolchain").join(&key) };
     Ok(check_stamp(&toolchain, &key).is_ok().then_some(toolchain))
 }
 
@@ -137,8 +121,8 @@ fn check_stamp(toolchain: &Toolchain, key: &str) -> Result<(), StampState> {
     let Ok(text) = std::fs::read_to_string(&path) else {
         return Err(StampState::Missing);
     };
-    let stamp: Stamp = serde_json::from_str(&text)
-        .map_err(|e| StampState::Damaged(format!("{}: {e}", path.display())))?;
+    let stamp: Stamp =
+        serde_json::from_str(&text).map_err(|e| StampState::Damaged(format!("{}: {e}", path.display())))?;
     if stamp.key != key {
         return Err(StampState::Damaged(format!("stamp is for {}", stamp.key)));
     }
@@ -146,10 +130,7 @@ fn check_stamp(toolchain: &Toolchain, key: &str) -> Result<(), StampState> {
         match std::fs::metadata(toolchain.bin(name)) {
             Ok(meta) if meta.len() == *size => {}
             Ok(meta) => {
-                return Err(StampState::Damaged(format!(
-                    "{name} is {} bytes, expected {size}",
-                    meta.len()
-                )));
+                return Err(StampState::Damaged(format!("{name} is {} bytes, expected {size}", meta.len())));
             }
             Err(err) => return Err(StampState::Damaged(format!("{name}: {err}"))),
         }
@@ -170,24 +151,15 @@ mod tests {
     use super::*;
 
     fn fake_entry(dir: &Path, key: &str) -> Toolchain {
-        let toolchain = Toolchain {
-            root: dir.to_path_buf(),
-        };
+        let toolchain = Toolchain { root: dir.to_path_buf() };
         std::fs::create_dir_all(toolchain.bin_dir()).unwrap();
         std::fs::create_dir_all(toolchain.kueue_components().join("crd/bases")).unwrap();
         std::fs::write(toolchain.bin("kube"), b"12345").unwrap();
         for c in sources::KUBE_COMPONENTS {
             std::fs::write(toolchain.bin(c), b"").unwrap();
         }
-        let stamp = Stamp {
-            key: key.into(),
-            binaries: vec![("kube".into(), 5)],
-        };
-        std::fs::write(
-            dir.join("ready.json"),
-            serde_json::to_string(&stamp).unwrap(),
-        )
-        .unwrap();
+        let stamp = Stamp { key: key.into(), binaries: vec![("kube".into(), 5)] };
+        std::fs::write(dir.join("ready.json"), serde_json::to_string(&stamp).unwrap()).unwrap();
         toolchain
     }
 
@@ -213,21 +185,13 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let toolchain = fake_entry(dir.path(), "k");
         std::fs::write(dir.path().join("ready.json"), b"{not json").unwrap();
-        assert!(matches!(
-            check_stamp(&toolchain, "k"),
-            Err(StampState::Damaged(_))
-        ));
+        assert!(matches!(check_stamp(&toolchain, "k"), Err(StampState::Damaged(_))));
     }
 
     #[test]
     fn entry_without_stamp_is_missing() {
         let dir = tempfile::tempdir().unwrap();
-        let toolchain = Toolchain {
-            root: dir.path().to_path_buf(),
-        };
-        assert!(matches!(
-            check_stamp(&toolchain, "k"),
-            Err(StampState::Missing)
-        ));
+        let toolchain = Toolchain { root: dir.path().to_path_buf() };
+        assert!(matches!(check_stamp(&toolchain, "k"), Err(StampState::Missing)));
     }
 }

@@ -42,11 +42,7 @@ mod tests {
     #[test]
     fn go_mod_requires_the_pinned_versions() {
         for (_, module, version) in MODULES {
-            assert_eq!(
-                required_version(module).as_deref(),
-                Some(version),
-                "{module} in hack/toolchain/go.mod"
-            );
+            assert_eq!(required_version(module).as_deref(), Some(version), "{module} in hack/toolchain/go.mod");
         }
     }
 
@@ -54,15 +50,9 @@ mod tests {
     fn staging_modules_are_replaced_with_the_matching_tag() {
         let staging = KUBERNETES.replacen("v1.", "v0.", 1);
         let replaces: Vec<&str> = GO_MOD.lines().filter(|l| l.contains("=>")).collect();
-        assert!(
-            replaces.len() >= 30,
-            "expected every staging module to be replaced"
-        );
+        assert!(replaces.len() >= 30, "expected every staging module to be replaced");
         for line in replaces {
-            assert!(
-                line.trim_end().ends_with(&staging),
-                "{line} should point at {staging}"
-            );
+            assert!(line.trim_end().ends_with(&staging), "{line} should point at {staging}");
         }
     }
 

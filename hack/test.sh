@@ -1,0 +1,27 @@
+#!/usr/bin/env bash
+# The whole test suite: style, lints, unit tests and the end-to-end tests against real
+# sandboxes. The first run on a machine builds the pinned Kubernetes/Kueue toolchain (cached by
+# version under $KUEUE_EXT_CACHE or ~/.cache/kueue-ext); later runs reuse it.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+step() { printf '\n=== %s\n' "$*"; }
+
+step "format"
+cargo fmt --check
+
+step "lints"
+cargo clippy --locked --all-targets -- -D warnings
+
+step "one TLS provider (ring): aws-lc-rs must not be in the dependency tree"
+if cargo tree --locked -i aws-lc-rs >/dev/null 2>&1; then
+  echo "aws-lc-rs is in the dependency tree" >&2
+  exit 1
+fi
+
+step "toolchain (cold: builds Kubernetes, etcd, kwok and Kueue once)"
+cargo build --locked
+target/debug/kubectl-kueue_ext toolchain install
+
+step "tests (unit and end-to-end)"
+cargo test --locked

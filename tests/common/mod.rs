@@ -1,0 +1,182 @@
+//! Shared harness of the end-to-end tests: a real sandbox started with the real binary, in a
+//! private state dir, torn down when the test ends (also when it fails).
+#![allow(dead_code)] // each test binary uses its own subset
+
+use std::future::Future;
+use std::path::PathBuf;
+use std::process::{Command, Output};
+use std::sync::{Mutex, MutexGuard, Once};
+use std::time::{Duration, Instant};
+
+use kube::Client;
+use kube::api::{Api, ApiResource, DynamicObject};
+use serde_json::Value;
+
+pub const BIN: &str = env!("CARGO_BIN_EXE_kubectl-kueue_ext");
+
+/// Runs the plugin with `args`, returning its output (never panics on a non-zero exit).
+pub fn kueue_ext(args: &[&str]) -> Output {
+    Command::new(BIN).args(args).output().expect("the plugin binary runs")
+}
+
+pub fn text(output: &Output) -> String {
+    format!("{}{}", String::from_utf8_lossy(&output.stdout), String::from_utf8_lossy(&output.stderr))
+}
+
+/// Builds the toolchain once per test binary, with visible progress (a cold build is long).
+pub fn ensure_toolchain() {
+    static ONCE: Once = Once::new();
+    ONCE.call_once(|| {
+        let status = Command::new(BIN).args(["toolchain", "install"]).status().expect("toolchain install runs");
+        assert!(status.success(), "toolchain install failed");
+    });
+}
+
+/// Sandboxes of one test binary run one at a time: two would compete for 2 cores, and a port
+/// freed by one could be taken by the other before a test checks it.
+static SERIAL: Mutex<()> = Mutex::new(());
+
+/// A sandbox owned by one test.
+pub struct Sandbox {
+    pub dir: PathBuf,
+    _tmp: tempfile::TempDir,
+    _serial: MutexGuard<'static, ()>,
+}
+
+impl Sandbox {
+    /// `up` with the given extra arguments; panics with the command's output if it fails.
+    pub fn up(extra: &[&str]) -> Sandbox {
+        let sandbox = Sandbox::unstarted();
+        let output = sandbox.run("up", extra);
+        assert!(output.status.success(), "up failed:\n{}", text(&output));
+        sandbox
+    }
+
+    /// A private state dir with nothing started yet.
+    pub fn unstarted() -> Sandbox {
+        let serial = SERIAL.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+        ensure_toolchain();
+        let tmp = tempfile::tempdir().expect("temp dir");
+        Sandbox { dir: tmp.path().join("state"), _tmp: tmp, _serial: serial }
+    }
+
+    pub fn run(&self, command: &str, extra: &[&str]) -> Output {
+        let dir = self.dir.to_str().expect("utf-8 path");
+        let mut args = vec![command, "--state-dir", dir];
+        args.extend_from_slice(extra);
+        kueue_ext(&args)
+    }
+
+    pub fn kubeconfig(&self) -> PathBuf {
+        self.dir.join("kubeconfig")
+    }
+
+    pub async fn client(&self, cluster: &str) -> Client {
+        kueue_ext::kube_util::client_for(&self.kubeconfig(), &format!("kueue-ext-{cluster}"))
+            .await
+            .expect("client for the sandbox context")
+    }
+
+    pub fn status_json(&self) -> Value {
+        let output = self.run("status", &["-o", "json"]);
+        serde_json::from_slice(&output.stdout).unwrap_or_else(|e| panic!("status -o json: {e}\n{}", text(&output)))
+    }
+}
+
+impl Drop for Sandbox {
+    fn drop(&mut self) {
+        if self.dir.exists() {
+            let _ = self.run("down", &[]);
+        }
+    }
+}
+
+/// Polls `check` until it returns `Some`, or panics after `timeout` with `what` and the last
+/// observation.
+pub async fn eventually<T, F, Fut>(what: &str, timeout: Duration, mut check: F) -> T
+where
+    F: FnMut() -> Fut,
+    Fut: Future<Output = Result<T, String>>,
+{
+    let deadline = Instant::now() + timeout;
+    loop {
+        match check().await {
+            Ok(value) => return value,
+            Err(last) if Instant::now() >= deadline => {
+                panic!("timed out after {timeout:?} waiting for {what}; last: {last}")
+            }
+            Err(_) => tokio::time::sleep(Duration::from_millis(250)).await,
+        }
+    }
+}
+
+/// The status of condition `kind` of an object, if present.
+pub fn condition<'a>(obj: &'a Value, kind: &str) -> Option<&'a Value> {
+    obj["status"]["conditions"].as_array()?.iter().find(|c| c["type"] == kind)
+}
+
+pub fn condition_is(obj: &Value, kind: &str, status: &str) -> bool {
+    condition(obj, kind).is_some_and(|c| c["status"] == status)
+}
+
+/// True while `/proc/<pid>` shows a live process, or a zombie leader whose threads still run.
+pub fn pid_alive(pid: i64) -> bool {
+    let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else { return false };
+    let Some((_, rest)) = stat.rsplit_once(')') else { return false };
+    let fields: Vec<&str> = rest.split_whitespace().collect();
+    let zombie = matches!(fields.first(), Some(&"Z") | Some(&"X"));
+    let threads: u64 = fields.get(17).and_then(|t| t.parse().ok()).unwrap_or(0);
+    !(zombie && threads <= 1)
+}
+
+pub fn port_free(port: u16) -> bool {
+    std::net::TcpListener::bind(("127.0.0.1", port)).is_ok()
+}
+
+/// Untyped API of a kind in the given namespace (or cluster-wide when `None`).
+pub fn api(
+    client: &Client,
+    api_version: &str,
+    kind: &str,
+    plural: &str,
+    namespace: Option<&str>,
+) -> Api<DynamicObject> {
+    let (group, version) = api_version.split_once('/').unwrap_or(("", api_version));
+    let resource = ApiResource {
+        group: group.into(),
+        version: version.into(),
+        api_version: api_version.into(),
+        kind: kind.into(),
+        plural: plural.into(),
+    };
+    match namespace {
+        Some(ns) => Api::namespaced_with(client.clone(), ns, &resource),
+        None => Api::all_with(client.clone(), &resource),
+    }
+}
+
+pub fn workloads(client: &Client, namespace: &str) -> Api<DynamicObject> {
+    api(client, "kueue.x-k8s.io/v1beta2", "Workload", "workloads", Some(namespace))
+}
+
+/// The Workloads whose controller owner has `uid`.
+pub async fn workloads_owned_by(client: &Client, namespace: &str, uid: &str) -> Result<Vec<Value>, String> {
+    let list = workloads(client, namespace).list(&Default::default()).await.map_err(|e| e.to_string())?;
+    Ok(list
+        .items
+        .into_iter()
+        .filter(|w| w.metadata.owner_references.iter().flatten().any(|o| o.uid == uid))
+        .map(|w| serde_json::to_value(w).expect("object serializes"))
+        .collect())
+}
+
+/// Applies a YAML stream of objects with server-side apply.
+pub async fn apply_yaml(client: &Client, yaml: &str) -> Vec<Value> {
+    let docs: Vec<Value> = serde_saphyr::from_multiple(yaml).expect("test YAML parses");
+    let mut out = Vec::new();
+    for doc in docs.iter().filter(|d| d.is_object()) {
+        let applied = kueue_ext::kube_util::apply(client, doc).await.unwrap_or_else(|e| panic!("apply: {e}"));
+        out.push(serde_json::to_value(applied).expect("object serializes"));
+    }
+    out
+}
