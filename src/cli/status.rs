@@ -70,5 +70,20 @@ fn table(report: &StatusReport) -> String {
             }
         }
     }
+    for cluster in &report.clusters {
+        let Some(mk) = &cluster.multikueue else { continue };
+        out.push_str(&format!(
+            "\nMultiKueue on {} (AdmissionCheck multikueue {}):\n",
+            cluster.name,
+            if mk.admission_check_active { "Active" } else { "NOT Active" }
+        ));
+        out.push_str(&format!("{:<10} {:<7} {}\n", "WORKER", "ACTIVE", "REASON"));
+        for c in &mk.clusters {
+            out.push_str(&format!("{:<10} {:<7} {} {}\n", c.name, yes_no(c.active), c.reason, c.message));
+        }
+        if let Some(error) = &mk.error {
+            out.push_str(&format!("cannot read MultiKueue state: {error}\n"));
+        }
+    }
     out
 }

@@ -11,7 +11,7 @@ pub struct Args {
     #[command(flatten)]
     pub sandbox: SandboxArgs,
     /// Number of worker clusters (0: a single cluster that admits and runs jobs itself).
-    #[arg(long, default_value_t = 0)]
+    #[arg(long, default_value_t = 2)]
     pub workers: u32,
     /// Port of the manager's kube-apiserver on 127.0.0.1 [default: a free port]
     #[arg(long, value_name = "PORT")]

@@ -5,14 +5,22 @@ use std::path::{Path, PathBuf};
 
 use serde_json::{Value, json};
 
-/// Node and pod stages kwok's own "fast" profile uses, as shipped in its module.
-const STAGES: [&str; 5] = [
+/// Node and pod stages of kwok's own "fast" profile, as shipped in its module; pods complete
+/// through the sandbox's own stages ([`POD_RUN_STAGES`]) instead.
+const STAGES: [&str; 4] = [
     "node/fast/node-initialize.yaml",
     "node/heartbeat-with-lease/node-heartbeat-with-lease.yaml",
     "pod/fast/pod-ready.yaml",
-    "pod/fast/pod-complete.yaml",
     "pod/fast/pod-delete.yaml",
 ];
+
+/// Stages that run a ready pod for a while, then succeed or fail as its annotations ask.
+pub const POD_RUN_STAGES: &str = include_str!("kwok_stages.yaml");
+
+/// Annotation: how long a pod runs on a fake node (a Go duration such as `20s`).
+pub const RUN_DURATION_ANNOTATION: &str = "kueue-ext.dev/run-duration";
+/// Annotation: the pod fails with this exit code instead of succeeding.
+pub const EXIT_CODE_ANNOTATION: &str = "kueue-ext.dev/exit-code";
 
 /// Shape of the fake nodes of a cluster.
 #[derive(Clone, Debug, PartialEq)]
@@ -46,6 +54,8 @@ pub fn config(stage_dir: &Path) -> std::io::Result<String> {
             out.push('\n');
         }
     }
+    out.push_str("---\n");
+    out.push_str(POD_RUN_STAGES);
     Ok(out)
 }
 
@@ -100,8 +110,16 @@ mod tests {
         }
         let text = config(dir.path()).unwrap();
         let docs: Vec<Value> = serde_saphyr::from_multiple(&text).unwrap();
-        assert_eq!(docs.len(), 1 + STAGES.len());
+        assert_eq!(docs.len(), 1 + STAGES.len() + 2);
         assert_eq!(docs[0]["kind"], "KwokConfiguration");
+        let names: Vec<&str> = docs.iter().filter_map(|d| d["metadata"]["name"].as_str()).collect();
+        assert!(names.contains(&"kueue-ext-pod-succeed") && names.contains(&"kueue-ext-pod-fail"));
+    }
+
+    #[test]
+    fn run_stages_read_the_documented_annotations() {
+        assert!(POD_RUN_STAGES.contains(RUN_DURATION_ANNOTATION));
+        assert!(POD_RUN_STAGES.contains(EXIT_CODE_ANNOTATION));
     }
 
     #[test]

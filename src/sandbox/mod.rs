@@ -7,10 +7,12 @@ pub mod kubeconfig;
 pub mod kueue;
 pub mod kwok;
 pub mod layout;
+pub mod multikueue;
 pub mod pki;
 pub mod ports;
 pub mod process;
 pub mod progress;
+pub mod queues;
 pub mod state;
 pub mod toolchain;
 

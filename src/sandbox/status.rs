@@ -6,6 +6,7 @@ use serde::Serialize;
 
 use super::error::SandboxError;
 use super::health::Prober;
+use super::multikueue::{self, ClusterConnection, Connections};
 use super::state::{Phase, Role, SandboxState};
 
 #[derive(Debug, Serialize)]
@@ -25,6 +26,17 @@ pub struct ClusterStatus {
     pub context: String,
     pub ready: bool,
     pub components: Vec<ComponentStatus>,
+    /// On a manager with workers: each worker connection as its Kueue sees it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub multikueue: Option<MultiKueueStatus>,
+}
+
+#[derive(Debug, Serialize)]
+pub struct MultiKueueStatus {
+    pub admission_check_active: bool,
+    pub clusters: Vec<ClusterConnection>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
 }
 
 #[derive(Debug, Serialize)]
@@ -50,8 +62,34 @@ impl StatusReport {
                 let reason = c.reason.as_deref().unwrap_or("not ready");
                 out.push(format!("{} of cluster {}: {reason} (log {})", c.name, cluster.name, c.log.display()));
             }
+            if let Some(mk) = &cluster.multikueue {
+                if let Some(error) = &mk.error {
+                    out.push(format!("MultiKueue state unreadable on {}: {error}", cluster.name));
+                }
+                for c in mk.clusters.iter().filter(|c| !c.active) {
+                    out.push(format!("MultiKueueCluster {} is not Active: {} {}", c.name, c.reason, c.message));
+                }
+                if !mk.admission_check_active {
+                    out.push("AdmissionCheck multikueue is not Active".to_string());
+                }
+            }
         }
         out
+    }
+}
+
+async fn multikueue_status(cluster_dir: &Path) -> MultiKueueStatus {
+    let read = async {
+        let client = crate::kube_util::client_for(&cluster_dir.join("admin.kubeconfig"), "admin")
+            .await
+            .map_err(|e| e.to_string())?;
+        multikueue::connections(&client).await.map_err(|e| e.to_string())
+    };
+    match read.await {
+        Ok(c) => {
+            MultiKueueStatus { admission_check_active: c.admission_check_active, clusters: c.clusters, error: None }
+        }
+        Err(e) => MultiKueueStatus { admission_check_active: false, clusters: Vec::new(), error: Some(e) },
     }
 }
 
@@ -80,13 +118,26 @@ pub async fn status(dir: &Path) -> Result<StatusReport, SandboxError> {
                 reason,
             });
         }
-        let ready = !components.is_empty() && components.iter().all(|c| c.ready);
+        let mut ready = !components.is_empty() && components.iter().all(|c| c.ready);
+        let multikueue = if cluster.role == Role::Manager && state.workers > 0 && ready {
+            let status = multikueue_status(&cluster.dir).await;
+            ready = status.error.is_none()
+                && (Connections {
+                    admission_check_active: status.admission_check_active,
+                    clusters: status.clusters.clone(),
+                })
+                .all_active(state.workers as usize);
+            Some(status)
+        } else {
+            None
+        };
         clusters.push(ClusterStatus {
             name: cluster.name.clone(),
             role: cluster.role,
             context: cluster.context.clone(),
             ready,
             components,
+            multikueue,
         });
     }
     let ready = state.phase == Phase::Up && !clusters.is_empty() && clusters.iter().all(|c| c.ready);

@@ -16,7 +16,7 @@ use super::process::{self, Launch};
 use super::progress::Progress;
 use super::state::{Cluster, Component, Phase, Role, SandboxState};
 use super::toolchain::{self, Toolchain};
-use super::{KUBECONFIG_FILE, context_name, kueue, ports, status};
+use super::{KUBECONFIG_FILE, context_name, kueue, multikueue, ports, queues, status};
 use crate::kube_util;
 
 #[derive(Clone, Debug)]
@@ -105,6 +105,7 @@ async fn start_all(
         fixed_api_port: options.api_server_port,
         // With workers the manager admits by quota only; alone it runs the pods itself.
         nodes: (options.workers == 0).then(|| options.nodes.clone()),
+        multikueue_manager: options.workers > 0,
     }];
     for i in 1..=options.workers {
         plans.push(ClusterPlan {
@@ -112,6 +113,7 @@ async fn start_all(
             role: Role::Worker,
             fixed_api_port: None,
             nodes: Some(options.nodes.clone()),
+            multikueue_manager: false,
         });
     }
     let mut layouts = Vec::new();
@@ -124,14 +126,82 @@ async fn start_all(
         layouts.push(Layout::new(&plan.name, &recorder.dir.join(&plan.name), toolchain, ports));
     }
     // Clusters do not depend on each other: start them side by side.
-    try_join_all(
+    let started = try_join_all(
         plans
             .iter()
             .zip(&layouts)
             .map(|(plan, layout)| start_cluster(plan, layout, toolchain, recorder, &options.component_args, progress)),
     )
     .await?;
+    let step = progress.step(if options.workers > 0 { "MultiKueue and default queues" } else { "default queues" });
+    connect_clusters(options, &started).await?;
+    step.done();
     write_user_kubeconfig(&recorder.dir, &layouts)
+}
+
+/// A cluster whose control plane and Kueue are up.
+struct Started {
+    name: String,
+    role: Role,
+    client: kube::Client,
+    server: String,
+    ca_pem: String,
+}
+
+/// Wires MultiKueue (with workers), creates the default queues, and waits until the manager's
+/// Kueue reports every worker connection Active.
+async fn connect_clusters(options: &UpOptions, started: &[Started]) -> Result<(), SandboxError> {
+    let manager = started.iter().find(|c| c.role == Role::Manager).expect("the manager is always planned");
+    let workers: Vec<&Started> = started.iter().filter(|c| c.role == Role::Worker).collect();
+    if !workers.is_empty() {
+        let remote: Vec<multikueue::Worker<'_>> = workers
+            .iter()
+            .map(|w| multikueue::Worker {
+                name: &w.name,
+                client: &w.client,
+                server: w.server.clone(),
+                ca_pem: &w.ca_pem,
+            })
+            .collect();
+        multikueue::wire(&manager.client, &remote)
+            .await
+            .map_err(|e| SandboxError::step("manager", "wiring MultiKueue", e))?;
+    }
+    let pool = &options.nodes;
+    let per_cluster_nodes = |role| match role {
+        Role::Worker => pool.count,
+        Role::Manager if workers.is_empty() => pool.count,
+        Role::Manager => pool.count * workers.len() as u32,
+    };
+    for cluster in started {
+        let nodes = per_cluster_nodes(cluster.role);
+        let quota =
+            |q: &str| queues::scale_quantity(q, nodes).map_err(|e| SandboxError::step(&cluster.name, "quota", e));
+        let check = (cluster.role == Role::Manager && !workers.is_empty()).then_some(multikueue::ADMISSION_CHECK);
+        for obj in queues::default_queues(&quota(&pool.cpu)?, &quota(&pool.memory)?, check) {
+            kube_util::apply(&cluster.client, &obj)
+                .await
+                .map_err(|e| SandboxError::step(&cluster.name, "creating the default queues", e))?;
+        }
+    }
+    if workers.is_empty() {
+        return Ok(());
+    }
+    let deadline = Instant::now() + READY_TIMEOUT;
+    loop {
+        let seen = multikueue::connections(&manager.client).await;
+        match &seen {
+            Ok(connections) if connections.all_active(workers.len()) => return Ok(()),
+            _ if Instant::now() >= deadline => {
+                let detail = match seen {
+                    Ok(c) => format!("{c:?}"),
+                    Err(e) => e.to_string(),
+                };
+                return Err(SandboxError::step("manager", "waiting for MultiKueue to connect the workers", detail));
+            }
+            _ => tokio::time::sleep(Duration::from_millis(250)).await,
+        }
+    }
 }
 
 struct ClusterPlan {
@@ -139,6 +209,7 @@ struct ClusterPlan {
     role: Role,
     fixed_api_port: Option<u16>,
     nodes: Option<NodePool>,
+    multikueue_manager: bool,
 }
 
 async fn start_cluster(
@@ -148,7 +219,7 @@ async fn start_cluster(
     recorder: &Recorder,
     component_args: &[(String, String)],
     progress: &Progress,
-) -> Result<(), SandboxError> {
+) -> Result<Started, SandboxError> {
     let name = plan.name.as_str();
     let step = progress.step(format!("cluster {name}: control plane"));
     let pki = Pki::generate(name).map_err(|e| SandboxError::step(name, "generating its PKI", e))?;
@@ -192,13 +263,19 @@ async fn start_cluster(
             kube_util::apply(&client, &node).await.map_err(|e| SandboxError::step(name, "creating kwok nodes", e))?;
         }
     }
-    let created = kueue::install(&client, layout, &toolchain.kueue_components())
+    let created = kueue::install(&client, layout, &toolchain.kueue_components(), plan.multikueue_manager)
         .await
         .map_err(|e| SandboxError::step(name, "installing Kueue", e))?;
     recorder.add_external_files(created)?;
     launcher.start_and_wait(&layout.kueue(), &mut prober).await?;
     step.done();
-    Ok(())
+    Ok(Started {
+        name: name.to_string(),
+        role: plan.role,
+        client,
+        server: layout.api_server_url(),
+        ca_pem: pki.ca_cert,
+    })
 }
 
 struct Launcher<'a> {

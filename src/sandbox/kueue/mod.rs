@@ -59,9 +59,9 @@ fn io(path: &Path) -> impl FnOnce(std::io::Error) -> KueueError + '_ {
     move |source| KueueError::Io { path: path.to_path_buf(), source }
 }
 
-/// Kueue's Configuration for one sandbox cluster.
-pub fn configuration(layout: &Layout) -> Value {
-    json!({
+/// Kueue's Configuration for one sandbox cluster; the manager of workers also runs MultiKueue.
+pub fn configuration(layout: &Layout, multikueue_manager: bool) -> Value {
+    let mut config = json!({
         "apiVersion": "config.kueue.x-k8s.io/v1beta2",
         "kind": "Configuration",
         "namespace": manifests::NAMESPACE,
@@ -81,12 +81,23 @@ pub fn configuration(layout: &Layout) -> Value {
         "featureGates": {"VisibilityOnDemand": false},
         "clientConnection": {"qps": 300, "burst": 500},
         "integrations": {"frameworks": ["batch/job"]},
-    })
+    });
+    if multikueue_manager {
+        // Short timings suit a sandbox: a lost worker is given up on after 30s (default 15m),
+        // and orphaned remote objects are collected every 30s (default 1m).
+        config["multiKueue"] = json!({"gcInterval": "30s", "workerLostTimeout": "30s"});
+    }
+    config
 }
 
 /// Applies Kueue's objects and writes the files the `kueue` process needs. Returns the files
 /// created outside the state dir (for `down` to remove).
-pub async fn install(client: &Client, layout: &Layout, components: &Path) -> Result<Vec<PathBuf>, KueueError> {
+pub async fn install(
+    client: &Client,
+    layout: &Layout,
+    components: &Path,
+    multikueue_manager: bool,
+) -> Result<Vec<PathBuf>, KueueError> {
     kube_util::apply_crds(client, &manifests::crds(components)?).await?;
     let namespace = json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": manifests::NAMESPACE}});
     kube_util::apply(client, &namespace).await?;
@@ -109,8 +120,8 @@ pub async fn install(client: &Client, layout: &Layout, components: &Path) -> Res
     let kubeconfig_path = dir.join("kubeconfig");
     kubeconfig::write(&kubeconfig_path, &kubeconfig::render(&[entry])).map_err(io(&kubeconfig_path))?;
     let config_path = dir.join("config.yaml");
-    let config =
-        serde_saphyr::to_string(&configuration(layout)).map_err(|e| io(&config_path)(std::io::Error::other(e)))?;
+    let config = serde_saphyr::to_string(&configuration(layout, multikueue_manager))
+        .map_err(|e| io(&config_path)(std::io::Error::other(e)))?;
     std::fs::write(&config_path, config).map_err(io(&config_path))?;
     copy_serving_cert(layout, &dir.join("certs"))?;
     ensure_metrics_cert(layout)

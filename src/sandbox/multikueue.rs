@@ -1,0 +1,236 @@
+//! MultiKueue wiring as Kueue documents it, nothing admin-only: on each worker a ServiceAccount
+//! bound to the role MultiKueue needs and a token for it; on the manager a kubeconfig Secret and a
+//! MultiKueueCluster per worker, one MultiKueueConfig, and the AdmissionCheck.
+
+use k8s_openapi::api::authentication::v1::{TokenRequest, TokenRequestSpec};
+use k8s_openapi::api::core::v1::ServiceAccount;
+use kube::Client;
+use kube::api::{Api, PostParams};
+use serde_json::{Value, json};
+
+use super::kubeconfig::{self, Credentials, Entry};
+use super::kueue::manifests::NAMESPACE;
+use crate::kube_util::{self, ApplyError};
+
+pub const ADMISSION_CHECK: &str = "multikueue";
+pub const CONFIG: &str = "kueue-ext";
+pub const CONTROLLER_NAME: &str = "kueue.x-k8s.io/multikueue";
+/// The ServiceAccount (in `kueue-system` of each worker) the manager's Kueue acts as.
+pub const SERVICE_ACCOUNT: &str = "kueue-ext-multikueue";
+const ROLE: &str = "kueue-ext-multikueue";
+/// A week, as in Kueue's own MultiKueue setup; the sandbox is not meant to live longer.
+const TOKEN_SECONDS: i64 = 7 * 24 * 3600;
+
+const ALL_VERBS: [&str; 7] = ["create", "update", "patch", "delete", "get", "list", "watch"];
+
+/// What the manager's Kueue may do on a worker: its Workloads and queues, and the jobs of each
+/// enabled integration (batch/Job here) with read access to their status.
+pub fn worker_role_rules() -> Value {
+    json!([
+        {"apiGroups": ["kueue.x-k8s.io"], "resources": ["workloads"], "verbs": ALL_VERBS},
+        {"apiGroups": ["kueue.x-k8s.io"], "resources": ["workloads/status"], "verbs": ["get", "patch", "update"]},
+        {"apiGroups": ["kueue.x-k8s.io"], "resources": ["clusterqueues", "localqueues"], "verbs": ["get", "list", "watch"]},
+        {"apiGroups": ["batch"], "resources": ["jobs"], "verbs": ALL_VERBS},
+        {"apiGroups": ["batch"], "resources": ["jobs/status"], "verbs": ["get"]},
+    ])
+}
+
+fn worker_rbac() -> Vec<Value> {
+    vec![
+        json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole",
+               "metadata": {"name": ROLE}, "rules": worker_role_rules()}),
+        json!({"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": SERVICE_ACCOUNT, "namespace": NAMESPACE}}),
+        json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding",
+               "metadata": {"name": ROLE},
+               "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": ROLE},
+               "subjects": [{"kind": "ServiceAccount", "name": SERVICE_ACCOUNT, "namespace": NAMESPACE}]}),
+    ]
+}
+
+/// A worker as the manager reaches it.
+pub struct Worker<'a> {
+    pub name: &'a str,
+    pub client: &'a Client,
+    pub server: String,
+    pub ca_pem: &'a str,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum WiringError {
+    #[error("worker {worker}: {source}")]
+    Apply {
+        worker: String,
+        #[source]
+        source: ApplyError,
+    },
+    #[error("worker {worker}: requesting a token for {NAMESPACE}/{SERVICE_ACCOUNT}: {source}")]
+    Token {
+        worker: String,
+        #[source]
+        source: kube::Error,
+    },
+    #[error("manager: {0}")]
+    Manager(#[source] ApplyError),
+}
+
+/// Secret on the manager holding a worker's kubeconfig.
+pub fn secret_name(worker: &str) -> String {
+    format!("multikueue-{worker}")
+}
+
+/// Creates the worker credentials and the manager objects that use them.
+pub async fn wire(manager: &Client, workers: &[Worker<'_>]) -> Result<(), WiringError> {
+    for worker in workers {
+        let kubeconfig = worker_kubeconfig(worker).await?;
+        for obj in manager_objects_for(worker.name, &kubeconfig) {
+            kube_util::apply(manager, &obj).await.map_err(WiringError::Manager)?;
+        }
+    }
+    let names: Vec<&str> = workers.iter().map(|w| w.name).collect();
+    for obj in shared_manager_objects(&names) {
+        kube_util::apply(manager, &obj).await.map_err(WiringError::Manager)?;
+    }
+    Ok(())
+}
+
+async fn worker_kubeconfig(worker: &Worker<'_>) -> Result<String, WiringError> {
+    for obj in worker_rbac() {
+        kube_util::apply(worker.client, &obj)
+            .await
+            .map_err(|source| WiringError::Apply { worker: worker.name.to_string(), source })?;
+    }
+    let api: Api<ServiceAccount> = Api::namespaced(worker.client.clone(), NAMESPACE);
+    let request = TokenRequest {
+        spec: Some(TokenRequestSpec { expiration_seconds: Some(TOKEN_SECONDS), ..Default::default() }),
+        ..Default::default()
+    };
+    let token = api
+        .create_token_request(SERVICE_ACCOUNT, &PostParams::default(), &request)
+        .await
+        .map_err(|source| WiringError::Token { worker: worker.name.to_string(), source })?
+        .status
+        .and_then(|s| s.token)
+        .unwrap_or_default();
+    let entry = Entry {
+        context: worker.name,
+        server: worker.server.clone(),
+        ca_pem: worker.ca_pem,
+        credentials: Credentials::Token(&token),
+    };
+    serde_saphyr::to_string(&kubeconfig::render(&[entry])).map_err(|e| WiringError::Apply {
+        worker: worker.name.to_string(),
+        source: ApplyError::Invalid { kind: "Secret".into(), name: secret_name(worker.name), message: e.to_string() },
+    })
+}
+
+fn manager_objects_for(worker: &str, kubeconfig: &str) -> Vec<Value> {
+    vec![
+        json!({"apiVersion": "v1", "kind": "Secret", "type": "Opaque",
+               "metadata": {"name": secret_name(worker), "namespace": NAMESPACE},
+               "stringData": {"kubeconfig": kubeconfig}}),
+        json!({"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "MultiKueueCluster",
+               "metadata": {"name": worker},
+               "spec": {"clusterSource": {"kubeConfig": {"locationType": "Secret", "location": secret_name(worker)}}}}),
+    ]
+}
+
+fn shared_manager_objects(workers: &[&str]) -> Vec<Value> {
+    vec![
+        json!({"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "MultiKueueConfig",
+               "metadata": {"name": CONFIG}, "spec": {"clusters": workers}}),
+        json!({"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "AdmissionCheck",
+               "metadata": {"name": ADMISSION_CHECK},
+               "spec": {"controllerName": CONTROLLER_NAME,
+                        "parameters": {"apiGroup": "kueue.x-k8s.io", "kind": "MultiKueueConfig", "name": CONFIG}}}),
+    ]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn worker_role_is_least_privilege() {
+        let rules = worker_role_rules();
+        for rule in rules.as_array().unwrap() {
+            for field in ["apiGroups", "resources", "verbs"] {
+                assert!(!rule[field].as_array().unwrap().contains(&json!("*")), "no wildcard {field}: {rule}");
+            }
+            assert!(!rule["resources"].as_array().unwrap().contains(&json!("secrets")));
+        }
+    }
+
+    #[test]
+    fn manager_objects_reference_the_worker_secret() {
+        let objects = manager_objects_for("worker1", "apiVersion: v1");
+        assert_eq!(objects[0]["metadata"]["name"], "multikueue-worker1");
+        assert_eq!(objects[1]["spec"]["clusterSource"]["kubeConfig"]["location"], "multikueue-worker1");
+        let shared = shared_manager_objects(&["worker1", "worker2"]);
+        assert_eq!(shared[0]["spec"]["clusters"], json!(["worker1", "worker2"]));
+        assert_eq!(shared[1]["spec"]["controllerName"], CONTROLLER_NAME);
+        assert_eq!(shared[1]["spec"]["parameters"]["name"], CONFIG);
+    }
+}
+
+/// A MultiKueueCluster as the manager's Kueue sees it.
+#[derive(Clone, Debug, serde::Serialize, PartialEq)]
+pub struct ClusterConnection {
+    pub name: String,
+    pub active: bool,
+    pub reason: String,
+    pub message: String,
+}
+
+/// MultiKueue's view on the manager: each worker connection and the AdmissionCheck.
+#[derive(Clone, Debug, serde::Serialize, PartialEq)]
+pub struct Connections {
+    pub admission_check_active: bool,
+    pub clusters: Vec<ClusterConnection>,
+}
+
+impl Connections {
+    pub fn all_active(&self, expected: usize) -> bool {
+        self.admission_check_active && self.clusters.len() == expected && self.clusters.iter().all(|c| c.active)
+    }
+}
+
+fn active_condition(obj: &Value) -> (bool, String, String) {
+    let found = obj["status"]["conditions"].as_array().into_iter().flatten().find(|c| c["type"] == "Active");
+    match found {
+        Some(c) => (
+            c["status"] == "True",
+            c["reason"].as_str().unwrap_or_default().to_string(),
+            c["message"].as_str().unwrap_or_default().to_string(),
+        ),
+        None => (false, "Pending".into(), "no Active condition yet".into()),
+    }
+}
+
+/// Reads the MultiKueueClusters and the AdmissionCheck from the manager.
+pub async fn connections(manager: &Client) -> Result<Connections, kube::Error> {
+    let clusters = untyped(manager, "MultiKueueCluster", "multikueueclusters").list(&Default::default()).await?;
+    let check = untyped(manager, "AdmissionCheck", "admissionchecks").get_opt(ADMISSION_CHECK).await?;
+    let check_active = check.map(|c| active_condition(&serde_json::to_value(c).unwrap_or_default()).0).unwrap_or(false);
+    let mut out: Vec<ClusterConnection> = clusters
+        .items
+        .into_iter()
+        .map(|c| {
+            let value = serde_json::to_value(&c).unwrap_or_default();
+            let (active, reason, message) = active_condition(&value);
+            ClusterConnection { name: c.metadata.name.unwrap_or_default(), active, reason, message }
+        })
+        .collect();
+    out.sort_by(|a, b| a.name.cmp(&b.name));
+    Ok(Connections { admission_check_active: check_active, clusters: out })
+}
+
+fn untyped(client: &Client, kind: &str, plural: &str) -> Api<kube::api::DynamicObject> {
+    let resource = kube::api::ApiResource {
+        group: "kueue.x-k8s.io".into(),
+        version: "v1beta2".into(),
+        api_version: "kueue.x-k8s.io/v1beta2".into(),
+        kind: kind.into(),
+        plural: plural.into(),
+    };
+    Api::all_with(client.clone(), &resource)
+}
