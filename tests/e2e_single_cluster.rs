@@ -6,11 +6,10 @@ mod common;
 
 use std::time::Duration;
 
-use common::{Sandbox, apply_yaml, condition_is, eventually, pid_alive, port_free, text, workloads_owned_by};
+use common::{Sandbox, apply_yaml, condition_is, down_leaves_nothing, eventually, text, workloads_owned_by};
 use k8s_openapi::api::batch::v1::Job;
 use k8s_openapi::api::core::v1::Pod;
 use kube::api::{Api, ListParams};
-use serde_json::Value;
 
 const QUEUES: &str = r#"
 apiVersion: kueue.x-k8s.io/v1beta2
@@ -57,21 +56,6 @@ spec:
         resources: {{requests: {{cpu: "{cpu}", memory: 1Gi}}}}
 "#
     )
-}
-
-/// Ports and pids the sandbox recorded, to check that `down` released them.
-fn recorded_processes_and_ports(sandbox: &Sandbox) -> (Vec<i64>, Vec<u16>) {
-    let state: Value = serde_json::from_slice(&std::fs::read(sandbox.dir.join("state.json")).unwrap()).unwrap();
-    let mut pids = Vec::new();
-    let mut ports = Vec::new();
-    for cluster in state["clusters"].as_array().unwrap() {
-        ports.push(cluster["api_server_port"].as_u64().unwrap() as u16);
-        for component in cluster["components"].as_array().unwrap() {
-            pids.push(component["process"]["pid"].as_i64().unwrap());
-            ports.push(component["probe"]["port"].as_u64().unwrap() as u16);
-        }
-    }
-    (pids, ports)
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -147,17 +131,7 @@ async fn kueue_admits_runs_and_finishes_a_batch_job_then_down_leaves_nothing() {
     let still = jobs.get("too-big").await.unwrap();
     assert_eq!(still.spec.and_then(|s| s.suspend), Some(true), "an over-quota Job stays suspended");
 
-    let (pids, ports) = recorded_processes_and_ports(&sandbox);
-    assert!(pids.iter().all(|p| pid_alive(*p)));
-    let down = sandbox.run("down", &[]);
-    assert!(down.status.success(), "down: {}", text(&down));
-    assert!(!sandbox.dir.exists(), "down removes the state dir");
-    for pid in pids {
-        assert!(!pid_alive(pid), "process {pid} still runs after down");
-    }
-    for port in ports {
-        assert!(port_free(port), "port {port} still bound after down");
-    }
+    down_leaves_nothing(&sandbox);
     let status = sandbox.run("status", &[]);
     assert!(!status.status.success(), "status after down exits non-zero");
 }

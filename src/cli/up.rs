@@ -25,6 +25,10 @@ pub struct Args {
     /// Memory of each fake node.
     #[arg(long, default_value = "32Gi")]
     pub node_memory: String,
+    /// Also merge the sandbox contexts into your kubeconfig ($KUBECONFIG or ~/.kube/config), as
+    /// kind does; `down` removes them again.
+    #[arg(long)]
+    pub merge_kubeconfig: bool,
     /// Extra flag for one component on every cluster, e.g. `kube-apiserver=--v=4` (repeatable).
     #[arg(long = "component-arg", value_name = "COMPONENT=FLAG", value_parser = parse_component_arg)]
     pub component_args: Vec<(String, String)>,
@@ -45,6 +49,7 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
         api_server_port: args.api_server_port,
         nodes: NodePool { count: args.nodes, cpu: args.node_cpu, memory: args.node_memory },
         component_args: args.component_args,
+        merge_kubeconfig: args.merge_kubeconfig.then(crate::sandbox::kubeconfig::user_default_path),
     };
     match sandbox::up(&options, &Progress::stderr()).await? {
         UpOutcome::AlreadyUp(state) => {

@@ -30,6 +30,10 @@ pub async fn down(dir: &Path) -> Result<DownOutcome, SandboxError> {
     };
     let processes = stop_processes(&state).await;
     remove_external_files(&state);
+    if let Some(path) = &state.merged_kubeconfig {
+        let contexts: Vec<String> = state.clusters.iter().map(|c| c.context.clone()).collect();
+        super::kubeconfig::unmerge(path, &contexts).map_err(SandboxError::io(path))?;
+    }
     std::fs::remove_dir_all(dir).map_err(SandboxError::io(dir))?;
     Ok(DownOutcome::Removed { processes })
 }

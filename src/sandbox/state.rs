@@ -63,6 +63,9 @@ pub struct SandboxState {
     /// Files outside the state dir that this sandbox created and `down` must remove.
     #[serde(default)]
     pub external_files: Vec<PathBuf>,
+    /// The user's kubeconfig into which `up --merge-kubeconfig` merged the sandbox contexts.
+    #[serde(default)]
+    pub merged_kubeconfig: Option<PathBuf>,
 }
 
 impl SandboxState {
@@ -140,6 +143,7 @@ mod tests {
             kubeconfig: PathBuf::from("kubeconfig"),
             clusters: vec![cluster("manager", Role::Manager), cluster("worker1", Role::Worker)],
             external_files: vec![],
+            merged_kubeconfig: None,
         }
     }
 

@@ -29,6 +29,8 @@ pub struct UpOptions {
     pub nodes: NodePool,
     /// Extra flags per component name, appended to its command line.
     pub component_args: Vec<(String, String)>,
+    /// Also merge the sandbox contexts into this kubeconfig (kind's behaviour).
+    pub merge_kubeconfig: Option<PathBuf>,
 }
 
 #[derive(Debug)]
@@ -136,7 +138,14 @@ async fn start_all(
     let step = progress.step(if options.workers > 0 { "MultiKueue and default queues" } else { "default queues" });
     connect_clusters(options, &started).await?;
     step.done();
-    write_user_kubeconfig(&recorder.dir, &layouts)
+    let ours = write_user_kubeconfig(&recorder.dir, &layouts)?;
+    if let Some(path) = &options.merge_kubeconfig {
+        // Recorded first: if the merge fails half-way, `down` still cleans the file.
+        recorder.update(|s| s.merged_kubeconfig = Some(path.clone()))?;
+        kubeconfig::merge_into(path, &ours).map_err(SandboxError::io(path))?;
+        progress.line(format!("merged contexts into {}", path.display()));
+    }
+    Ok(())
 }
 
 /// A cluster whose control plane and Kueue are up.
@@ -337,7 +346,7 @@ impl Launcher<'_> {
 }
 
 /// The user's kubeconfig: one admin context per cluster, the manager current.
-fn write_user_kubeconfig(dir: &Path, layouts: &[Layout]) -> Result<(), SandboxError> {
+fn write_user_kubeconfig(dir: &Path, layouts: &[Layout]) -> Result<serde_json::Value, SandboxError> {
     let mut pems = Vec::new();
     for layout in layouts {
         let read = |p: &Path| std::fs::read_to_string(p).map_err(SandboxError::io(p));
@@ -356,7 +365,9 @@ fn write_user_kubeconfig(dir: &Path, layouts: &[Layout]) -> Result<(), SandboxEr
         })
         .collect();
     let path = dir.join(KUBECONFIG_FILE);
-    kubeconfig::write(&path, &kubeconfig::render(&entries)).map_err(SandboxError::io(&path))
+    let rendered = kubeconfig::render(&entries);
+    kubeconfig::write(&path, &rendered).map_err(SandboxError::io(&path))?;
+    Ok(rendered)
 }
 
 /// The sandbox record, saved after every change so a crash mid-`up` leaves a record `down` can use.
@@ -375,6 +386,7 @@ impl Recorder {
             kubeconfig: dir.join(KUBECONFIG_FILE),
             clusters: Vec::new(),
             external_files: Vec::new(),
+            merged_kubeconfig: None,
         };
         Recorder { dir: dir.to_path_buf(), state: Arc::new(Mutex::new(state)) }
     }
@@ -420,6 +432,10 @@ impl Recorder {
         let state = self.state.lock().unwrap_or_else(|p| p.into_inner()).clone();
         super::down::stop_processes(&state).await;
         super::down::remove_external_files(&state);
+        if let Some(path) = &state.merged_kubeconfig {
+            let contexts: Vec<String> = state.clusters.iter().map(|c| c.context.clone()).collect();
+            let _ = kubeconfig::unmerge(path, &contexts);
+        }
         let keep_logs = SandboxState { clusters: state.clusters.clone(), ..state };
         for cluster in &keep_logs.clusters {
             if let Ok(entries) = std::fs::read_dir(&cluster.dir) {
@@ -433,6 +449,7 @@ impl Recorder {
         // Keep a record with no processes, so `status` explains and `down` cleans up.
         let mut emptied = keep_logs;
         emptied.external_files.clear();
+        emptied.merged_kubeconfig = None;
         for cluster in &mut emptied.clusters {
             cluster.components.clear();
         }

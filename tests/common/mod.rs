@@ -14,11 +14,6 @@ use serde_json::Value;
 
 pub const BIN: &str = env!("CARGO_BIN_EXE_kubectl-kueue_ext");
 
-/// Runs the plugin with `args`, returning its output (never panics on a non-zero exit).
-pub fn kueue_ext(args: &[&str]) -> Output {
-    Command::new(BIN).args(args).output().expect("the plugin binary runs")
-}
-
 pub fn text(output: &Output) -> String {
     format!("{}{}", String::from_utf8_lossy(&output.stdout), String::from_utf8_lossy(&output.stderr))
 }
@@ -46,8 +41,13 @@ pub struct Sandbox {
 impl Sandbox {
     /// `up` with the given extra arguments; panics with the command's output if it fails.
     pub fn up(extra: &[&str]) -> Sandbox {
+        Sandbox::up_with_env(extra, &[])
+    }
+
+    /// `up` with extra environment variables for the plugin.
+    pub fn up_with_env(extra: &[&str], env: &[(&str, &str)]) -> Sandbox {
         let sandbox = Sandbox::unstarted();
-        let output = sandbox.run("up", extra);
+        let output = sandbox.run_with_env("up", extra, env);
         assert!(output.status.success(), "up failed:\n{}", text(&output));
         sandbox
     }
@@ -61,10 +61,14 @@ impl Sandbox {
     }
 
     pub fn run(&self, command: &str, extra: &[&str]) -> Output {
+        self.run_with_env(command, extra, &[])
+    }
+
+    pub fn run_with_env(&self, command: &str, extra: &[&str], env: &[(&str, &str)]) -> Output {
         let dir = self.dir.to_str().expect("utf-8 path");
         let mut args = vec![command, "--state-dir", dir];
         args.extend_from_slice(extra);
-        kueue_ext(&args)
+        Command::new(BIN).args(&args).envs(env.iter().copied()).output().expect("the plugin binary runs")
     }
 
     pub fn kubeconfig(&self) -> PathBuf {
@@ -179,4 +183,34 @@ pub async fn apply_yaml(client: &Client, yaml: &str) -> Vec<Value> {
         out.push(serde_json::to_value(applied).expect("object serializes"));
     }
     out
+}
+
+/// Ports and pids the sandbox recorded in its state file, to check that `down` released them.
+pub fn recorded_processes_and_ports(sandbox: &Sandbox) -> (Vec<i64>, Vec<u16>) {
+    let state: Value = serde_json::from_slice(&std::fs::read(sandbox.dir.join("state.json")).unwrap()).unwrap();
+    let mut pids = Vec::new();
+    let mut ports = Vec::new();
+    for cluster in state["clusters"].as_array().unwrap() {
+        ports.push(cluster["api_server_port"].as_u64().unwrap() as u16);
+        for component in cluster["components"].as_array().unwrap() {
+            pids.push(component["process"]["pid"].as_i64().unwrap());
+            ports.push(component["probe"]["port"].as_u64().unwrap() as u16);
+        }
+    }
+    (pids, ports)
+}
+
+/// Runs `down` and checks that no recorded process, port or file is left.
+pub fn down_leaves_nothing(sandbox: &Sandbox) {
+    let (pids, ports) = recorded_processes_and_ports(sandbox);
+    assert!(pids.iter().all(|p| pid_alive(*p)), "every recorded process runs before down");
+    let down = sandbox.run("down", &[]);
+    assert!(down.status.success(), "down: {}", text(&down));
+    assert!(!sandbox.dir.exists(), "down removes the state dir");
+    for pid in pids {
+        assert!(!pid_alive(pid), "process {pid} still runs after down");
+    }
+    for port in ports {
+        assert!(port_free(port), "port {port} still bound after down");
+    }
 }

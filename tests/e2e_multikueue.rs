@@ -1,0 +1,124 @@
+//! End-to-end: a manager and two workers, each a real control plane with Kueue, wired with
+//! MultiKueue by `up`. Kueue dispatches batch Jobs from the manager to the workers, where kwok
+//! runs them; results flow back to the manager.
+
+mod common;
+
+use std::time::Duration;
+
+use common::{Sandbox, apply_yaml, condition_is, down_leaves_nothing, eventually, text, workloads_owned_by};
+use k8s_openapi::api::batch::v1::Job;
+use kube::api::Api;
+use serde_json::Value;
+
+/// Five pods of 4 CPU for 20 s: 20 of a worker's 32 CPU, so two such Jobs never fit on one.
+fn job(name: &str) -> String {
+    format!(
+        r#"
+apiVersion: batch/v1
+kind: Job
+metadata:
+  name: {name}
+  namespace: default
+  labels: {{kueue.x-k8s.io/queue-name: user-queue}}
+spec:
+  parallelism: 5
+  completions: 5
+  template:
+    metadata:
+      annotations: {{kueue-ext.dev/run-duration: 20s}}
+    spec:
+      restartPolicy: Never
+      containers:
+      - name: main
+        image: registry.invalid/train
+        resources: {{requests: {{cpu: "4", memory: 1Gi}}}}
+"#
+    )
+}
+
+fn contexts_in(kubeconfig: &std::path::Path) -> Vec<String> {
+    let config: Value = serde_saphyr::from_str(&std::fs::read_to_string(kubeconfig).unwrap()).unwrap();
+    config["contexts"].as_array().unwrap().iter().map(|c| c["name"].as_str().unwrap().to_string()).collect()
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn multikueue_dispatches_jobs_to_workers_and_reports_back() {
+    let home = tempfile::tempdir().unwrap();
+    let user_kubeconfig = home.path().join("config");
+    std::fs::write(
+        &user_kubeconfig,
+        "apiVersion: v1\nkind: Config\nclusters: []\nusers: []\ncontexts:\n- name: kind-dev\n  context: {cluster: x, user: y}\n",
+    )
+    .unwrap();
+    let kubeconfig_env = user_kubeconfig.to_str().unwrap();
+    let sandbox = Sandbox::up_with_env(&["--merge-kubeconfig"], &[("KUBECONFIG", kubeconfig_env)]);
+    assert_eq!(
+        contexts_in(&user_kubeconfig),
+        ["kind-dev", "kueue-ext-manager", "kueue-ext-worker1", "kueue-ext-worker2"]
+    );
+
+    let mismatch = sandbox.run("up", &["--workers", "3"]);
+    assert!(!mismatch.status.success() && text(&mismatch).contains("runs 2 worker(s), not 3"), "{}", text(&mismatch));
+
+    let status = sandbox.status_json();
+    assert_eq!(status["ready"], true, "{status:#}");
+    let multikueue = &status["clusters"][0]["multikueue"];
+    assert_eq!(multikueue["admission_check_active"], true, "{status:#}");
+    let workers: Vec<(&str, bool)> = multikueue["clusters"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| (c["name"].as_str().unwrap(), c["active"].as_bool().unwrap()))
+        .collect();
+    assert_eq!(workers, [("worker1", true), ("worker2", true)]);
+
+    let manager = sandbox.client("manager").await;
+    let mut dispatched = Vec::new();
+    for name in ["train-a", "train-b"] {
+        let created = apply_yaml(&manager, &job(name)).await.remove(0);
+        assert_eq!(created["spec"]["managedBy"], "kueue.x-k8s.io/multikueue", "Kueue's webhook hands it to MultiKueue");
+        let uid = created["metadata"]["uid"].as_str().unwrap().to_string();
+        let worker = eventually(&format!("{name} to be dispatched to a worker"), Duration::from_secs(60), || async {
+            let found = workloads_owned_by(&manager, "default", &uid).await?;
+            match found.as_slice() {
+                [w] if condition_is(w, "Admitted", "True") && w["status"]["clusterName"].is_string() => {
+                    Ok(w["status"]["clusterName"].as_str().unwrap().to_string())
+                }
+                other => Err(format!("{other:?}")),
+            }
+        })
+        .await;
+        dispatched.push(worker);
+    }
+    assert_ne!(dispatched[0], dispatched[1], "two Jobs that cannot share a worker land on different workers");
+
+    for (name, worker) in ["train-a", "train-b"].iter().zip(&dispatched) {
+        let remote: Api<Job> = Api::namespaced(sandbox.client(worker).await, "default");
+        let mirror = remote.get(name).await.unwrap_or_else(|e| panic!("{name} mirrored on {worker}: {e}"));
+        assert_eq!(mirror.spec.as_ref().and_then(|s| s.managed_by.clone()), None, "the mirror is run by the worker");
+    }
+
+    let jobs: Api<Job> = Api::namespaced(manager.clone(), "default");
+    for name in ["train-a", "train-b"] {
+        eventually(&format!("{name} to complete on the manager"), Duration::from_secs(120), || async {
+            let job = jobs.get(name).await.map_err(|e| e.to_string())?;
+            let status = job.status.unwrap_or_default();
+            let complete = status.conditions.iter().flatten().any(|c| c.type_ == "Complete" && c.status == "True");
+            if complete && status.succeeded == Some(5) { Ok(()) } else { Err(format!("{status:?}")) }
+        })
+        .await;
+        let uid = jobs.get(name).await.unwrap().metadata.uid.unwrap();
+        eventually(&format!("{name}'s manager Workload to be Finished"), Duration::from_secs(30), || async {
+            let found = workloads_owned_by(&manager, "default", &uid).await?;
+            match found.as_slice() {
+                [w] if condition_is(w, "Finished", "True") => Ok(()),
+                other => Err(format!("{other:?}")),
+            }
+        })
+        .await;
+    }
+
+    down_leaves_nothing(&sandbox);
+    assert_eq!(contexts_in(&user_kubeconfig), ["kind-dev"], "down removes the merged contexts");
+}
