@@ -3,6 +3,12 @@
 //!
 //! Data flows one way: `cli` → `sandbox` → `kube_util`.
 
+pub mod api;
 pub mod cli;
+pub mod controller;
+pub mod integrations;
+pub mod jobframework;
 pub mod kube_util;
+pub mod manifests;
 pub mod sandbox;
+pub mod submit;

@@ -1,7 +1,10 @@
 //! Command-line interface: one file per command; this one parses and dispatches.
 
+mod controller;
 mod down;
+mod manifests;
 mod status;
+mod submit;
 mod toolchain;
 mod up;
 
@@ -18,6 +21,10 @@ pub struct Cli {
     #[arg(short, long, global = true, action = clap::ArgAction::Count)]
     pub verbose: u8,
 
+    /// Log format: human-readable text, or JSON lines (for the controller).
+    #[arg(long, global = true, value_enum, default_value_t = LogFormat::Text)]
+    pub log_format: LogFormat,
+
     #[command(subcommand)]
     pub command: Command,
 }
@@ -33,6 +40,18 @@ pub enum Command {
     /// Build or locate the pinned Kubernetes, etcd, kwok and Kueue binaries.
     #[command(subcommand)]
     Toolchain(toolchain::Command),
+    /// Run the Kueue integration controller and admission webhook for this project's kinds.
+    Controller(controller::Args),
+    /// Print the install manifests (CRDs, RBAC, webhook configurations).
+    Manifests(manifests::Args),
+    /// Apply jobs and queues from files or directories; nothing is applied if any is invalid.
+    Submit(submit::Args),
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum LogFormat {
+    Text,
+    Json,
 }
 
 /// Where the sandbox keeps its state.
@@ -55,11 +74,14 @@ pub async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Down(args) => down::run(args).await,
         Command::Status(args) => status::run(args).await,
         Command::Toolchain(command) => toolchain::run(command).await,
+        Command::Controller(args) => controller::run(args).await,
+        Command::Manifests(args) => manifests::run(args).await,
+        Command::Submit(args) => submit::run(args).await,
     }
 }
 
 /// Logs go to stderr; `RUST_LOG` overrides the level chosen with `-v`.
-pub fn init_tracing(verbose: u8) {
+pub fn init_tracing(verbose: u8, format: LogFormat) {
     let level = match verbose {
         0 => "warn",
         1 => "info",
@@ -72,7 +94,11 @@ pub fn init_tracing(verbose: u8) {
             let libraries = if verbose >= 2 { level } else { "off" };
             tracing_subscriber::EnvFilter::new(format!("kueue_ext={level},{libraries}"))
         });
-    let _ = tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr).try_init();
+    let builder = tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr);
+    let _ = match format {
+        LogFormat::Text => builder.try_init(),
+        LogFormat::Json => builder.json().try_init(),
+    };
 }
 
 #[cfg(test)]

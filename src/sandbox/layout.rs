@@ -18,10 +18,11 @@ pub struct Ports {
     pub kwok: u16,
     pub kueue_webhook: u16,
     pub kueue_health: u16,
+    pub controller: u16,
 }
 
 impl Ports {
-    pub const COUNT: usize = 8;
+    pub const COUNT: usize = 9;
 
     pub fn from_slice(p: &[u16; Self::COUNT]) -> Ports {
         Ports {
@@ -33,6 +34,7 @@ impl Ports {
             kwok: p[5],
             kueue_webhook: p[6],
             kueue_health: p[7],
+            controller: p[8],
         }
     }
 }
@@ -53,6 +55,8 @@ pub struct Layout {
     pub pki: PkiPaths,
     pub ports: Ports,
     bin: PathBuf,
+    /// This plugin's own binary, which also runs the controller.
+    self_exe: PathBuf,
 }
 
 fn flag(name: &str, value: impl AsRef<str>) -> String {
@@ -66,13 +70,36 @@ fn path(p: &Path) -> String {
 const ALWAYS_ALLOWED: &str = "/healthz,/readyz,/livez,/metrics";
 
 impl Layout {
-    pub fn new(name: &str, dir: &Path, toolchain: &Toolchain, ports: Ports) -> Layout {
+    pub fn new(name: &str, dir: &Path, toolchain: &Toolchain, ports: Ports, self_exe: &Path) -> Layout {
         Layout {
             name: name.to_string(),
             dir: dir.to_path_buf(),
             pki: PkiPaths::in_dir(&dir.join("pki")),
             ports,
             bin: toolchain.bin_dir(),
+            self_exe: self_exe.to_path_buf(),
+        }
+    }
+
+    pub fn controller_dir(&self) -> PathBuf {
+        self.dir.join("kueue-ext")
+    }
+
+    /// This project's controller and webhook, run as its ServiceAccount.
+    pub fn controller(&self) -> ComponentSpec {
+        let dir = self.controller_dir();
+        ComponentSpec {
+            name: "kueue-ext-controller",
+            program: self.self_exe.clone(),
+            args: vec![
+                "controller".into(),
+                flag("kubeconfig", path(&dir.join("kubeconfig"))),
+                flag("listen", format!("127.0.0.1:{}", self.ports.controller)),
+                flag("cert-dir", path(&dir.join("certs"))),
+                flag("log-format", "json"),
+                "-v".into(),
+            ],
+            probe: Probe::Https { port: self.ports.controller, path: "/readyz".into() },
         }
     }
 
@@ -242,13 +269,14 @@ mod tests {
     use super::*;
 
     fn layout() -> Layout {
-        let ports = Ports::from_slice(&[2379, 2380, 6443, 10257, 10259, 10250, 9443, 8081]);
+        let ports = Ports::from_slice(&[2379, 2380, 6443, 10257, 10259, 10250, 9443, 8081, 9444]);
         Layout {
             name: "manager".into(),
             dir: PathBuf::from("/state/manager"),
             pki: PkiPaths::in_dir(Path::new("/state/manager/pki")),
             ports,
             bin: PathBuf::from("/cache/bin"),
+            self_exe: PathBuf::from("/usr/local/bin/kubectl-kueue_ext"),
         }
     }
 
@@ -260,6 +288,7 @@ mod tests {
             layout.scheduler(),
             layout.kwok(),
             layout.kueue(),
+            layout.controller(),
         ]
     }
 

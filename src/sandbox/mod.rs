@@ -3,6 +3,7 @@
 
 pub mod fsutil;
 pub mod health;
+pub mod integration;
 pub mod kubeconfig;
 pub mod kueue;
 pub mod kwok;

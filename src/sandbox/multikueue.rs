@@ -24,7 +24,7 @@ const TOKEN_SECONDS: i64 = 7 * 24 * 3600;
 const ALL_VERBS: [&str; 7] = ["create", "update", "patch", "delete", "get", "list", "watch"];
 
 /// What the manager's Kueue may do on a worker: its Workloads and queues, and the jobs of each
-/// enabled integration (batch/Job here) with read access to their status.
+/// enabled integration (batch/Job and our kinds) with read access to their status.
 pub fn worker_role_rules() -> Value {
     json!([
         {"apiGroups": ["kueue.x-k8s.io"], "resources": ["workloads"], "verbs": ALL_VERBS},
@@ -32,6 +32,8 @@ pub fn worker_role_rules() -> Value {
         {"apiGroups": ["kueue.x-k8s.io"], "resources": ["clusterqueues", "localqueues"], "verbs": ["get", "list", "watch"]},
         {"apiGroups": ["batch"], "resources": ["jobs"], "verbs": ALL_VERBS},
         {"apiGroups": ["batch"], "resources": ["jobs/status"], "verbs": ["get"]},
+        {"apiGroups": ["kueue-ext.dev"], "resources": ["externaljobs"], "verbs": ALL_VERBS},
+        {"apiGroups": ["kueue-ext.dev"], "resources": ["externaljobs/status"], "verbs": ["get"]},
     ])
 }
 

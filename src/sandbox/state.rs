@@ -32,6 +32,9 @@ pub struct Component {
     pub name: String,
     pub process: ProcessRecord,
     pub probe: Probe,
+    /// Program and arguments it was started with, to start it again the same way.
+    #[serde(default)]
+    pub command: Vec<String>,
 }
 
 #[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
@@ -123,6 +126,7 @@ mod tests {
             name: name.into(),
             process: ProcessRecord { pid: 1, start_ticks: 1, log: PathBuf::from(format!("{name}.log")) },
             probe: Probe::Http { port: 1, path: "/healthz".into() },
+            command: vec![name.into()],
         }
     }
 

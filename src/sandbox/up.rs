@@ -16,7 +16,7 @@ use super::process::{self, Launch};
 use super::progress::Progress;
 use super::state::{Cluster, Component, Phase, Role, SandboxState};
 use super::toolchain::{self, Toolchain};
-use super::{KUBECONFIG_FILE, context_name, kueue, multikueue, ports, queues, status};
+use super::{KUBECONFIG_FILE, context_name, integration, kueue, multikueue, ports, queues, status};
 use crate::kube_util;
 
 #[derive(Clone, Debug)]
@@ -118,6 +118,7 @@ async fn start_all(
             multikueue_manager: false,
         });
     }
+    let self_exe = std::env::current_exe().map_err(SandboxError::io("the plugin's own executable"))?;
     let mut layouts = Vec::new();
     for plan in &plans {
         let mut free = ports::allocate(Ports::COUNT).map_err(SandboxError::io("127.0.0.1"))?;
@@ -125,7 +126,7 @@ async fn start_all(
             free[2] = port;
         }
         let ports = Ports::from_slice(free.as_slice().try_into().expect("allocated Ports::COUNT ports"));
-        layouts.push(Layout::new(&plan.name, &recorder.dir.join(&plan.name), toolchain, ports));
+        layouts.push(Layout::new(&plan.name, &recorder.dir.join(&plan.name), toolchain, ports, &self_exe));
     }
     // Clusters do not depend on each other: start them side by side.
     let started = try_join_all(
@@ -276,7 +277,9 @@ async fn start_cluster(
         .await
         .map_err(|e| SandboxError::step(name, "installing Kueue", e))?;
     recorder.add_external_files(created)?;
+    integration::install(&client, layout).await.map_err(|e| SandboxError::step(name, "installing kueue-ext", e))?;
     launcher.start_and_wait(&layout.kueue(), &mut prober).await?;
+    launcher.start_and_wait(&layout.controller(), &mut prober).await?;
     step.done();
     Ok(Started {
         name: name.to_string(),
@@ -299,11 +302,12 @@ impl Launcher<'_> {
         let log = self.layout.log(spec.name);
         let mut args = spec.args.clone();
         args.extend(self.extra_args.iter().filter(|(c, _)| c == spec.name).map(|(_, flag)| flag.clone()));
+        let command = std::iter::once(spec.program.display().to_string()).chain(args.iter().cloned()).collect();
         let record =
             process::spawn(Launch { program: &spec.program, args, env: vec![], log: log.clone() }).map_err(|e| {
                 SandboxError::step(self.cluster, format!("starting {} ({})", spec.name, spec.program.display()), e)
             })?;
-        let component = Component { name: spec.name.to_string(), process: record, probe: spec.probe.clone() };
+        let component = Component { name: spec.name.to_string(), process: record, probe: spec.probe.clone(), command };
         self.recorder.add_component(self.cluster, component.clone())?;
         Ok(component)
     }

@@ -16,6 +16,7 @@ use super::fsutil::write_private;
 use super::kubeconfig::{self, Credentials, Entry};
 use super::layout::Layout;
 use crate::kube_util;
+use crate::manifests::EXTERNAL_FRAMEWORKS;
 
 /// Kueue reads its metrics serving certificate from this fixed path whenever its internal
 /// certificate management is off, even with metrics disabled (cmd/kueue/main.go in v0.19).
@@ -78,14 +79,17 @@ pub fn configuration(layout: &Layout, multikueue_manager: bool) -> Value {
         // mount its Secret, and there is none.
         "internalCertManagement": {"enable": false},
         // The visibility server needs its own aggregated API and fixed cert paths.
-        "featureGates": {"VisibilityOnDemand": false},
+        // MultiKueue's generic adapter for our kinds is gated.
+        "featureGates": {"VisibilityOnDemand": false, "MultiKueueAdaptersForCustomJobs": true},
         "clientConnection": {"qps": 300, "burst": 500},
-        "integrations": {"frameworks": ["batch/job"]},
+        "integrations": {"frameworks": ["batch/job"], "externalFrameworks": EXTERNAL_FRAMEWORKS},
     });
     if multikueue_manager {
         // Short timings suit a sandbox: a lost worker is given up on after 30s (default 15m),
         // and orphaned remote objects are collected every 30s (default 1m).
-        config["multiKueue"] = json!({"gcInterval": "30s", "workerLostTimeout": "30s"});
+        let external: Vec<Value> = EXTERNAL_FRAMEWORKS.iter().map(|name| json!({"name": name})).collect();
+        config["multiKueue"] =
+            json!({"gcInterval": "30s", "workerLostTimeout": "30s", "externalFrameworks": external});
     }
     config
 }

@@ -72,7 +72,7 @@ pub async fn build(toolchain: &Toolchain, key: &str, go: &str, progress: &Progre
 
     progress.line(format!(
         "Building the sandbox toolchain with {go} (Kubernetes {KUBERNETES}, Kueue {KUEUE}); a cold build takes \
-         20-40 minutes on 2 cores, later runs reuse {}",
+         about 10 minutes on 2 cores, later runs reuse {}",
         root.display()
     ));
     let step = progress.step("go build kube, etcd, kwok, kueue");

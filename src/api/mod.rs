@@ -1,0 +1,12 @@
+//! API types: this project's CRDs and the parts of Kueue's v1beta2 API it reads and writes.
+
+pub mod condition;
+pub mod external_job;
+pub mod kueue;
+
+pub use external_job::{ExternalJob, ExternalJobSpec, ExternalJobStatus, ExternalPodSet};
+
+/// API group of this project's kinds.
+pub const GROUP: &str = "kueue-ext.dev";
+/// API version of this project's kinds.
+pub const VERSION: &str = "v1alpha1";

@@ -1,0 +1,39 @@
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use crate::controller::{self, Options};
+use crate::jobframework::reconciler::Config;
+
+#[derive(Debug, clap::Args)]
+pub struct Args {
+    /// Kubeconfig to use [default: $KUBECONFIG, ~/.kube/config, or the in-cluster ServiceAccount]
+    #[arg(long, value_name = "FILE")]
+    pub kubeconfig: Option<PathBuf>,
+    /// Context of the kubeconfig [default: its current context]
+    #[arg(long)]
+    pub context: Option<String>,
+    /// Address of the HTTPS server: admission webhooks, /healthz, /readyz and /metrics.
+    #[arg(long, default_value = "127.0.0.1:9443")]
+    pub listen: SocketAddr,
+    /// Directory holding the serving certificate `tls.crt` and key `tls.key`.
+    #[arg(long, value_name = "DIR")]
+    pub cert_dir: PathBuf,
+    /// Manage jobs that name no queue too (Kueue's manageJobsWithoutQueueName).
+    #[arg(long)]
+    pub manage_jobs_without_queue_name: bool,
+}
+
+pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
+    let client = match &args.kubeconfig {
+        Some(path) => {
+            let config = kube::config::Kubeconfig::read_from(path)?;
+            let context = args.context.clone().or_else(|| config.current_context.clone()).unwrap_or_default();
+            crate::kube_util::client_from(config, &context).await?
+        }
+        None => kube::Client::try_default().await?,
+    };
+    let config = Config { manage_jobs_without_queue_name: args.manage_jobs_without_queue_name, ..Config::default() };
+    controller::run(Options { client, listen: args.listen, cert_dir: args.cert_dir, config }).await?;
+    Ok(ExitCode::SUCCESS)
+}

@@ -1,0 +1,205 @@
+use std::io::Read;
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::{Duration, Instant};
+
+use kube::config::Kubeconfig;
+
+use super::SandboxArgs;
+use crate::sandbox::{KUBECONFIG_FILE, context_name};
+use crate::submit::{self, Defaults, Planned, Problem, documents};
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum DryRun {
+    /// Check the files only; send nothing.
+    Client,
+    /// Check with the API server (webhooks included) but persist nothing.
+    Server,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Output {
+    Name,
+    Yaml,
+    Json,
+}
+
+#[derive(Debug, clap::Args)]
+pub struct Args {
+    /// Files or directories (recursive; .yaml, .yml, .json); `-` reads standard input.
+    #[arg(required = true, value_name = "PATH")]
+    pub paths: Vec<PathBuf>,
+    #[command(flatten)]
+    pub sandbox: SandboxArgs,
+    /// Kubeconfig file [default: the sandbox's when one is up, else $KUBECONFIG or ~/.kube/config]
+    #[arg(long, value_name = "FILE")]
+    pub kubeconfig: Option<PathBuf>,
+    /// Kubeconfig context [default: kueue-ext-manager in a sandbox, else the current context]
+    #[arg(long)]
+    pub context: Option<String>,
+    /// Namespace of objects that name none [default: the context's, else default]
+    #[arg(short, long)]
+    pub namespace: Option<String>,
+    /// LocalQueue for jobs that carry no kueue.x-k8s.io/queue-name label.
+    #[arg(long, value_name = "NAME")]
+    pub queue: Option<String>,
+    #[arg(long, value_enum, value_name = "MODE")]
+    pub dry_run: Option<DryRun>,
+    /// Print applied objects as names, YAML or JSON instead of kubectl-style lines.
+    #[arg(short, long, value_enum)]
+    pub output: Option<Output>,
+    /// Wait until every submitted job finishes (default timeout 10m); exit 1 if any failed.
+    #[arg(long, value_name = "TIMEOUT", num_args = 0..=1, default_missing_value = "10m", value_parser = parse_timeout)]
+    pub wait: Option<Duration>,
+}
+
+fn parse_timeout(text: &str) -> Result<Duration, String> {
+    let (number, unit) = text.split_at(text.find(|c: char| !c.is_ascii_digit()).unwrap_or(text.len()));
+    let n: u64 = number.parse().map_err(|_| format!("{text:?} is not a duration like 90s, 10m or 1h"))?;
+    match unit {
+        "s" | "" => Ok(Duration::from_secs(n)),
+        "m" => Ok(Duration::from_secs(n * 60)),
+        "h" => Ok(Duration::from_secs(n * 3600)),
+        _ => Err(format!("{text:?} is not a duration like 90s, 10m or 1h")),
+    }
+}
+
+fn print_problems(problems: &[Problem]) {
+    for problem in problems {
+        eprintln!("error: {problem}");
+    }
+    eprintln!("nothing was applied ({} problem(s))", problems.len());
+}
+
+pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
+    let files = match documents::collect_files(&args.paths) {
+        Ok(files) => files,
+        Err(err) => {
+            eprintln!("error: {err}");
+            return Ok(ExitCode::FAILURE);
+        }
+    };
+    let mut docs = Vec::new();
+    let mut problems = Vec::new();
+    for file in &files {
+        let (name, text) = if file.as_os_str() == "-" {
+            let mut text = String::new();
+            std::io::stdin().read_to_string(&mut text)?;
+            ("<stdin>".to_string(), text)
+        } else {
+            (file.display().to_string(), std::fs::read_to_string(file)?)
+        };
+        match documents::parse(&name, &text) {
+            Ok(parsed) => docs.extend(parsed),
+            Err(found) => problems.extend(found),
+        }
+    }
+    problems.extend(docs.iter().flat_map(documents::check_shape));
+    if !problems.is_empty() {
+        print_problems(&problems);
+        return Ok(ExitCode::FAILURE);
+    }
+    if args.dry_run == Some(DryRun::Client) {
+        println!("{} document(s) from {} file(s) look well-formed (client dry run)", docs.len(), files.len());
+        return Ok(ExitCode::SUCCESS);
+    }
+
+    let (kubeconfig, context) = target(&args)?;
+    let namespace = args
+        .namespace
+        .clone()
+        .or_else(|| kubeconfig.contexts.iter().find(|c| c.name == context)?.context.as_ref()?.namespace.clone())
+        .unwrap_or_else(|| "default".into());
+    let client = crate::kube_util::client_from(kubeconfig, &context).await?;
+    let defaults = Defaults { namespace: &namespace, queue: args.queue.as_deref() };
+    let planned = match submit::plan(&client, docs, &defaults).await {
+        Ok(planned) => planned,
+        Err(problems) => {
+            print_problems(&problems);
+            return Ok(ExitCode::FAILURE);
+        }
+    };
+    let dry_run = args.dry_run == Some(DryRun::Server);
+    for p in &planned {
+        let existed = p.api(&client).get_opt(p.name()).await?.is_some();
+        let applied = submit::apply_one(&client, p, dry_run).await.map_err(|e| {
+            anyhow::anyhow!("{}: {}: {} (objects listed above were applied)", p.doc.origin, p.display_name(), submit::rejection(&e))
+        })?;
+        let verb = if existed { "configured" } else { "created" };
+        let suffix = if dry_run { " (server dry run)" } else { "" };
+        match args.output {
+            None => println!("{} {verb}{suffix}", p.display_name()),
+            Some(Output::Name) => println!("{}", p.display_name()),
+            Some(Output::Yaml) => print!("---\n{}", serde_saphyr::to_string(&applied)?),
+            Some(Output::Json) => println!("{}", serde_json::to_string_pretty(&applied)?),
+        }
+    }
+    match args.wait {
+        Some(timeout) if !dry_run => wait(&client, &planned, timeout).await,
+        _ => Ok(ExitCode::SUCCESS),
+    }
+}
+
+/// The kubeconfig and context to use: flags first, then a running sandbox, then kubectl's default.
+fn target(args: &Args) -> anyhow::Result<(Kubeconfig, String)> {
+    let sandbox = args.sandbox.dir().join(KUBECONFIG_FILE);
+    let (config, default_context) = match &args.kubeconfig {
+        Some(path) => (Kubeconfig::read_from(path)?, None),
+        None if args.context.is_none() && sandbox.exists() => {
+            (Kubeconfig::read_from(&sandbox)?, Some(context_name("manager")))
+        }
+        None => (Kubeconfig::read()?, None),
+    };
+    let context = args
+        .context
+        .clone()
+        .or(default_context)
+        .or_else(|| config.current_context.clone())
+        .ok_or_else(|| anyhow::anyhow!("no context: pass --context or set a current context"))?;
+    Ok((config, context))
+}
+
+async fn wait(client: &kube::Client, planned: &[Planned], timeout: Duration) -> anyhow::Result<ExitCode> {
+    let jobs: Vec<&Planned> = planned.iter().filter(|p| submit::is_job(&p.doc.object)).collect();
+    let deadline = Instant::now() + timeout;
+    let mut pending: Vec<&Planned> = jobs.clone();
+    let mut failed = 0;
+    eprintln!("waiting for {} job(s) to finish (timeout {}s)", jobs.len(), timeout.as_secs());
+    while !pending.is_empty() {
+        let mut still = Vec::new();
+        for p in pending {
+            let obj = serde_json::to_value(p.api(client).get(p.name()).await?)?;
+            match submit::job_outcome(&obj) {
+                Some(true) => println!("{} succeeded", p.display_name()),
+                Some(false) => {
+                    failed += 1;
+                    println!("{} FAILED", p.display_name());
+                }
+                None => still.push(p),
+            }
+        }
+        pending = still;
+        if !pending.is_empty() {
+            if Instant::now() >= deadline {
+                let names: Vec<String> = pending.iter().map(|p| p.display_name()).collect();
+                eprintln!("timed out; not finished: {}", names.join(", "));
+                return Ok(ExitCode::FAILURE);
+            }
+            tokio::time::sleep(Duration::from_secs(1)).await;
+        }
+    }
+    Ok(if failed == 0 { ExitCode::SUCCESS } else { ExitCode::FAILURE })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn timeouts_read_like_kubectl() {
+        assert_eq!(parse_timeout("90s").unwrap(), Duration::from_secs(90));
+        assert_eq!(parse_timeout("10m").unwrap(), Duration::from_secs(600));
+        assert_eq!(parse_timeout("2h").unwrap(), Duration::from_secs(7200));
+        assert!(parse_timeout("soon").is_err());
+    }
+}

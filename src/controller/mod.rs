@@ -1,0 +1,160 @@
+//! The controller process: the ExternalJob controller on the jobframework, the Workload
+//! clean-up loop, and the HTTPS server with the admission webhooks, health and metrics.
+
+pub mod admission;
+pub mod metrics;
+pub mod queues;
+pub mod server;
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+use std::time::{Duration, Instant};
+
+use futures::StreamExt;
+use k8s_openapi::api::core::v1::Pod;
+use kube::api::Api;
+use kube::runtime::controller::{Action, Controller};
+use kube::runtime::events::{Recorder, Reporter};
+use kube::runtime::reflector::{self, Store};
+use kube::runtime::{WatchStreamExt, watcher};
+use kube::{Client, Resource};
+use tokio::sync::watch;
+use tracing::{info, warn};
+
+use crate::api::external_job::ExternalJob;
+use crate::api::kueue::{AdmissionCheck, ClusterQueue, LocalQueue, Workload};
+use crate::integrations::external_job;
+use crate::integrations::external_job::pods::JOB_UID_LABEL;
+use crate::jobframework::reconciler::{self, Config, Context, Error};
+use metrics::Metrics;
+use queues::QueueCache;
+use server::ServerState;
+
+/// Name under which the controller writes events.
+pub const MANAGER: &str = "kueue-ext-controller";
+
+pub struct Options {
+    pub client: Client,
+    /// Address of the HTTPS server (webhooks, health, metrics).
+    pub listen: SocketAddr,
+    /// Directory with `tls.crt` and `tls.key`.
+    pub cert_dir: PathBuf,
+    pub config: Config,
+}
+
+/// Starts a reflector for `K` and returns its store.
+fn cache<K>(api: Api<K>) -> Store<K>
+where
+    K: Resource<DynamicType = ()> + Clone + std::fmt::Debug + serde::de::DeserializeOwned + Send + Sync + 'static,
+{
+    let (reader, writer) = reflector::store();
+    let stream = reflector::reflector(writer, watcher(api, watcher::Config::default()).default_backoff()).applied_objects();
+    tokio::spawn(stream.for_each(|_| async {}));
+    reader
+}
+
+/// Runs until SIGINT/SIGTERM.
+pub async fn run(options: Options) -> anyhow::Result<()> {
+    let client = options.client;
+    let metrics = Arc::new(Metrics::default());
+    let queues = QueueCache {
+        local_queues: cache(Api::<LocalQueue>::all(client.clone())),
+        cluster_queues: cache(Api::<ClusterQueue>::all(client.clone())),
+        admission_checks: cache(Api::<AdmissionCheck>::all(client.clone())),
+    };
+    let workloads = cache(Api::<Workload>::all(client.clone()));
+    let state = Arc::new(ServerState {
+        config: options.config.clone(),
+        queues: Some(queues.clone()),
+        metrics: metrics.clone(),
+        ready: Default::default(),
+    });
+
+    let (stop_tx, stop_rx) = watch::channel(false);
+    let stopped = |mut rx: watch::Receiver<bool>| async move {
+        let _ = rx.wait_for(|s| *s).await;
+    };
+    let router = server::router(state.clone());
+    let (listen, cert_dir, shutdown) = (options.listen, options.cert_dir.clone(), stopped(stop_rx.clone()));
+    let server = tokio::spawn(async move { server::serve(listen, &cert_dir, router, shutdown).await });
+
+    for (what, ready) in [
+        ("LocalQueues", queues.local_queues.wait_until_ready().await.is_ok()),
+        ("ClusterQueues", queues.cluster_queues.wait_until_ready().await.is_ok()),
+        ("AdmissionChecks", queues.admission_checks.wait_until_ready().await.is_ok()),
+        ("Workloads", workloads.wait_until_ready().await.is_ok()),
+    ] {
+        anyhow::ensure!(ready, "the {what} cache never synced");
+    }
+    state.ready.store(true, Ordering::Relaxed);
+    info!(listen = %options.listen, "caches synced; serving webhooks");
+
+    let ctx = Arc::new(Context {
+        client: client.clone(),
+        config: options.config,
+        workloads,
+        recorder: Recorder::new(client.clone(), Reporter { controller: MANAGER.into(), instance: None }),
+    });
+    let jobs = Controller::new(Api::<ExternalJob>::all(client.clone()), watcher::Config::default())
+        .owns(Api::<Workload>::all(client.clone()), watcher::Config::default())
+        .owns(Api::<Pod>::all(client.clone()), watcher::Config::default().labels(JOB_UID_LABEL))
+        .graceful_shutdown_on(stopped(stop_rx.clone()))
+        .run(
+            {
+                let metrics = metrics.clone();
+                move |job: Arc<ExternalJob>, ctx: Arc<Context>| {
+                    let metrics = metrics.clone();
+                    async move {
+                        let started = Instant::now();
+                        let result = external_job::controller::reconcile(&job, &ctx).await;
+                        metrics.reconciled("ExternalJob", result.is_ok(), started.elapsed());
+                        result
+                    }
+                }
+            },
+            error_policy,
+            ctx.clone(),
+        )
+        .for_each(|_| async {});
+    let orphans = Controller::new(Api::<Workload>::all(client.clone()), watcher::Config::default())
+        .graceful_shutdown_on(stopped(stop_rx.clone()))
+        .run(
+            |wl: Arc<Workload>, ctx: Arc<Context>| async move {
+                // Only a Workload being deleted can have lost its job for good.
+                if wl.metadata.deletion_timestamp.is_none() {
+                    return Ok(Action::await_change());
+                }
+                reconciler::finalize_orphan::<ExternalJob>(&wl, &ctx.client).await
+            },
+            error_policy,
+            ctx,
+        )
+        .for_each(|_| async {});
+
+    let signal = async {
+        let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())?;
+        tokio::select! {
+            _ = tokio::signal::ctrl_c() => {}
+            _ = term.recv() => {}
+        }
+        Ok::<_, std::io::Error>(())
+    };
+    tokio::select! {
+        _ = async { tokio::join!(jobs, orphans) } => {}
+        result = signal => { result?; info!("shutting down"); }
+    }
+    let _ = stop_tx.send(true);
+    server.await??;
+    Ok(())
+}
+
+fn error_policy<K>(_: Arc<K>, error: &Error, _: Arc<Context>) -> Action {
+    if error.is_conflict() {
+        // Someone changed the object since we read it: retry at once with the fresh copy.
+        return Action::requeue(Duration::from_millis(100));
+    }
+    warn!(%error, "reconcile failed");
+    Action::requeue(Duration::from_secs(2))
+}

@@ -1,0 +1,152 @@
+//! What the ExternalJob controller does besides the Workload: it runs the pods of a job that is
+//! unsuspended and not managed by another controller, counts them, retries failures up to the
+//! backoff limit, deletes them on suspension, and writes the job's status.
+
+use std::collections::BTreeMap;
+
+use k8s_openapi::api::core::v1::{Pod, PodTemplateSpec};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+use kube::ResourceExt;
+
+use super::{COMPLETE, FAILED, RUNNING, SUSPENDED};
+use crate::api::condition::{self, Condition};
+use crate::api::external_job::{ExternalJob, ExternalJobStatus, PodSetStatus};
+use crate::jobframework::workload::owner_reference;
+
+pub const JOB_NAME_LABEL: &str = "kueue-ext.dev/job-name";
+pub const JOB_UID_LABEL: &str = "kueue-ext.dev/job-uid";
+pub const POD_SET_LABEL: &str = "kueue-ext.dev/pod-set";
+
+/// What the controller sees of one pod.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ObservedPod {
+    pub name: String,
+    pub pod_set: String,
+    pub phase: String,
+    pub ready: bool,
+    pub deleting: bool,
+}
+
+impl ObservedPod {
+    pub fn from_pod(pod: &Pod) -> Self {
+        let status = pod.status.clone().unwrap_or_default();
+        ObservedPod {
+            name: pod.name_any(),
+            pod_set: pod.labels().get(POD_SET_LABEL).cloned().unwrap_or_default(),
+            phase: status.phase.unwrap_or_else(|| "Pending".into()),
+            ready: status.conditions.iter().flatten().any(|c| c.type_ == "Ready" && c.status == "True"),
+            deleting: pod.metadata.deletion_timestamp.is_some(),
+        }
+    }
+
+    pub fn is_active(&self) -> bool {
+        !self.deleting && matches!(self.phase.as_str(), "Pending" | "Running")
+    }
+}
+
+/// The next step for a job's pods.
+#[derive(Debug, PartialEq)]
+pub struct Plan {
+    pub status: ExternalJobStatus,
+    /// Pods to create: (pod set index, how many).
+    pub create: Vec<(usize, i32)>,
+    /// Active pods to delete (suspension, failure, completion).
+    pub delete: Vec<String>,
+}
+
+/// Decides what to do from the job and its pods; pure, so every rule has a table test.
+pub fn plan(job: &ExternalJob, pods: &[ObservedPod], now: &str) -> Plan {
+    let previous = job.status_or_default();
+    let mut status = ExternalJobStatus { conditions: previous.conditions.clone(), ..Default::default() };
+    for pod_set in &job.spec.pod_sets {
+        let of_set: Vec<&ObservedPod> = pods.iter().filter(|p| p.pod_set == pod_set.name).collect();
+        let count = |f: &dyn Fn(&ObservedPod) -> bool| of_set.iter().filter(|p| f(p)).count() as i32;
+        status.pod_sets.push(PodSetStatus {
+            name: pod_set.name.clone(),
+            active: count(&|p| p.is_active()),
+            ready: count(&|p| p.is_active() && p.ready),
+            succeeded: count(&|p| p.phase == "Succeeded"),
+            failed: count(&|p| p.phase == "Failed"),
+        });
+    }
+    status.start_time = previous.start_time.clone();
+    status.completion_time = previous.completion_time.clone();
+    let active_pods = || pods.iter().filter(|p| p.is_active()).map(|p| p.name.clone()).collect::<Vec<_>>();
+    let finished = condition::is_true(&status.conditions, COMPLETE) || condition::is_true(&status.conditions, FAILED);
+    if finished {
+        return Plan { status, create: Vec::new(), delete: active_pods() };
+    }
+    if job.is_suspended() {
+        condition::set(&mut status.conditions, Condition::new(SUSPENDED, true, "JobSuspended", "Job suspended"), now);
+        condition::set(&mut status.conditions, Condition::new(RUNNING, false, "JobSuspended", ""), now);
+        return Plan { status, create: Vec::new(), delete: active_pods() };
+    }
+    condition::set(&mut status.conditions, Condition::new(SUSPENDED, false, "JobResumed", "Job resumed"), now);
+    status.start_time.get_or_insert_with(|| now.to_string());
+
+    let failed: i32 = status.pod_sets.iter().map(|p| p.failed).sum();
+    let done = job.spec.pod_sets.iter().zip(&status.pod_sets).all(|(want, got)| got.succeeded >= want.count);
+    let outcome = if done {
+        Some((COMPLETE, "Completed", "All pods succeeded".to_string()))
+    } else if failed > job.backoff_limit() {
+        Some((FAILED, "BackoffLimitExceeded", format!("{failed} pod(s) failed, more than the backoff limit {}", job.backoff_limit())))
+    } else if deadline_passed(job, status.start_time.as_deref(), now) {
+        Some((FAILED, "DeadlineExceeded", "Job was active longer than its activeDeadlineSeconds".to_string()))
+    } else {
+        None
+    };
+    if let Some((kind, reason, message)) = outcome {
+        condition::set(&mut status.conditions, Condition::new(kind, true, reason, message.clone()), now);
+        condition::set(&mut status.conditions, Condition::new(RUNNING, false, reason, message), now);
+        status.completion_time = Some(now.to_string());
+        return Plan { status, create: Vec::new(), delete: active_pods() };
+    }
+    condition::set(&mut status.conditions, Condition::new(RUNNING, true, "PodsCreated", "Pods are running"), now);
+    let create = job
+        .spec
+        .pod_sets
+        .iter()
+        .zip(&status.pod_sets)
+        .enumerate()
+        .filter_map(|(i, (want, got))| {
+            let missing = want.count - got.active - got.succeeded;
+            (missing > 0).then_some((i, missing))
+        })
+        .collect();
+    Plan { status, create, delete: Vec::new() }
+}
+
+fn deadline_passed(job: &ExternalJob, start: Option<&str>, now: &str) -> bool {
+    let (Some(limit), Some(start)) = (job.spec.active_deadline_seconds, start) else { return false };
+    let parse = |t: &str| time::OffsetDateTime::parse(t, &time::format_description::well_known::Rfc3339).ok();
+    match (parse(start), parse(now)) {
+        (Some(start), Some(now)) => (now - start).whole_seconds() > limit,
+        _ => false,
+    }
+}
+
+/// A pod of pod set `index`, owned by the job, from its (admission-injected) template.
+pub fn new_pod(job: &ExternalJob, index: usize) -> Pod {
+    let pod_set = &job.spec.pod_sets[index];
+    let PodTemplateSpec { metadata, spec } = pod_set.template.clone();
+    let metadata = metadata.unwrap_or_default();
+    let mut labels: BTreeMap<String, String> = metadata.labels.unwrap_or_default();
+    labels.insert(JOB_NAME_LABEL.into(), job.name_any());
+    labels.insert(JOB_UID_LABEL.into(), job.uid().unwrap_or_default());
+    labels.insert(POD_SET_LABEL.into(), pod_set.name.clone());
+    let mut spec = spec.unwrap_or_default();
+    // The job counts failures and retries with new pods; a pod never restarts in place.
+    spec.restart_policy = Some("Never".into());
+    Pod {
+        metadata: ObjectMeta {
+            generate_name: Some(format!("{}-{}-", job.name_any(), pod_set.name)),
+            namespace: job.namespace(),
+            labels: Some(labels),
+            annotations: metadata.annotations,
+            owner_references: Some(vec![owner_reference(job)]),
+            ..ObjectMeta::default()
+        },
+        spec: Some(spec),
+        status: None,
+    }
+}

@@ -1,0 +1,207 @@
+use std::collections::BTreeMap;
+
+use k8s_openapi::api::core::v1::{Container, PodSpec, PodTemplateSpec, ResourceRequirements};
+use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+
+use super::pods::{ObservedPod, plan};
+use super::webhook::{check_quantity, validate_create, validate_update};
+use super::*;
+use crate::api::condition::Condition;
+use crate::api::external_job::{ExternalJobSpec, ExternalJobStatus, ExternalPodSet, PodSetStatus};
+
+fn template(cpu: &str) -> PodTemplateSpec {
+    PodTemplateSpec {
+        metadata: None,
+        spec: Some(PodSpec {
+            containers: vec![Container {
+                name: "main".into(),
+                image: Some("registry.invalid/x".into()),
+                resources: Some(ResourceRequirements {
+                    requests: Some(BTreeMap::from([("cpu".to_string(), Quantity(cpu.into()))])),
+                    ..Default::default()
+                }),
+                ..Default::default()
+            }],
+            ..Default::default()
+        }),
+    }
+}
+
+fn job(pod_sets: &[(&str, i32)]) -> ExternalJob {
+    let mut job = ExternalJob::new(
+        "train",
+        ExternalJobSpec {
+            suspend: Some(false),
+            managed_by: None,
+            pod_sets: pod_sets
+                .iter()
+                .map(|(name, count)| ExternalPodSet { name: (*name).into(), count: *count, min_count: None, template: template("1") })
+                .collect(),
+            backoff_limit: Some(1),
+            active_deadline_seconds: None,
+        },
+    );
+    job.metadata = ObjectMeta {
+        name: Some("train".into()),
+        namespace: Some("default".into()),
+        uid: Some("uid-1".into()),
+        ..Default::default()
+    };
+    job
+}
+
+fn pod(name: &str, set: &str, phase: &str, ready: bool) -> ObservedPod {
+    ObservedPod { name: name.into(), pod_set: set.into(), phase: phase.into(), ready, deleting: false }
+}
+
+#[test]
+fn running_job_gets_its_missing_pods() {
+    let job = job(&[("driver", 1), ("workers", 3)]);
+    let pods = [pod("w1", "workers", "Running", true), pod("w2", "workers", "Succeeded", false)];
+    let plan = plan(&job, &pods, "2026-01-01T00:00:00Z");
+    assert_eq!(plan.create, vec![(0, 1), (1, 1)]);
+    assert!(plan.delete.is_empty());
+    assert_eq!(plan.status.pod_sets[1], PodSetStatus { name: "workers".into(), active: 1, ready: 1, succeeded: 1, failed: 0 });
+    assert_eq!(plan.status.start_time.as_deref(), Some("2026-01-01T00:00:00Z"));
+}
+
+#[test]
+fn suspended_job_loses_its_active_pods() {
+    let mut job = job(&[("main", 2)]);
+    job.spec.suspend = Some(true);
+    let pods = [pod("a", "main", "Running", true), pod("b", "main", "Succeeded", false)];
+    let plan = plan(&job, &pods, "now");
+    assert_eq!(plan.delete, vec!["a".to_string()]);
+    assert!(plan.create.is_empty());
+    assert!(crate::api::condition::is_true(&plan.status.conditions, SUSPENDED));
+}
+
+#[test]
+fn all_pods_succeeded_completes_the_job() {
+    let job = job(&[("main", 2)]);
+    let pods = [pod("a", "main", "Succeeded", false), pod("b", "main", "Succeeded", false)];
+    let plan = plan(&job, &pods, "now");
+    assert!(crate::api::condition::is_true(&plan.status.conditions, COMPLETE));
+    assert_eq!(plan.status.completion_time.as_deref(), Some("now"));
+    let mut done = job.clone();
+    done.status = Some(plan.status);
+    assert_eq!(done.finished(), Some(Finished { success: true, message: "All pods succeeded".into() }));
+}
+
+#[test]
+fn failures_beyond_the_backoff_limit_fail_the_job_and_stop_its_pods() {
+    let job = job(&[("main", 3)]);
+    let pods = [pod("a", "main", "Failed", false), pod("b", "main", "Failed", false), pod("c", "main", "Running", true)];
+    let plan = plan(&job, &pods, "now");
+    assert!(crate::api::condition::is_true(&plan.status.conditions, FAILED));
+    assert_eq!(plan.delete, vec!["c".to_string()]);
+    let retry = super::pods::plan(&job, &pods[1..], "now");
+    assert_eq!(retry.create, vec![(0, 2)], "one failure is within the limit: replace the failed pod too");
+}
+
+#[test]
+fn deadline_fails_a_running_job() {
+    let mut job = job(&[("main", 1)]);
+    job.spec.active_deadline_seconds = Some(10);
+    job.status = Some(ExternalJobStatus { start_time: Some("2026-01-01T00:00:00Z".into()), ..Default::default() });
+    let plan = plan(&job, &[pod("a", "main", "Running", true)], "2026-01-01T00:00:11Z");
+    let failed = crate::api::condition::find(&plan.status.conditions, FAILED).unwrap();
+    assert_eq!(failed.reason, "DeadlineExceeded");
+}
+
+#[test]
+fn run_with_infos_then_restore_gives_back_the_template() {
+    let mut running = job(&[("main", 4)]);
+    running.spec.suspend = Some(true);
+    let original = running.clone();
+    let info = PodSetInfo {
+        name: "main".into(),
+        count: 3,
+        node_selector: BTreeMap::from([("zone".to_string(), "a".to_string())]),
+        ..Default::default()
+    };
+    running.run_with_pod_sets_info(std::slice::from_ref(&info)).unwrap();
+    assert!(!running.is_suspended());
+    assert_eq!(running.spec.pod_sets[0].count, 3);
+    let selector = running.spec.pod_sets[0].template.spec.as_ref().unwrap().node_selector.clone().unwrap();
+    assert_eq!(selector["zone"], "a");
+
+    let stored = podset::infos_from_templates(&[("main".into(), 4, original.spec.pod_sets[0].template.clone())]);
+    running.suspend();
+    assert!(running.restore_pod_sets_info(&stored));
+    assert_eq!(running.spec, original.spec);
+    assert!(!running.restore_pod_sets_info(&[]), "a length mismatch changes nothing");
+}
+
+#[test]
+fn pod_sets_and_activity_follow_spec_and_status() {
+    let mut job = job(&[("main", 2)]);
+    assert_eq!(job.pod_sets()[0].count, 2);
+    assert!(!job.is_active() && !job.pods_ready());
+    job.status = Some(ExternalJobStatus {
+        pod_sets: vec![PodSetStatus { name: "main".into(), active: 2, ready: 1, succeeded: 1, failed: 0 }],
+        ..Default::default()
+    });
+    assert!(job.is_active() && job.pods_ready());
+    job.status.as_mut().unwrap().conditions.push(Condition::new(FAILED, true, "BackoffLimitExceeded", "too many"));
+    assert_eq!(job.finished(), Some(Finished { success: false, message: "too many".into() }));
+}
+
+#[test]
+fn validation_names_each_bad_field() {
+    let mut bad = job(&[("Main", 0)]);
+    bad.metadata.labels = Some(BTreeMap::from([("kueue.x-k8s.io/queue-name".to_string(), "Bad_Queue".to_string())]));
+    bad.spec.pod_sets[0].template = template("lots");
+    let errors: Vec<String> = validate_create(&bad).iter().map(ToString::to_string).collect();
+    let expect = [
+        "metadata.labels[kueue.x-k8s.io/queue-name]: Invalid value: \"Bad_Queue\"",
+        "spec.podSets[0].name: Invalid value: \"Main\"",
+        "spec.podSets[0].count: Invalid value: \"0\"",
+        "spec.podSets[0].template.spec.containers[0].resources.requests[cpu]: Invalid value: \"lots\"",
+    ];
+    for want in expect {
+        assert!(errors.iter().any(|e| e.starts_with(want)), "missing {want:?} in {errors:#?}");
+    }
+}
+
+#[test]
+fn pod_set_count_must_be_one_to_eight() {
+    assert!(validate_create(&job(&[])).iter().any(|e| e.path == "spec.podSets"));
+    let nine: Vec<(String, i32)> = (0..9).map(|i| (format!("p{i}"), 1)).collect();
+    let nine: Vec<(&str, i32)> = nine.iter().map(|(n, c)| (n.as_str(), *c)).collect();
+    assert!(validate_create(&job(&nine)).iter().any(|e| e.path == "spec.podSets"));
+    let eight: Vec<(String, i32)> = (0..8).map(|i| (format!("p{i}"), 1)).collect();
+    let eight: Vec<(&str, i32)> = eight.iter().map(|(n, c)| (n.as_str(), *c)).collect();
+    assert!(validate_create(&job(&eight)).is_empty());
+    assert!(validate_create(&job(&[("a", 1), ("a", 1)])).iter().any(|e| e.message.starts_with("Duplicate")));
+}
+
+#[test]
+fn running_jobs_keep_pod_sets_queue_and_managed_by() {
+    let old = job(&[("main", 2)]);
+    let mut grown = old.clone();
+    grown.spec.pod_sets[0].count = 5;
+    assert!(validate_update(&old, &grown).iter().any(|e| e.path == "spec.podSets"));
+    let mut suspended_old = old.clone();
+    suspended_old.spec.suspend = Some(true);
+    assert!(validate_update(&suspended_old, &grown).is_empty(), "starting a suspended job may change its pod sets");
+
+    let mut requeued = old.clone();
+    requeued.metadata.labels = Some(BTreeMap::from([("kueue.x-k8s.io/queue-name".to_string(), "other".to_string())]));
+    assert!(validate_update(&old, &requeued).iter().any(|e| e.path.contains("queue-name")));
+
+    let mut handed_over = old.clone();
+    handed_over.spec.managed_by = Some("someone/else".into());
+    assert!(validate_update(&old, &handed_over).iter().any(|e| e.path == "spec.managedBy"));
+}
+
+#[test]
+fn quantities() {
+    for ok in ["1", "500m", "1.5", "2Gi", "1e3", "+4", "0.5Ki", "1E2"] {
+        assert!(check_quantity(ok).is_ok(), "{ok}");
+    }
+    for bad in ["", "lots", "1.2.3", "Gi", "1 Gi", "-1", ".", "1e"] {
+        assert!(check_quantity(bad).is_err(), "{bad}");
+    }
+}

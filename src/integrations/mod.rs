@@ -1,0 +1,4 @@
+//! Job kinds integrated with Kueue through the jobframework: each is an adapter (the
+//! `GenericJob` implementation, its webhook rules, and what its own controller does).
+
+pub mod external_job;

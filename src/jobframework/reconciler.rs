@@ -1,0 +1,465 @@
+//! One generic reconciler for every integrated kind: the Rust counterpart of Kueue's
+//! `ReconcileGenericJob`. It keeps exactly one matching Workload per job, starts the job when
+//! the Workload is admitted, stops it when evicted, and reports the job's end to Kueue.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams};
+use kube::runtime::controller::Action;
+use kube::runtime::events::{Event, EventType, Recorder};
+use kube::runtime::reflector::Store;
+use kube::{Client, ResourceExt};
+use serde_json::json;
+use tracing::{debug, info};
+
+use super::generic_job::GenericJob;
+use super::podset::{self, Assignment, CheckUpdate, Flavor, PodSetInfo, PodSetInfoError};
+use super::{status, workload};
+use crate::api::condition::{self, Condition};
+use crate::api::kueue::{
+    EVICTED, FINISHED, PODS_READY, PRIORITY_CLASS_LABEL, PriorityClassRef, QUOTA_RESERVED, RESOURCE_IN_USE_FINALIZER,
+    ResourceFlavor, Workload,
+};
+
+/// Framework settings (Kueue's Configuration fields that matter to a job reconciler).
+#[derive(Clone, Debug)]
+pub struct Config {
+    pub manage_jobs_without_queue_name: bool,
+    /// Kueue 0.19 enables waitForPodsReady by default: an admitted Workload without
+    /// `PodsReady=True` is evicted after its timeout.
+    pub wait_for_pods_ready: bool,
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        Config { manage_jobs_without_queue_name: false, wait_for_pods_ready: true }
+    }
+}
+
+/// What every reconcile shares.
+pub struct Context {
+    pub client: Client,
+    pub config: Config,
+    /// Workloads of the cluster, from a watch; never trusted for "does not exist" decisions
+    /// that could duplicate (creation tolerates AlreadyExists).
+    pub workloads: Store<Workload>,
+    pub recorder: Recorder,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    #[error("{action} {kind} {name}: {source}")]
+    Kube {
+        action: &'static str,
+        kind: &'static str,
+        name: String,
+        #[source]
+        source: kube::Error,
+    },
+    #[error("waiting for prebuilt Workload {0}")]
+    PrebuiltWorkloadNotFound(String),
+    #[error("removed {0} Workload(s) that did not match the job; a new pass creates the right one")]
+    RemovedNonMatching(usize),
+}
+
+impl Error {
+    /// True for optimistic-concurrency conflicts: a retry with fresh objects fixes them.
+    pub fn is_conflict(&self) -> bool {
+        matches!(self, Error::Kube { source: kube::Error::Api(s), .. } if s.is_conflict())
+    }
+}
+
+fn kube_err(action: &'static str, kind: &'static str, name: impl Into<String>) -> impl FnOnce(kube::Error) -> Error {
+    let name = name.into();
+    move |source| Error::Kube { action, kind, name, source }
+}
+
+/// Requeue while waiting on something no watch tells us about (pods going away, prebuilt Workloads).
+const WAIT: Duration = Duration::from_secs(2);
+
+/// Reconciles one job. Idempotent: every step reads the state it acts on, so a restart or a
+/// retry after a conflict redoes nothing that was done.
+pub async fn reconcile<J: GenericJob>(job: &J, ctx: &Context) -> Result<Action, Error> {
+    let prebuilt = workload::prebuilt_name(job);
+    if job.queue_name().is_none() && prebuilt.is_none() && !ctx.config.manage_jobs_without_queue_name {
+        return Ok(Action::await_change());
+    }
+    let jobs: Api<J> = Api::namespaced(ctx.client.clone(), &job.namespace().unwrap_or_default());
+    let workloads: Api<Workload> = Api::namespaced(ctx.client.clone(), &job.namespace().unwrap_or_default());
+
+    let Some(wl) = ensure_one_workload(job, ctx, &jobs, &workloads, prebuilt.as_deref()).await? else {
+        return handle_job_with_no_workload(job, ctx, &jobs, &workloads, prebuilt.as_deref()).await;
+    };
+
+    if wl.is_finished() {
+        remove_finalizer(&workloads, &wl).await?;
+        return Ok(Action::await_change());
+    }
+    if wl.metadata.deletion_timestamp.is_some() {
+        stop_job(job, ctx, &jobs, Some(&wl), "Workload is deleted").await?;
+        remove_finalizer(&workloads, &wl).await?;
+        return Ok(Action::await_change());
+    }
+    if let Some(end) = job.finished() {
+        let conditions = with_condition(&wl, status::finished(end.success, &end.message));
+        patch_conditions(&workloads, &wl, conditions, None).await?;
+        publish(ctx, job, EventType::Normal, "FinishedWorkload", format!("Workload '{}' is declared finished", wl.name_any()))
+            .await;
+        return Ok(Action::await_change());
+    }
+    if ctx.config.wait_for_pods_ready {
+        let previous = condition::find(wl.conditions(), PODS_READY);
+        let wanted = status::pods_ready(previous, wl.is_admitted(), job.pods_ready());
+        if previous.is_none_or(|p| p.status != wanted.status || p.reason != wanted.reason) {
+            patch_conditions(&workloads, &wl, with_condition(&wl, wanted), None).await?;
+            return Ok(Action::await_change());
+        }
+    }
+    if wl.is(EVICTED) {
+        let message = condition::find(wl.conditions(), EVICTED).map(|c| c.message.clone()).unwrap_or_default();
+        stop_job(job, ctx, &jobs, Some(&wl), &message).await?;
+        if wl.is(QUOTA_RESERVED) {
+            if job.is_active() {
+                return Ok(Action::requeue(WAIT));
+            }
+            // Kueue's core never releases an evicted Workload's quota: the job side does,
+            // once no pod of it runs any more.
+            let conditions = status::released_after_eviction(wl.conditions(), &condition::now());
+            patch_conditions(&workloads, &wl, conditions, Some(serde_json::Value::Null)).await?;
+            info!(workload = %wl.name_any(), "released the quota of an evicted workload");
+        }
+        return Ok(Action::await_change());
+    }
+    if job.is_suspended() {
+        if wl.is_admitted() {
+            start_job(job, ctx, &jobs, &workloads, &wl).await?;
+        } else if job.queue_name() != wl.spec.queue_name && !wl.is(QUOTA_RESERVED) {
+            let patch = json!({"spec": {"queueName": job.queue_name()}});
+            workloads
+                .patch(&wl.name_any(), &PatchParams::default(), &Patch::Merge(patch))
+                .await
+                .map_err(kube_err("update queue of", "Workload", wl.name_any()))?;
+        }
+        return Ok(Action::await_change());
+    }
+    if !wl.is_admitted() {
+        stop_job(job, ctx, &jobs, Some(&wl), "Not admitted by cluster queue").await?;
+    }
+    Ok(Action::await_change())
+}
+
+/// Kueue's `ensureOneWorkload`: adopt the prebuilt Workload, or keep the first matching owned
+/// one and remove the rest.
+async fn ensure_one_workload<J: GenericJob>(
+    job: &J,
+    ctx: &Context,
+    jobs: &Api<J>,
+    workloads: &Api<Workload>,
+    prebuilt: Option<&str>,
+) -> Result<Option<Workload>, Error> {
+    if let Some(name) = prebuilt {
+        let Some(wl) = workloads.get_opt(name).await.map_err(kube_err("get", "Workload", name))? else {
+            return Ok(None);
+        };
+        match workload::controller_uid(&wl) {
+            Some(uid) if Some(uid) != job.uid().as_deref() => return Ok(None),
+            Some(_) => {}
+            None => adopt(job, workloads, &wl).await?,
+        }
+        if !workload::equivalent(job, &wl) && !wl.is_finished() {
+            let out_of_sync = Condition::new(FINISHED, true, "OutOfSync", "The prebuilt workload is out of sync with its user job");
+            patch_conditions(workloads, &wl, with_condition(&wl, out_of_sync), None).await?;
+        }
+        return Ok(Some(wl));
+    }
+
+    let namespace = job.namespace();
+    let owned: Vec<Arc<Workload>> = ctx
+        .workloads
+        .state()
+        .into_iter()
+        .filter(|w| w.namespace() == namespace && workload::is_controlled_by(w, job))
+        .collect();
+    let (mut matching, mut others): (Vec<_>, Vec<_>) = owned.into_iter().partition(|w| workload::equivalent(job, w));
+    if matching.is_empty() && !others.is_empty() {
+        if job.is_suspended() && !others[0].is(QUOTA_RESERVED) {
+            // A suspended job changed its pod sets: reuse its Workload for the new shape.
+            let stale = others.remove(0);
+            let updated = update_to_match(job, workloads, &stale).await?;
+            matching.push(Arc::new(updated));
+        } else if !job.is_suspended() {
+            let restore_from = (others.len() == 1).then(|| others[0].as_ref());
+            stop_job(job, ctx, jobs, restore_from, "No matching Workload").await?;
+        }
+    }
+    let extra: Vec<_> = matching.iter().skip(1).cloned().chain(others).collect();
+    for wl in &extra {
+        remove_finalizer(workloads, wl).await?;
+        match workloads.delete(&wl.name_any(), &DeleteParams::background()).await {
+            Err(kube::Error::Api(s)) if s.is_not_found() => {}
+            other => {
+                other.map_err(kube_err("delete", "Workload", wl.name_any()))?;
+            }
+        }
+        publish(ctx, job, EventType::Normal, "DeletedWorkload", format!("Deleted not matching Workload: {}", wl.name_any()))
+            .await;
+    }
+    if !extra.is_empty() && matching.is_empty() {
+        return Err(Error::RemovedNonMatching(extra.len()));
+    }
+    Ok(matching.first().map(|w| w.as_ref().clone()))
+}
+
+async fn adopt<J: GenericJob>(job: &J, workloads: &Api<Workload>, wl: &Workload) -> Result<(), Error> {
+    let patch = json!({
+        "metadata": {
+            "resourceVersion": wl.resource_version(),
+            "ownerReferences": [workload::owner_reference(job)],
+            "labels": {crate::api::kueue::JOB_UID_LABEL: job.uid()},
+        }
+    });
+    workloads
+        .patch(&wl.name_any(), &PatchParams::default(), &Patch::Merge(patch))
+        .await
+        .map_err(kube_err("adopt", "Workload", wl.name_any()))?;
+    Ok(())
+}
+
+async fn update_to_match<J: GenericJob>(job: &J, workloads: &Api<Workload>, stale: &Workload) -> Result<Workload, Error> {
+    let mut updated = stale.clone();
+    updated.spec.pod_sets = job.pod_sets();
+    updated.spec.queue_name = job.queue_name();
+    workloads
+        .replace(&stale.name_any(), &PostParams::default(), &updated)
+        .await
+        .map_err(kube_err("update", "Workload", stale.name_any()))
+}
+
+/// No Workload: create one, unless the job must adopt a prebuilt one (wait for it) or still has
+/// running pods from an earlier Workload (wait for them to go).
+async fn handle_job_with_no_workload<J: GenericJob>(
+    job: &J,
+    ctx: &Context,
+    jobs: &Api<J>,
+    workloads: &Api<Workload>,
+    prebuilt: Option<&str>,
+) -> Result<Action, Error> {
+    if let Some(name) = prebuilt {
+        stop_job(job, ctx, jobs, None, "missing workload").await?;
+        return Err(Error::PrebuiltWorkloadNotFound(name.to_string()));
+    }
+    if job.finished().is_some() {
+        return Ok(Action::await_change());
+    }
+    if job.is_active() {
+        return Ok(Action::requeue(WAIT));
+    }
+    let priority = resolve_priority(job, &ctx.client).await?;
+    let wl = workload::construct(job, priority);
+    let name = wl.name_any();
+    match workloads.create(&PostParams::default(), &wl).await {
+        Ok(_) => {
+            debug!(workload = %name, "created");
+            publish(ctx, job, EventType::Normal, "CreatedWorkload", format!("Created Workload: {}/{name}", wl.namespace().unwrap_or_default()))
+                .await;
+        }
+        // Our watch had not seen it yet: it exists, which is all we wanted.
+        Err(kube::Error::Api(s)) if s.is_already_exists() => {}
+        Err(e) => return Err(kube_err("create", "Workload", name)(e)),
+    }
+    Ok(Action::await_change())
+}
+
+/// Priority from the `kueue.x-k8s.io/priority-class` label (a WorkloadPriorityClass), else
+/// from the first pod template's PriorityClass; none means priority 0.
+async fn resolve_priority<J: GenericJob>(job: &J, client: &Client) -> Result<Option<(PriorityClassRef, i32)>, Error> {
+    let (group, kind, version, plural, name) = if let Some(name) = job.labels().get(PRIORITY_CLASS_LABEL) {
+        ("kueue.x-k8s.io", "WorkloadPriorityClass", "v1beta2", "workloadpriorityclasses", name.clone())
+    } else if let Some(name) = job.pod_sets().first().and_then(|p| p.template.spec.as_ref()?.priority_class_name.clone()) {
+        ("scheduling.k8s.io", "PriorityClass", "v1", "priorityclasses", name)
+    } else {
+        return Ok(None);
+    };
+    let resource = kube::api::ApiResource {
+        group: group.into(),
+        version: version.into(),
+        api_version: format!("{group}/{version}"),
+        kind: kind.into(),
+        plural: plural.into(),
+    };
+    let api: Api<kube::api::DynamicObject> = Api::all_with(client.clone(), &resource);
+    let class = api.get(&name).await.map_err(kube_err("get", "priority class", name.clone()))?;
+    let value = class.data["value"].as_i64().unwrap_or_default() as i32;
+    Ok(Some((PriorityClassRef { group: group.into(), kind: kind.into(), name }, value)))
+}
+
+/// Unsuspends the job with what the admission says about each pod set.
+async fn start_job<J: GenericJob>(
+    job: &J,
+    ctx: &Context,
+    jobs: &Api<J>,
+    workloads: &Api<Workload>,
+    wl: &Workload,
+) -> Result<(), Error> {
+    let infos = admission_infos(ctx, wl).await?;
+    let mut started = job.clone();
+    let outcome = infos.and_then(|infos| started.run_with_pod_sets_info(&infos));
+    if let Err(err) = outcome {
+        // Kueue treats these as permanent: the job can never start with this admission.
+        let failed = Condition::new(FINISHED, true, "FailedToStart", err.to_string());
+        return patch_conditions(workloads, wl, with_condition(wl, failed), None).await;
+    }
+    if &started != job {
+        jobs.replace(&job.name_any(), &PostParams::default(), &started)
+            .await
+            .map_err(kube_err("start", "job", job.name_any()))?;
+        let queue = wl.admission().map(|a| a.cluster_queue.clone()).unwrap_or_default();
+        publish(ctx, job, EventType::Normal, "Started", format!("Admitted by clusterQueue {queue}")).await;
+    }
+    Ok(())
+}
+
+async fn admission_infos(ctx: &Context, wl: &Workload) -> Result<Result<Vec<PodSetInfo>, PodSetInfoError>, Error> {
+    let Some(admission) = wl.admission() else { return Ok(Ok(Vec::new())) };
+    let flavor_api: Api<ResourceFlavor> = Api::all(ctx.client.clone());
+    let mut flavors = BTreeMap::new();
+    for name in admission.pod_set_assignments.iter().flat_map(|a| a.flavors.values()) {
+        if !flavors.contains_key(name)
+            && let Some(flavor) = flavor_api.get_opt(name).await.map_err(kube_err("get", "ResourceFlavor", name))?
+        {
+            flavors.insert(name.clone(), flavor.spec);
+        }
+    }
+    let flavor_refs: BTreeMap<String, Flavor<'_>> = flavors
+        .iter()
+        .map(|(name, spec)| (name.clone(), Flavor { node_labels: &spec.node_labels, tolerations: &spec.tolerations }))
+        .collect();
+    let assignments: Vec<Assignment<'_>> = admission
+        .pod_set_assignments
+        .iter()
+        .map(|a| Assignment { name: &a.name, count: a.count, flavors: a.flavors.values().map(String::as_str).collect() })
+        .collect();
+    let checks = wl.status.as_ref().map(|s| s.admission_checks.as_slice()).unwrap_or_default();
+    let updates: Vec<CheckUpdate<'_>> = checks
+        .iter()
+        .flat_map(|c| &c.pod_set_updates)
+        .map(|u| CheckUpdate {
+            pod_set: &u.name,
+            labels: &u.labels,
+            annotations: &u.annotations,
+            node_selector: &u.node_selector,
+            tolerations: &u.tolerations,
+        })
+        .collect();
+    let pod_sets: Vec<(String, i32)> = wl.spec.pod_sets.iter().map(|p| (p.name.clone(), p.count)).collect();
+    Ok(podset::infos_from_admission(
+        &pod_sets,
+        &assignments,
+        &flavor_refs,
+        &updates,
+        &wl.name_any(),
+        wl.spec.queue_name.as_deref().unwrap_or_default(),
+        &admission.cluster_queue,
+    ))
+}
+
+/// Suspends the job and puts back the templates the Workload recorded (if given).
+async fn stop_job<J: GenericJob>(
+    job: &J,
+    ctx: &Context,
+    jobs: &Api<J>,
+    wl: Option<&Workload>,
+    reason: &str,
+) -> Result<(), Error> {
+    let mut stopped = job.clone();
+    stopped.suspend();
+    if let Some(wl) = wl {
+        let templates: Vec<_> = wl.spec.pod_sets.iter().map(|p| (p.name.clone(), p.count, p.template.clone())).collect();
+        stopped.restore_pod_sets_info(&podset::infos_from_templates(&templates));
+    }
+    if &stopped == job {
+        return Ok(());
+    }
+    jobs.replace(&job.name_any(), &PostParams::default(), &stopped)
+        .await
+        .map_err(kube_err("stop", "job", job.name_any()))?;
+    publish(ctx, job, EventType::Normal, "Stopped", reason.to_string()).await;
+    Ok(())
+}
+
+fn with_condition(wl: &Workload, new: Condition) -> Vec<Condition> {
+    let mut conditions = wl.conditions().to_vec();
+    condition::set(&mut conditions, new, &condition::now());
+    conditions
+}
+
+/// Writes the Workload's conditions (and optionally its admission) to `/status` as a merge
+/// patch pinned to the resourceVersion read: a concurrent change by Kueue makes it a conflict
+/// to retry rather than a lost update.
+async fn patch_conditions(
+    workloads: &Api<Workload>,
+    wl: &Workload,
+    conditions: Vec<Condition>,
+    admission: Option<serde_json::Value>,
+) -> Result<(), Error> {
+    let mut status = json!({"conditions": conditions});
+    if let Some(admission) = admission {
+        status["admission"] = admission;
+    }
+    let patch = json!({"metadata": {"resourceVersion": wl.resource_version()}, "status": status});
+    workloads
+        .patch_status(&wl.name_any(), &PatchParams::default(), &Patch::Merge(patch))
+        .await
+        .map_err(kube_err("update status of", "Workload", wl.name_any()))?;
+    Ok(())
+}
+
+async fn remove_finalizer(workloads: &Api<Workload>, wl: &Workload) -> Result<(), Error> {
+    let finalizers = wl.metadata.finalizers.as_deref().unwrap_or_default();
+    let Some(index) = finalizers.iter().position(|f| f == RESOURCE_IN_USE_FINALIZER) else {
+        return Ok(());
+    };
+    // A test-and-remove JSON patch: exact even when the object changed since we read it.
+    let path = format!("/metadata/finalizers/{index}");
+    let patch: json_patch::Patch = serde_json::from_value(json!([
+        {"op": "test", "path": path, "value": RESOURCE_IN_USE_FINALIZER},
+        {"op": "remove", "path": path},
+    ]))
+    .expect("a well-formed JSON patch");
+    match workloads.patch(&wl.name_any(), &PatchParams::default(), &Patch::<()>::Json(patch)).await {
+        Err(kube::Error::Api(s)) if s.is_not_found() => Ok(()),
+        other => other.map(drop).map_err(kube_err("remove finalizer of", "Workload", wl.name_any())),
+    }
+}
+
+/// Releases Workloads of this kind whose job is gone (Kueue's `FinalizeOrphanedWorkload`):
+/// without the job nothing else would ever remove their finalizer.
+pub async fn finalize_orphan<J: GenericJob>(wl: &Workload, client: &Client) -> Result<Action, Error> {
+    let gvk = J::gvk();
+    let Some(owner) = wl.owner_references().iter().find(|o| o.controller == Some(true) && o.kind == gvk.kind) else {
+        return Ok(Action::await_change());
+    };
+    let namespace = wl.namespace().unwrap_or_default();
+    let jobs: Api<J> = Api::namespaced(client.clone(), &namespace);
+    let job = jobs.get_opt(&owner.name).await.map_err(kube_err("get", "job", owner.name.clone()))?;
+    let orphaned = job.is_none_or(|j| j.uid().as_deref() != Some(owner.uid.as_str()) || j.meta().deletion_timestamp.is_some());
+    if !orphaned {
+        return Ok(Action::await_change());
+    }
+    let workloads: Api<Workload> = Api::namespaced(client.clone(), &namespace);
+    if !wl.is_finished() && wl.metadata.deletion_timestamp.is_none() {
+        let gone = Condition::new(FINISHED, true, "OwnerNotFound", "The workload's owner no longer exists");
+        patch_conditions(&workloads, wl, with_condition(wl, gone), None).await?;
+    }
+    remove_finalizer(&workloads, wl).await?;
+    Ok(Action::await_change())
+}
+
+async fn publish<J: GenericJob>(ctx: &Context, job: &J, type_: EventType, reason: &str, note: String) {
+    let event = Event { type_, reason: reason.into(), note: Some(note), action: reason.into(), secondary: None };
+    if let Err(err) = ctx.recorder.publish(&event, &job.object_ref(&())).await {
+        debug!(%err, "could not publish event");
+    }
+}

@@ -1,0 +1,138 @@
+//! Defaulting and validation every integrated kind shares (Kueue's `ApplyDefaultForSuspend`,
+//! `ApplyDefaultForManagedBy`, `ValidateJobOnCreate`, `ValidateJobOnUpdate`).
+
+use std::fmt;
+
+use kube::ResourceExt;
+
+use super::generic_job::GenericJob;
+use super::reconciler::Config;
+use crate::api::kueue::{MULTIKUEUE_CONTROLLER, QUEUE_NAME_LABEL};
+
+/// One rejected field, as the API server words it: `path: message`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct FieldError {
+    pub path: String,
+    pub message: String,
+}
+
+impl FieldError {
+    pub fn new(path: impl Into<String>, message: impl Into<String>) -> Self {
+        FieldError { path: path.into(), message: message.into() }
+    }
+
+    pub fn invalid(path: impl Into<String>, value: &str, why: &str) -> Self {
+        FieldError::new(path, format!("Invalid value: {value:?}: {why}"))
+    }
+}
+
+impl fmt::Display for FieldError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}: {}", self.path, self.message)
+    }
+}
+
+/// All errors in one message, for an admission response.
+pub fn join(errors: &[FieldError]) -> String {
+    errors.iter().map(ToString::to_string).collect::<Vec<_>>().join("; ")
+}
+
+/// Which LocalQueues send their jobs through MultiKueue (resolved by the caller from its caches:
+/// LocalQueue → ClusterQueue → AdmissionChecks → controller name).
+pub trait QueueLookup {
+    fn uses_multikueue(&self, namespace: &str, local_queue: &str) -> bool;
+}
+
+/// Suspends a job that Kueue must admit first; never unsuspends.
+pub fn default_suspend<J: GenericJob>(job: &mut J, config: &Config) {
+    if job.meta().deletion_timestamp.is_some() {
+        return;
+    }
+    let managed = job.queue_name().is_some() || config.manage_jobs_without_queue_name;
+    if managed && !job.is_suspended() {
+        job.suspend();
+    }
+}
+
+/// Hands a job to MultiKueue when its queue goes through a MultiKueue admission check and it
+/// has not chosen a controller itself.
+pub fn default_managed_by<J: GenericJob>(job: &mut J, queues: &dyn QueueLookup) {
+    if job.managed_by().is_some() {
+        return;
+    }
+    let (Some(queue), Some(namespace)) = (job.queue_name(), job.namespace()) else { return };
+    if queues.uses_multikueue(&namespace, &queue) {
+        job.set_managed_by(MULTIKUEUE_CONTROLLER);
+    }
+}
+
+const QUEUE_PATH: &str = "metadata.labels[kueue.x-k8s.io/queue-name]";
+
+pub fn validate_on_create<J: GenericJob>(job: &J) -> Vec<FieldError> {
+    let mut errors = Vec::new();
+    if let Some(queue) = job.labels().get(QUEUE_NAME_LABEL)
+        && let Err(why) = dns1123_subdomain(queue)
+    {
+        errors.push(FieldError::invalid(QUEUE_PATH, queue, &why));
+    }
+    errors
+}
+
+pub fn validate_on_update<J: GenericJob>(old: &J, new: &J) -> Vec<FieldError> {
+    let mut errors = validate_on_create(new);
+    if !new.is_suspended() && old.queue_name() != new.queue_name() {
+        let value = new.queue_name().unwrap_or_default();
+        errors.push(FieldError::invalid(QUEUE_PATH, &value, "field is immutable while the job is not suspended"));
+    }
+    if old.managed_by() != new.managed_by() {
+        errors.push(FieldError::invalid("spec.managedBy", new.managed_by().unwrap_or_default(), "field is immutable"));
+    }
+    errors
+}
+
+/// A DNS-1123 subdomain, as Kubernetes object names.
+pub fn dns1123_subdomain(value: &str) -> Result<(), String> {
+    if value.is_empty() || value.len() > 253 {
+        return Err("must be 1 to 253 characters".into());
+    }
+    if value.split('.').all(|part| dns1123_label(part).is_ok()) {
+        Ok(())
+    } else {
+        Err("must consist of lower case alphanumeric characters, '-' or '.', and start and end with an alphanumeric character".into())
+    }
+}
+
+/// A DNS-1123 label, as pod set names and label values of object names.
+pub fn dns1123_label(value: &str) -> Result<(), String> {
+    let ok_chars = value.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-');
+    let ok_ends = value.bytes().next().is_some_and(|b| b.is_ascii_alphanumeric())
+        && value.bytes().last().is_some_and(|b| b.is_ascii_alphanumeric());
+    if !value.is_empty() && value.len() <= 63 && ok_chars && ok_ends {
+        Ok(())
+    } else {
+        Err("must be at most 63 lower case alphanumeric characters or '-', starting and ending with an alphanumeric character".into())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn dns_names() {
+        for ok in ["a", "user-queue", "a.b-c.d", "0abc"] {
+            assert!(dns1123_subdomain(ok).is_ok(), "{ok}");
+        }
+        for bad in ["", "Upper", "-a", "a-", "a..b", "under_score", &"a".repeat(254)] {
+            assert!(dns1123_subdomain(bad).is_err(), "{bad}");
+        }
+        assert!(dns1123_label("a.b").is_err());
+        assert!(dns1123_label(&"a".repeat(64)).is_err());
+    }
+
+    #[test]
+    fn field_errors_read_like_the_api_server() {
+        let e = FieldError::invalid("spec.podSets[0].name", "Main", "must be lower case");
+        assert_eq!(e.to_string(), r#"spec.podSets[0].name: Invalid value: "Main": must be lower case"#);
+    }
+}

@@ -1,0 +1,176 @@
+//! The install manifests of this project, generated from code: CRDs, the controller's
+//! namespace, ServiceAccount and least-privilege RBAC, the RBAC Kueue needs on our kinds, and
+//! the webhook configurations. `manifests/` holds the same YAML; a test keeps them in sync.
+
+use kube::CustomResourceExt;
+use serde_json::{Value, json};
+
+use crate::api::external_job::ExternalJob;
+
+pub const NAMESPACE: &str = "kueue-ext-system";
+pub const SERVICE_ACCOUNT: &str = "kueue-ext-controller";
+const CONTROLLER_ROLE: &str = "kueue-ext-controller";
+/// What Kueue's own ServiceAccount needs on our kinds (Kueue checks owners and, on a MultiKueue
+/// manager, mirrors the worker copy's status into `/status`).
+const KUEUE_ROLE: &str = "kueue-ext-kueue-access";
+const KUEUE_SERVICE_ACCOUNT: (&str, &str) = ("kueue-system", "kueue-controller-manager");
+
+pub const MUTATING_WEBHOOK: &str = "kueue-ext-mutating-webhook-configuration";
+pub const VALIDATING_WEBHOOK: &str = "kueue-ext-validating-webhook-configuration";
+pub const MUTATE_EXTERNAL_JOB: &str = "/mutate-kueue-ext-dev-v1alpha1-externaljob";
+pub const VALIDATE_EXTERNAL_JOB: &str = "/validate-kueue-ext-dev-v1alpha1-externaljob";
+
+/// How Kueue's Configuration names our kinds (`Kind.version.group`).
+pub const EXTERNAL_FRAMEWORKS: [&str; 1] = ["ExternalJob.v1alpha1.kueue-ext.dev"];
+
+fn rule(groups: &[&str], resources: &[&str], verbs: &[&str]) -> Value {
+    json!({"apiGroups": groups, "resources": resources, "verbs": verbs})
+}
+
+const READ: [&str; 3] = ["get", "list", "watch"];
+
+pub fn crds() -> Vec<Value> {
+    vec![serde_json::to_value(ExternalJob::crd()).expect("CRD serializes")]
+}
+
+/// Exactly what the controller does: its jobs and their status, Workloads, pods of its jobs,
+/// reads of queues and priorities, and events. No secrets, no wildcards.
+pub fn controller_rules() -> Value {
+    json!([
+        rule(&["kueue-ext.dev"], &["externaljobs"], &["get", "list", "watch", "update", "patch"]),
+        rule(&["kueue-ext.dev"], &["externaljobs/status"], &["get", "update", "patch"]),
+        rule(&["kueue.x-k8s.io"], &["workloads"], &["get", "list", "watch", "create", "update", "patch", "delete"]),
+        rule(&["kueue.x-k8s.io"], &["workloads/status"], &["get", "update", "patch"]),
+        rule(
+            &["kueue.x-k8s.io"],
+            &["localqueues", "clusterqueues", "admissionchecks", "resourceflavors", "workloadpriorityclasses"],
+            &READ
+        ),
+        rule(&["scheduling.k8s.io"], &["priorityclasses"], &READ),
+        rule(&[""], &["pods"], &["get", "list", "watch", "create", "delete"]),
+        rule(&["events.k8s.io"], &["events"], &["create", "patch"]),
+    ])
+}
+
+pub fn kueue_rules() -> Value {
+    json!([
+        rule(&["kueue-ext.dev"], &["externaljobs"], &["get", "list", "watch", "update", "patch"]),
+        rule(&["kueue-ext.dev"], &["externaljobs/status"], &["get", "update", "patch"]),
+    ])
+}
+
+fn binding(name: &str, role: &str, (namespace, account): (&str, &str)) -> Value {
+    json!({
+        "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding", "metadata": {"name": name},
+        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": role},
+        "subjects": [{"kind": "ServiceAccount", "name": account, "namespace": namespace}],
+    })
+}
+
+pub fn rbac() -> Vec<Value> {
+    let role = |name: &str, rules: Value| {
+        json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole", "metadata": {"name": name}, "rules": rules})
+    };
+    vec![
+        json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NAMESPACE}}),
+        json!({"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": SERVICE_ACCOUNT, "namespace": NAMESPACE}}),
+        role(CONTROLLER_ROLE, controller_rules()),
+        binding(CONTROLLER_ROLE, CONTROLLER_ROLE, (NAMESPACE, SERVICE_ACCOUNT)),
+        role(KUEUE_ROLE, kueue_rules()),
+        binding(KUEUE_ROLE, KUEUE_ROLE, KUEUE_SERVICE_ACCOUNT),
+    ]
+}
+
+/// Where the API server reaches the webhooks.
+pub enum Endpoint<'a> {
+    /// A local process: `https://127.0.0.1:<port>` with the CA that signed its certificate.
+    Url { base: String, ca_bundle_b64: &'a str },
+    /// In-cluster Service `kueue-ext-system/kueue-ext-webhook`, CA injected at install.
+    Service,
+}
+
+fn client_config(endpoint: &Endpoint<'_>, path: &str) -> Value {
+    match endpoint {
+        Endpoint::Url { base, ca_bundle_b64 } => json!({"url": format!("{base}{path}"), "caBundle": ca_bundle_b64}),
+        Endpoint::Service => {
+            json!({"service": {"name": "kueue-ext-webhook", "namespace": NAMESPACE, "path": path, "port": 443}})
+        }
+    }
+}
+
+/// The webhooks. failurePolicy is Fail on purpose: a job admitted while the webhook is down
+/// would not be suspended and would run without Kueue's admission.
+pub fn webhooks(endpoint: &Endpoint<'_>) -> Vec<Value> {
+    let webhook = |name: &str, path: &str, operations: &[&str]| {
+        json!({
+            "name": name,
+            "admissionReviewVersions": ["v1"],
+            "sideEffects": "None",
+            "failurePolicy": "Fail",
+            "timeoutSeconds": 10,
+            "clientConfig": client_config(endpoint, path),
+            "rules": [{"apiGroups": ["kueue-ext.dev"], "apiVersions": ["v1alpha1"], "operations": operations, "resources": ["externaljobs"]}],
+            "namespaceSelector": {"matchExpressions": [{"key": "kubernetes.io/metadata.name", "operator": "NotIn", "values": ["kube-system"]}]},
+        })
+    };
+    vec![
+        json!({
+            "apiVersion": "admissionregistration.k8s.io/v1", "kind": "MutatingWebhookConfiguration",
+            "metadata": {"name": MUTATING_WEBHOOK},
+            "webhooks": [webhook("mexternaljob.kueue-ext.dev", MUTATE_EXTERNAL_JOB, &["CREATE"])],
+        }),
+        json!({
+            "apiVersion": "admissionregistration.k8s.io/v1", "kind": "ValidatingWebhookConfiguration",
+            "metadata": {"name": VALIDATING_WEBHOOK},
+            "webhooks": [webhook("vexternaljob.kueue-ext.dev", VALIDATE_EXTERNAL_JOB, &["CREATE", "UPDATE"])],
+        }),
+    ]
+}
+
+/// Files of `manifests/` and their contents.
+pub fn files() -> Vec<(&'static str, String)> {
+    let yaml = |objects: Vec<Value>| {
+        let mut out = String::from("# Generated by `kubectl kueue-ext manifests --write manifests`; do not edit.\n");
+        for obj in objects {
+            out.push_str("---\n");
+            out.push_str(&serde_saphyr::to_string(&obj).expect("manifest serializes"));
+        }
+        out
+    };
+    vec![("crds.yaml", yaml(crds())), ("rbac.yaml", yaml(rbac())), ("webhooks.yaml", yaml(webhooks(&Endpoint::Service)))]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn manifests_dir_matches_the_code() {
+        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("manifests");
+        for (name, text) in files() {
+            let on_disk = std::fs::read_to_string(dir.join(name)).unwrap_or_default();
+            assert!(on_disk == text, "manifests/{name} is stale: run `cargo run -- manifests --write manifests`");
+        }
+    }
+
+    #[test]
+    fn controller_rbac_is_least_privilege() {
+        for rules in [controller_rules(), kueue_rules()] {
+            for rule in rules.as_array().unwrap() {
+                for field in ["apiGroups", "resources", "verbs"] {
+                    assert!(!rule[field].as_array().unwrap().contains(&json!("*")), "wildcard {field} in {rule}");
+                }
+                assert!(!rule["resources"].as_array().unwrap().contains(&json!("secrets")), "{rule}");
+            }
+        }
+    }
+
+    #[test]
+    fn webhooks_fail_closed_and_point_at_the_endpoint() {
+        let hooks = webhooks(&Endpoint::Url { base: "https://127.0.0.1:9".into(), ca_bundle_b64: "Q0E=" });
+        let mutating = &hooks[0]["webhooks"][0];
+        assert_eq!(mutating["failurePolicy"], "Fail");
+        assert_eq!(mutating["clientConfig"]["url"], format!("https://127.0.0.1:9{MUTATE_EXTERNAL_JOB}"));
+        assert_eq!(hooks[1]["webhooks"][0]["rules"][0]["operations"], json!(["CREATE", "UPDATE"]));
+    }
+}

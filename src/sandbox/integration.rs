@@ -1,0 +1,78 @@
+//! This project's controller in a sandbox cluster, installed as a real install would be: its CRDs,
+//! namespace, ServiceAccount and RBAC from `manifests`, webhooks registered by URL with a
+//! caBundle, and the process running with that ServiceAccount's token (not as admin).
+
+use std::path::{Path, PathBuf};
+
+use k8s_openapi::api::authentication::v1::{TokenRequest, TokenRequestSpec};
+use k8s_openapi::api::core::v1::ServiceAccount;
+use kube::Client;
+use kube::api::{Api, PostParams};
+
+use super::fsutil::write_private;
+use super::kubeconfig::{self, Credentials, Entry};
+use super::layout::Layout;
+use crate::kube_util::{self, ApplyError};
+use crate::manifests::{self, Endpoint};
+
+const TOKEN_SECONDS: i64 = 365 * 24 * 3600;
+
+#[derive(Debug, thiserror::Error)]
+pub enum InstallError {
+    #[error(transparent)]
+    Apply(#[from] ApplyError),
+    #[error("requesting a token for the controller's ServiceAccount kueue-ext-system/kueue-ext-controller: {0}")]
+    Token(#[source] kube::Error),
+    #[error("{path}: {source}")]
+    Io {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+}
+
+fn io(path: &Path) -> impl FnOnce(std::io::Error) -> InstallError + '_ {
+    move |source| InstallError::Io { path: path.to_path_buf(), source }
+}
+
+/// Applies our manifests and writes the controller's kubeconfig and serving certificate.
+pub async fn install(client: &Client, layout: &Layout) -> Result<(), InstallError> {
+    kube_util::apply_crds(client, &manifests::crds()).await?;
+    for obj in manifests::rbac() {
+        kube_util::apply(client, &obj).await?;
+    }
+    let ca_pem = std::fs::read_to_string(&layout.pki.ca_cert).map_err(io(&layout.pki.ca_cert))?;
+    let endpoint =
+        Endpoint::Url { base: format!("https://127.0.0.1:{}", layout.ports.controller), ca_bundle_b64: &kubeconfig::b64(&ca_pem) };
+    for obj in manifests::webhooks(&endpoint) {
+        kube_util::apply(client, &obj).await?;
+    }
+
+    let api: Api<ServiceAccount> = Api::namespaced(client.clone(), manifests::NAMESPACE);
+    let request = TokenRequest {
+        spec: Some(TokenRequestSpec { expiration_seconds: Some(TOKEN_SECONDS), ..Default::default() }),
+        ..Default::default()
+    };
+    let token = api
+        .create_token_request(manifests::SERVICE_ACCOUNT, &PostParams::default(), &request)
+        .await
+        .map_err(InstallError::Token)?
+        .status
+        .and_then(|s| s.token)
+        .unwrap_or_default();
+    let dir = layout.controller_dir();
+    let entry = Entry {
+        context: manifests::SERVICE_ACCOUNT,
+        server: layout.api_server_url(),
+        ca_pem: &ca_pem,
+        credentials: Credentials::Token(&token),
+    };
+    let path = dir.join("kubeconfig");
+    kubeconfig::write(&path, &kubeconfig::render(&[entry])).map_err(io(&path))?;
+    for (from, name) in [(&layout.pki.serving_cert, "tls.crt"), (&layout.pki.serving_key, "tls.key")] {
+        let bytes = std::fs::read(from).map_err(io(from))?;
+        let to = dir.join("certs").join(name);
+        write_private(&to, &bytes).map_err(io(&to))?;
+    }
+    Ok(())
+}

@@ -1,0 +1,193 @@
+//! Reading what `submit` applies: files and directories (recursive, sorted), multi-document
+//! YAML or JSON, each document remembered with its file, index and line for error messages.
+
+use std::fmt;
+use std::path::{Path, PathBuf};
+
+use serde_json::Value;
+
+/// Where a document came from.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Origin {
+    pub file: String,
+    /// 1-based index of the document in its file.
+    pub index: usize,
+    /// 1-based line where the document starts.
+    pub line: usize,
+}
+
+impl fmt::Display for Origin {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}:{} (document {})", self.file, self.line, self.index)
+    }
+}
+
+#[derive(Clone, Debug)]
+pub struct Document {
+    pub origin: Origin,
+    pub object: Value,
+}
+
+/// A problem with one document (or file), naming where and, if known, which field.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Problem {
+    pub origin: Origin,
+    pub field: Option<String>,
+    pub message: String,
+}
+
+impl fmt::Display for Problem {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match &self.field {
+            Some(field) => write!(f, "{}: {field}: {}", self.origin, self.message),
+            None => write!(f, "{}: {}", self.origin, self.message),
+        }
+    }
+}
+
+impl Problem {
+    pub fn new(origin: &Origin, field: Option<&str>, message: impl Into<String>) -> Self {
+        Problem { origin: origin.clone(), field: field.map(String::from), message: message.into() }
+    }
+}
+
+const EXTENSIONS: [&str; 3] = ["yaml", "yml", "json"];
+
+/// The files named by `paths`: files as given, directories walked recursively in name order
+/// keeping `.yaml`, `.yml` and `.json`. `-` stands for standard input.
+pub fn collect_files(paths: &[PathBuf]) -> Result<Vec<PathBuf>, String> {
+    let mut out = Vec::new();
+    for path in paths {
+        if path.as_os_str() == "-" || path.is_file() {
+            out.push(path.clone());
+        } else if path.is_dir() {
+            walk(path, &mut out).map_err(|e| format!("{}: {e}", path.display()))?;
+        } else {
+            return Err(format!("{}: no such file or directory", path.display()));
+        }
+    }
+    Ok(out)
+}
+
+fn walk(dir: &Path, out: &mut Vec<PathBuf>) -> std::io::Result<()> {
+    let mut entries: Vec<PathBuf> = std::fs::read_dir(dir)?.map(|e| e.map(|e| e.path())).collect::<Result<_, _>>()?;
+    entries.sort();
+    for entry in entries {
+        if entry.is_dir() {
+            walk(&entry, out)?;
+        } else if entry.extension().and_then(|e| e.to_str()).is_some_and(|e| EXTENSIONS.contains(&e)) {
+            out.push(entry);
+        }
+    }
+    Ok(())
+}
+
+/// Splits a YAML stream at `---` lines, keeping each document's first line number.
+fn split_documents(text: &str) -> Vec<(usize, String)> {
+    let mut docs = vec![(1usize, String::new())];
+    for (i, line) in text.lines().enumerate() {
+        let marker = line.trim_end();
+        if marker == "---" || marker.starts_with("--- ") || marker.starts_with("---#") {
+            docs.push((i + 2, String::new()));
+        } else if marker == "..." {
+            continue;
+        } else if let Some((_, doc)) = docs.last_mut() {
+            doc.push_str(line);
+            doc.push('\n');
+        }
+    }
+    docs
+}
+
+/// Parses every non-empty document of `text` (YAML, which includes JSON).
+pub fn parse(file: &str, text: &str) -> Result<Vec<Document>, Vec<Problem>> {
+    let mut documents = Vec::new();
+    let mut problems = Vec::new();
+    let mut index = 0;
+    for (line, body) in split_documents(text) {
+        let meaningful = body.lines().any(|l| !l.trim().is_empty() && !l.trim_start().starts_with('#'));
+        if !meaningful {
+            continue;
+        }
+        index += 1;
+        let origin = Origin { file: file.to_string(), index, line };
+        match serde_saphyr::from_str::<Value>(&body) {
+            Ok(object) if object.is_object() => documents.push(Document { origin, object }),
+            Ok(_) => problems.push(Problem::new(&origin, None, "is not a YAML mapping (an object with apiVersion and kind)")),
+            Err(err) => {
+                let at = err.location().map(|l| Origin { line: line + l.line() as usize - 1, ..origin.clone() });
+                let message = err.to_string().lines().next().unwrap_or("invalid YAML").to_string();
+                problems.push(Problem::new(at.as_ref().unwrap_or(&origin), None, format!("invalid YAML: {message}")));
+            }
+        }
+    }
+    if problems.is_empty() { Ok(documents) } else { Err(problems) }
+}
+
+/// Checks the fields every object needs before anything is sent to a cluster.
+pub fn check_shape(doc: &Document) -> Vec<Problem> {
+    let mut problems = Vec::new();
+    for (field, value) in [
+        ("apiVersion", &doc.object["apiVersion"]),
+        ("kind", &doc.object["kind"]),
+        ("metadata.name", &doc.object["metadata"]["name"]),
+    ] {
+        if !value.as_str().is_some_and(|s| !s.is_empty()) {
+            problems.push(Problem::new(&doc.origin, Some(field), "Required value: must be a non-empty string"));
+        }
+    }
+    problems
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn documents_keep_their_index_and_line() {
+        let text = "# queues\n---\napiVersion: v1\nkind: Namespace\nmetadata: {name: a}\n---\n\n---\napiVersion: v1\nkind: Namespace\nmetadata: {name: b}\n";
+        let docs = parse("q.yaml", text).unwrap();
+        assert_eq!(docs.len(), 2);
+        assert_eq!(docs[0].origin, Origin { file: "q.yaml".into(), index: 1, line: 3 });
+        assert_eq!(docs[1].origin, Origin { file: "q.yaml".into(), index: 2, line: 9 });
+        assert_eq!(docs[1].object["metadata"]["name"], "b");
+    }
+
+    #[test]
+    fn yaml_errors_point_at_the_file_line() {
+        let text = "apiVersion: v1\nkind: Namespace\n---\napiVersion: v1\nkind: [unclosed\n";
+        let problems = parse("bad.yaml", text).unwrap_err();
+        assert_eq!(problems.len(), 1);
+        assert_eq!(problems[0].origin.index, 2);
+        assert!(problems[0].origin.line >= 4, "{}", problems[0]);
+        assert!(problems[0].to_string().starts_with("bad.yaml:"), "{}", problems[0]);
+    }
+
+    #[test]
+    fn json_is_yaml_too() {
+        let docs = parse("x.json", r#"{"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "x"}}"#).unwrap();
+        assert_eq!(docs[0].object["kind"], "Namespace");
+    }
+
+    #[test]
+    fn missing_required_fields_are_named() {
+        let docs = parse("x.yaml", "apiVersion: v1\nmetadata: {}\n").unwrap();
+        let fields: Vec<String> = check_shape(&docs[0]).into_iter().filter_map(|p| p.field).collect();
+        assert_eq!(fields, ["kind", "metadata.name"]);
+    }
+
+    #[test]
+    fn directories_are_walked_in_order_keeping_manifests_only() {
+        let dir = tempfile::tempdir().unwrap();
+        for name in ["b.yaml", "a/z.yml", "a/notes.txt", "c.json"] {
+            let path = dir.path().join(name);
+            std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+            std::fs::write(path, "").unwrap();
+        }
+        let files = collect_files(&[dir.path().to_path_buf()]).unwrap();
+        let names: Vec<String> =
+            files.iter().map(|f| f.strip_prefix(dir.path()).unwrap().display().to_string()).collect();
+        assert_eq!(names, ["a/z.yml", "b.yaml", "c.json"]);
+        assert!(collect_files(&[dir.path().join("missing")]).unwrap_err().contains("no such file"));
+    }
+}

@@ -1,0 +1,223 @@
+//! `submit`: check every document first, write nothing if any fails, then apply them in
+//! dependency order with server-side apply, and optionally wait for the jobs to finish.
+
+pub mod documents;
+
+use std::collections::BTreeSet;
+
+use kube::Client;
+use kube::api::{Api, DynamicObject, Patch, PatchParams};
+use kube::core::GroupVersionKind;
+use kube::discovery::{self, ApiCapabilities, ApiResource, Scope};
+use serde_json::{Value, json};
+
+pub use documents::{Document, Origin, Problem};
+
+use crate::api::kueue::QUEUE_NAME_LABEL;
+use crate::kube_util::FIELD_MANAGER;
+
+/// Kinds that Kueue queues, and that `--queue` and `--wait` apply to.
+pub const JOB_KINDS: [(&str, &str); 2] = [("batch", "Job"), ("kueue-ext.dev", "ExternalJob")];
+
+/// Apply order: what others refer to goes first.
+fn rank(kind: &str) -> u8 {
+    match kind {
+        "Namespace" => 0,
+        "CustomResourceDefinition" => 1,
+        "ResourceFlavor" | "WorkloadPriorityClass" | "PriorityClass" | "Topology" => 2,
+        "AdmissionCheck" | "MultiKueueConfig" | "MultiKueueCluster" | "Cohort" => 3,
+        "ClusterQueue" => 4,
+        "LocalQueue" => 5,
+        _ => 6,
+    }
+}
+
+fn group_of(obj: &Value) -> &str {
+    let api_version = obj["apiVersion"].as_str().unwrap_or_default();
+    api_version.split_once('/').map(|(g, _)| g).unwrap_or("")
+}
+
+pub fn is_job(obj: &Value) -> bool {
+    let kind = obj["kind"].as_str().unwrap_or_default();
+    JOB_KINDS.iter().any(|(group, k)| *k == kind && *group == group_of(obj))
+}
+
+/// A document resolved against the cluster, ready to apply.
+pub struct Planned {
+    pub doc: Document,
+    pub resource: ApiResource,
+    pub namespaced: bool,
+}
+
+impl Planned {
+    /// `kind.group/name`, as kubectl prints objects.
+    pub fn display_name(&self) -> String {
+        let kind = self.resource.kind.to_lowercase();
+        let name = self.doc.object["metadata"]["name"].as_str().unwrap_or_default();
+        if self.resource.group.is_empty() { format!("{kind}/{name}") } else { format!("{kind}.{}/{name}", self.resource.group) }
+    }
+
+    pub fn api(&self, client: &Client) -> Api<DynamicObject> {
+        match self.doc.object["metadata"]["namespace"].as_str().filter(|_| self.namespaced) {
+            Some(ns) => Api::namespaced_with(client.clone(), ns, &self.resource),
+            None => Api::all_with(client.clone(), &self.resource),
+        }
+    }
+
+    pub fn name(&self) -> &str {
+        self.doc.object["metadata"]["name"].as_str().unwrap_or_default()
+    }
+}
+
+/// Settings that fill in what documents leave out.
+pub struct Defaults<'a> {
+    pub namespace: &'a str,
+    pub queue: Option<&'a str>,
+}
+
+/// Resolves every document against the cluster and checks it (kind served, queue exists, and a
+/// server-side dry run). Returns all problems at once; nothing is written either way.
+pub async fn plan(client: &Client, docs: Vec<Document>, defaults: &Defaults<'_>) -> Result<Vec<Planned>, Vec<Problem>> {
+    let mut problems: Vec<Problem> = docs.iter().flat_map(documents::check_shape).collect();
+    if !problems.is_empty() {
+        return Err(problems);
+    }
+    let batch_namespaces: BTreeSet<String> = docs
+        .iter()
+        .filter(|d| d.object["kind"] == "Namespace" && d.object["apiVersion"] == "v1")
+        .filter_map(|d| d.object["metadata"]["name"].as_str().map(String::from))
+        .collect();
+    let batch_queues: BTreeSet<(String, String)> = docs
+        .iter()
+        .filter(|d| d.object["kind"] == "LocalQueue")
+        .map(|d| {
+            let ns = d.object["metadata"]["namespace"].as_str().unwrap_or(defaults.namespace).to_string();
+            (ns, d.object["metadata"]["name"].as_str().unwrap_or_default().to_string())
+        })
+        .collect();
+
+    let mut planned = Vec::new();
+    for mut doc in docs {
+        let (resource, caps) = match resolve(client, &doc.object).await {
+            Ok(found) => found,
+            Err(message) => {
+                problems.push(Problem::new(&doc.origin, Some("kind"), message));
+                continue;
+            }
+        };
+        let namespaced = caps.scope == Scope::Namespaced;
+        if namespaced && doc.object["metadata"]["namespace"].as_str().is_none() {
+            doc.object["metadata"]["namespace"] = json!(defaults.namespace);
+        }
+        if is_job(&doc.object) {
+            if let Some(queue) = defaults.queue
+                && doc.object["metadata"]["labels"][QUEUE_NAME_LABEL].is_null()
+            {
+                doc.object["metadata"]["labels"][QUEUE_NAME_LABEL] = json!(queue);
+            }
+            if let Some(problem) = check_queue(client, &doc, &batch_queues).await {
+                problems.push(problem);
+            }
+        }
+        planned.push(Planned { doc, resource, namespaced });
+    }
+    if !problems.is_empty() {
+        return Err(problems);
+    }
+    planned.sort_by_key(|p| rank(&p.resource.kind));
+    for p in &planned {
+        let namespace = p.doc.object["metadata"]["namespace"].as_str().unwrap_or_default();
+        // An object in a namespace this batch creates cannot be dry-run before it exists.
+        if p.namespaced && batch_namespaces.contains(namespace) {
+            continue;
+        }
+        if let Err(err) = apply_one(client, p, true).await {
+            problems.push(Problem::new(&p.doc.origin, None, rejection(&err)));
+        }
+    }
+    if problems.is_empty() { Ok(planned) } else { Err(problems) }
+}
+
+async fn resolve(client: &Client, obj: &Value) -> Result<(ApiResource, ApiCapabilities), String> {
+    let api_version = obj["apiVersion"].as_str().unwrap_or_default();
+    let kind = obj["kind"].as_str().unwrap_or_default();
+    let (group, version) = api_version.split_once('/').unwrap_or(("", api_version));
+    discovery::pinned_kind(client, &GroupVersionKind::gvk(group, version, kind)).await.map_err(|_| {
+        format!("the cluster does not serve {kind} in {api_version}: is its CRD installed (kubectl get crds)?")
+    })
+}
+
+async fn check_queue(client: &Client, doc: &Document, in_batch: &BTreeSet<(String, String)>) -> Option<Problem> {
+    let queue = doc.object["metadata"]["labels"][QUEUE_NAME_LABEL].as_str()?;
+    let namespace = doc.object["metadata"]["namespace"].as_str().unwrap_or_default();
+    if in_batch.contains(&(namespace.to_string(), queue.to_string())) {
+        return None;
+    }
+    let queues: Api<crate::api::kueue::LocalQueue> = Api::namespaced(client.clone(), namespace);
+    let field = format!("metadata.labels[{QUEUE_NAME_LABEL}]");
+    match queues.get_opt(queue).await {
+        Ok(Some(_)) => None,
+        Ok(None) => Some(Problem::new(
+            &doc.origin,
+            Some(&field),
+            format!("LocalQueue {namespace}/{queue} does not exist; list them with `kubectl get localqueues -n {namespace}`"),
+        )),
+        Err(err) => Some(Problem::new(&doc.origin, Some(&field), format!("cannot check LocalQueue {queue}: {err}"))),
+    }
+}
+
+/// The API server's words for a rejection (webhook denials included).
+pub fn rejection(err: &kube::Error) -> String {
+    match err {
+        kube::Error::Api(status) => status.message.clone(),
+        other => other.to_string(),
+    }
+}
+
+/// Server-side applies one planned object (as a dry run when `dry_run`).
+pub async fn apply_one(client: &Client, planned: &Planned, dry_run: bool) -> Result<DynamicObject, kube::Error> {
+    let mut params = PatchParams::apply(FIELD_MANAGER).force();
+    params.dry_run = dry_run;
+    planned.api(client).patch(planned.name(), &params, &Patch::Apply(&planned.doc.object)).await
+}
+
+/// Whether a job object has finished, and how.
+pub fn job_outcome(obj: &Value) -> Option<bool> {
+    let conditions = obj["status"]["conditions"].as_array()?;
+    let holds = |kind: &str| conditions.iter().any(|c| c["type"] == kind && c["status"] == "True");
+    if holds("Complete") {
+        Some(true)
+    } else if holds("Failed") {
+        Some(false)
+    } else {
+        None
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn queues_come_before_jobs_and_namespaces_first() {
+        let mut kinds = ["ExternalJob", "LocalQueue", "Namespace", "ClusterQueue", "ResourceFlavor"];
+        kinds.sort_by_key(|k| rank(k));
+        assert_eq!(kinds, ["Namespace", "ResourceFlavor", "ClusterQueue", "LocalQueue", "ExternalJob"]);
+    }
+
+    #[test]
+    fn job_kinds_are_recognised_by_group_and_kind() {
+        assert!(is_job(&json!({"apiVersion": "batch/v1", "kind": "Job"})));
+        assert!(is_job(&json!({"apiVersion": "kueue-ext.dev/v1alpha1", "kind": "ExternalJob"})));
+        assert!(!is_job(&json!({"apiVersion": "example.com/v1", "kind": "Job"})));
+    }
+
+    #[test]
+    fn outcome_reads_complete_and_failed() {
+        let done = json!({"status": {"conditions": [{"type": "Complete", "status": "True"}]}});
+        let failed = json!({"status": {"conditions": [{"type": "Failed", "status": "True"}]}});
+        assert_eq!(job_outcome(&done), Some(true));
+        assert_eq!(job_outcome(&failed), Some(false));
+        assert_eq!(job_outcome(&json!({})), None);
+    }
+}

@@ -1,0 +1,270 @@
+//! End-to-end: ExternalJob on one process-runtime cluster with the real Kueue, driven by this
+//! project's controller and webhook as the sandbox deploys them.
+
+mod common;
+
+use std::time::Duration;
+
+use common::{Sandbox, api, apply_yaml, condition_is, eventually, text, workloads, workloads_owned_by};
+use k8s_openapi::api::core::v1::Pod;
+use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams};
+use kube::Client;
+use kueue_ext::jobframework::naming::workload_name;
+use serde_json::{Value, json};
+
+/// A flavor whose node label the kwok nodes carry, queues with 4 CPU of quota that preempt by
+/// priority, and two priority classes.
+const QUEUES: &str = r#"
+apiVersion: kueue.x-k8s.io/v1beta2
+kind: ResourceFlavor
+metadata: {name: kwok-flavor}
+spec: {nodeLabels: {type: kwok}}
+---
+apiVersion: kueue.x-k8s.io/v1beta2
+kind: ClusterQueue
+metadata: {name: small-cq}
+spec:
+  namespaceSelector: {}
+  preemption: {withinClusterQueue: LowerPriority}
+  resourceGroups:
+  - coveredResources: [cpu, memory]
+    flavors:
+    - name: kwok-flavor
+      resources:
+      - {name: cpu, nominalQuota: "4"}
+      - {name: memory, nominalQuota: 16Gi}
+---
+apiVersion: kueue.x-k8s.io/v1beta2
+kind: LocalQueue
+metadata: {name: small, namespace: default}
+spec: {clusterQueue: small-cq}
+---
+apiVersion: kueue.x-k8s.io/v1beta2
+kind: WorkloadPriorityClass
+metadata: {name: low}
+value: 10
+---
+apiVersion: kueue.x-k8s.io/v1beta2
+kind: WorkloadPriorityClass
+metadata: {name: high}
+value: 1000
+"#;
+
+fn external_job(name: &str, pods: u32, cpu: &str, run: &str, priority: &str) -> String {
+    format!(
+        r#"
+apiVersion: kueue-ext.dev/v1alpha1
+kind: ExternalJob
+metadata:
+  name: {name}
+  namespace: default
+  labels: {{kueue.x-k8s.io/queue-name: small, kueue.x-k8s.io/priority-class: {priority}}}
+spec:
+  podSets:
+  - name: main
+    count: {pods}
+    template:
+      metadata:
+        annotations: {{kueue-ext.dev/run-duration: {run}}}
+      spec:
+        containers:
+        - name: main
+          image: registry.invalid/work
+          resources: {{requests: {{cpu: "{cpu}", memory: 1Gi}}}}
+"#
+    )
+}
+
+fn external_jobs(client: &Client) -> Api<kube::api::DynamicObject> {
+    api(client, "kueue-ext.dev/v1alpha1", "ExternalJob", "externaljobs", Some("default"))
+}
+
+async fn get_job(client: &Client, name: &str) -> Result<Value, String> {
+    let job = external_jobs(client).get(name).await.map_err(|e| e.to_string())?;
+    Ok(serde_json::to_value(job).unwrap())
+}
+
+async fn wait_complete(client: &Client, name: &str, timeout: Duration) -> Value {
+    eventually(&format!("ExternalJob {name} to complete"), timeout, || async {
+        let job = get_job(client, name).await?;
+        if condition_is(&job, "Complete", "True") { Ok(job) } else { Err(format!("{:#}", job["status"])) }
+    })
+    .await
+}
+
+async fn only_workload(client: &Client, uid: &str) -> Result<Value, String> {
+    match workloads_owned_by(client, "default", uid).await?.as_slice() {
+        [w] => Ok(w.clone()),
+        other => Err(format!("{} workloads: {other:?}", other.len())),
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn external_jobs_run_through_kueue_with_the_rust_jobframework() {
+    let sandbox = Sandbox::up(&["--workers", "0"]);
+    let client = sandbox.client("manager").await;
+    apply_yaml(&client, QUEUES).await;
+
+    // Admission, exact Workload name, flavor node labels on the pods, completion.
+    let created = apply_yaml(&client, &external_job("first", 2, "1", "3s", "low")).await.remove(0);
+    assert_eq!(created["spec"]["suspend"], true, "our webhook suspends a queued ExternalJob");
+    let uid = created["metadata"]["uid"].as_str().unwrap().to_string();
+    let expected_name = workload_name("ExternalJob", "kueue-ext.dev", "first", &uid);
+    let wl = eventually("the Workload to be admitted", Duration::from_secs(60), || async {
+        let wl = only_workload(&client, &uid).await?;
+        if condition_is(&wl, "Admitted", "True") { Ok(wl) } else { Err(format!("{:#}", wl["status"])) }
+    })
+    .await;
+    assert_eq!(wl["metadata"]["name"], expected_name, "named exactly as Kueue names Workloads");
+    assert_eq!(wl["spec"]["queueName"], "small");
+    assert_eq!(wl["spec"]["priority"], 10);
+    let pods: Api<Pod> = Api::namespaced(client.clone(), "default");
+    let ran = eventually("the job's pods to exist", Duration::from_secs(30), || async {
+        let list = pods.list(&ListParams::default().labels(&format!("kueue-ext.dev/job-uid={uid}"))).await;
+        let list = list.map_err(|e| e.to_string())?;
+        if list.items.len() == 2 { Ok(list.items) } else { Err(format!("{} pods", list.items.len())) }
+    })
+    .await;
+    for pod in &ran {
+        let selector = pod.spec.as_ref().and_then(|s| s.node_selector.clone()).unwrap_or_default();
+        assert_eq!(selector.get("type").map(String::as_str), Some("kwok"), "the flavor's node labels are injected");
+    }
+    wait_complete(&client, "first", Duration::from_secs(60)).await;
+    eventually("the Workload to be Finished", Duration::from_secs(30), || async {
+        let wl = only_workload(&client, &uid).await?;
+        if condition_is(&wl, "Finished", "True") { Ok(()) } else { Err(format!("{:#}", wl["status"])) }
+    })
+    .await;
+
+    // Preemption: a high-priority job takes the quota of a running low-priority one.
+    let low = apply_yaml(&client, &external_job("low", 4, "1", "20s", "low")).await.remove(0);
+    let low_uid = low["metadata"]["uid"].as_str().unwrap().to_string();
+    eventually("the low job to run", Duration::from_secs(60), || async {
+        let job = get_job(&client, "low").await?;
+        let active = job["status"]["podSets"][0]["active"].as_i64().unwrap_or(0);
+        if job["spec"]["suspend"] == false && active == 4 { Ok(()) } else { Err(format!("{:#}", job["status"])) }
+    })
+    .await;
+    apply_yaml(&client, &external_job("high", 2, "1", "3s", "high")).await;
+    eventually("the low job to be preempted: suspended, pods gone, templates restored", Duration::from_secs(60), || async {
+        let job = get_job(&client, "low").await?;
+        let left = pods.list(&ListParams::default().labels(&format!("kueue-ext.dev/job-uid={low_uid}"))).await;
+        let active = left.map_err(|e| e.to_string())?.items.iter().filter(|p| p.metadata.deletion_timestamp.is_none()).count();
+        let restored = job["spec"]["podSets"][0]["template"]["spec"].get("nodeSelector").is_none();
+        if job["spec"]["suspend"] == true && active == 0 && restored { Ok(()) } else { Err(format!("active {active}: {job:#}")) }
+    })
+    .await;
+    wait_complete(&client, "high", Duration::from_secs(60)).await;
+    wait_complete(&client, "low", Duration::from_secs(120)).await;
+    let low_workloads = workloads_owned_by(&client, "default", &low_uid).await.unwrap();
+    assert_eq!(low_workloads.len(), 1, "one Workload per job through preemption and requeue");
+
+    // A suspended job that changes its pod sets gets a matching Workload; deleting it removes it.
+    let mut parked: Value = serde_saphyr::from_str(&external_job("parked", 1, "8", "1s", "low")).unwrap();
+    let parked_obj = apply_yaml(&client, &serde_saphyr::to_string(&parked).unwrap()).await.remove(0);
+    let parked_uid = parked_obj["metadata"]["uid"].as_str().unwrap().to_string();
+    eventually("the too-big job to get a pending Workload", Duration::from_secs(30), || async {
+        let wl = only_workload(&client, &parked_uid).await?;
+        if wl["spec"]["podSets"][0]["count"] == 1 { Ok(()) } else { Err(format!("{wl:#}")) }
+    })
+    .await;
+    parked["spec"]["podSets"][0]["count"] = json!(2);
+    parked["spec"]["podSets"][0]["template"]["spec"]["containers"][0]["resources"]["requests"]["cpu"] = json!("500m");
+    apply_yaml(&client, &serde_saphyr::to_string(&parked).unwrap()).await;
+    eventually("a Workload matching the new pod sets", Duration::from_secs(30), || async {
+        let wl = only_workload(&client, &parked_uid).await?;
+        if wl["spec"]["podSets"][0]["count"] == 2 { Ok(()) } else { Err(format!("{wl:#}")) }
+    })
+    .await;
+    wait_complete(&client, "parked", Duration::from_secs(60)).await;
+    external_jobs(&client).delete("parked", &DeleteParams::background()).await.unwrap();
+    eventually("the deleted job's Workload to go", Duration::from_secs(60), || async {
+        let left = workloads_owned_by(&client, "default", &parked_uid).await?;
+        if left.is_empty() { Ok(()) } else { Err(format!("{left:?}")) }
+    })
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn invalid_external_jobs_are_rejected_with_field_paths() {
+    let sandbox = Sandbox::up(&["--workers", "0"]);
+    let client = sandbox.client("manager").await;
+    let jobs = external_jobs(&client);
+    let base: Value = serde_saphyr::from_str(&external_job("bad", 1, "1", "1s", "low")).unwrap();
+    let attempt = |change: fn(&mut Value)| {
+        let mut job = base.clone();
+        change(&mut job);
+        job
+    };
+    type Change = fn(&mut Value);
+    let cases: [(Change, &str); 4] = [
+        (|j| j["metadata"]["labels"]["kueue.x-k8s.io/queue-name"] = json!("Not_A_Queue"), "metadata.labels[kueue.x-k8s.io/queue-name]"),
+        (|j| j["spec"]["podSets"] = json!([]), "spec.podSets"),
+        (|j| j["spec"]["podSets"][0]["template"]["spec"]["containers"][0]["resources"]["requests"]["cpu"] = json!("lots"), "spec.podSets[0].template.spec.containers[0].resources.requests[cpu]"),
+        (
+            |j| j["spec"]["podSets"] = json!((0..9).map(|i| json!({"name": format!("p{i}"), "count": 1, "template": {"spec": {"containers": [{"name": "c", "image": "x"}]}}})).collect::<Vec<_>>()),
+            "spec.podSets",
+        ),
+    ];
+    for (change, field) in cases {
+        let job = attempt(change);
+        let err = kueue_ext::kube_util::apply(&client, &job).await.expect_err("rejected");
+        assert!(err.to_string().contains(field), "rejection names {field}: {err}");
+    }
+
+    // Pod sets are immutable while running.
+    let mut running = base.clone();
+    running["metadata"]["name"] = json!("running");
+    running["metadata"]["labels"] = json!({});
+    running["spec"]["suspend"] = json!(false);
+    running["spec"]["podSets"][0]["template"]["metadata"]["annotations"]["kueue-ext.dev/run-duration"] = json!("60s");
+    apply_yaml(&client, &serde_saphyr::to_string(&running).unwrap()).await;
+    let patch = json!({"spec": {"podSets": [{"name": "main", "count": 3, "template": running["spec"]["podSets"][0]["template"]}]}});
+    let err = jobs.patch("running", &PatchParams::default(), &Patch::Merge(&patch)).await.expect_err("rejected");
+    assert!(err.to_string().contains("spec.podSets"), "{err}");
+    let status = sandbox.run("status", &[]);
+    assert!(status.status.success(), "the controller survived every bad object: {}", text(&status));
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn batch_job_and_external_job_get_equivalent_workloads() {
+    let sandbox = Sandbox::up(&["--workers", "0"]);
+    let client = sandbox.client("manager").await;
+    apply_yaml(&client, QUEUES).await;
+    let batch = apply_yaml(
+        &client,
+        r#"
+apiVersion: batch/v1
+kind: Job
+metadata: {name: parity, namespace: default, labels: {kueue.x-k8s.io/queue-name: small, kueue.x-k8s.io/priority-class: low}}
+spec:
+  parallelism: 2
+  completions: 2
+  template:
+    spec:
+      restartPolicy: Never
+      containers:
+      - name: main
+        image: registry.invalid/work
+        resources: {requests: {cpu: "1", memory: 1Gi}}
+"#,
+    )
+    .await
+    .remove(0);
+    let external = apply_yaml(&client, &external_job("parity", 2, "1", "1s", "low")).await.remove(0);
+    let mut specs = Vec::new();
+    for obj in [batch, external] {
+        let uid = obj["metadata"]["uid"].as_str().unwrap().to_string();
+        let wl = eventually("a Workload", Duration::from_secs(30), || async { only_workload(&client, &uid).await }).await;
+        specs.push(wl["spec"].clone());
+    }
+    let (go, rust) = (&specs[0], &specs[1]);
+    for field in ["queueName", "priority", "priorityClassRef"] {
+        assert_eq!(go[field], rust[field], "{field}");
+    }
+    let (a, b) = (&go["podSets"][0], &rust["podSets"][0]);
+    assert_eq!((&a["name"], &a["count"]), (&b["name"], &b["count"]));
+    let resources = |p: &Value| p["template"]["spec"]["containers"][0]["resources"].clone();
+    assert_eq!(resources(a), resources(b));
+    assert_eq!(workloads(&client, "default").list(&Default::default()).await.unwrap().items.len(), 2);
+}
