@@ -68,9 +68,7 @@ fn binding(name: &str, role: &str, (namespace, account): (&str, &str)) -> Value 
 }
 
 pub fn rbac() -> Vec<Value> {
-    let role = |name: &str, rules: Value| {
-        json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole", "metadata": {"name": name}, "rules": rules})
-    };
+    let role = |name: &str, rules: Value| json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole", "metadata": {"name": name}, "rules": rules});
     vec![
         json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NAMESPACE}}),
         json!({"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": SERVICE_ACCOUNT, "namespace": NAMESPACE}}),
@@ -137,7 +135,11 @@ pub fn files() -> Vec<(&'static str, String)> {
         }
         out
     };
-    vec![("crds.yaml", yaml(crds())), ("rbac.yaml", yaml(rbac())), ("webhooks.yaml", yaml(webhooks(&Endpoint::Service)))]
+    vec![
+        ("crds.yaml", yaml(crds())),
+        ("rbac.yaml", yaml(rbac())),
+        ("webhooks.yaml", yaml(webhooks(&Endpoint::Service))),
+    ]
 }
 
 #[cfg(test)]

@@ -7,8 +7,8 @@ use std::time::Duration;
 
 use common::{Sandbox, api, apply_yaml, condition_is, eventually, text, workloads, workloads_owned_by};
 use k8s_openapi::api::core::v1::Pod;
-use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams};
 use kube::Client;
+use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams};
 use kueue_ext::jobframework::naming::workload_name;
 use serde_json::{Value, json};
 
@@ -146,13 +146,26 @@ async fn external_jobs_run_through_kueue_with_the_rust_jobframework() {
     })
     .await;
     apply_yaml(&client, &external_job("high", 2, "1", "3s", "high")).await;
-    eventually("the low job to be preempted: suspended, pods gone, templates restored", Duration::from_secs(60), || async {
-        let job = get_job(&client, "low").await?;
-        let left = pods.list(&ListParams::default().labels(&format!("kueue-ext.dev/job-uid={low_uid}"))).await;
-        let active = left.map_err(|e| e.to_string())?.items.iter().filter(|p| p.metadata.deletion_timestamp.is_none()).count();
-        let restored = job["spec"]["podSets"][0]["template"]["spec"].get("nodeSelector").is_none();
-        if job["spec"]["suspend"] == true && active == 0 && restored { Ok(()) } else { Err(format!("active {active}: {job:#}")) }
-    })
+    eventually(
+        "the low job to be preempted: suspended, pods gone, templates restored",
+        Duration::from_secs(60),
+        || async {
+            let job = get_job(&client, "low").await?;
+            let left = pods.list(&ListParams::default().labels(&format!("kueue-ext.dev/job-uid={low_uid}"))).await;
+            let active = left
+                .map_err(|e| e.to_string())?
+                .items
+                .iter()
+                .filter(|p| p.metadata.deletion_timestamp.is_none())
+                .count();
+            let restored = job["spec"]["podSets"][0]["template"]["spec"].get("nodeSelector").is_none();
+            if job["spec"]["suspend"] == true && active == 0 && restored {
+                Ok(())
+            } else {
+                Err(format!("active {active}: {job:#}"))
+            }
+        },
+    )
     .await;
     wait_complete(&client, "high", Duration::from_secs(60)).await;
     wait_complete(&client, "low", Duration::from_secs(120)).await;
@@ -198,11 +211,22 @@ async fn invalid_external_jobs_are_rejected_with_field_paths() {
     };
     type Change = fn(&mut Value);
     let cases: [(Change, &str); 4] = [
-        (|j| j["metadata"]["labels"]["kueue.x-k8s.io/queue-name"] = json!("Not_A_Queue"), "metadata.labels[kueue.x-k8s.io/queue-name]"),
-        (|j| j["spec"]["podSets"] = json!([]), "spec.podSets"),
-        (|j| j["spec"]["podSets"][0]["template"]["spec"]["containers"][0]["resources"]["requests"]["cpu"] = json!("lots"), "spec.podSets[0].template.spec.containers[0].resources.requests[cpu]"),
         (
-            |j| j["spec"]["podSets"] = json!((0..9).map(|i| json!({"name": format!("p{i}"), "count": 1, "template": {"spec": {"containers": [{"name": "c", "image": "x"}]}}})).collect::<Vec<_>>()),
+            |j| j["metadata"]["labels"]["kueue.x-k8s.io/queue-name"] = json!("Not_A_Queue"),
+            "metadata.labels[kueue.x-k8s.io/queue-name]",
+        ),
+        (|j| j["spec"]["podSets"] = json!([]), "spec.podSets"),
+        (
+            |j| {
+                j["spec"]["podSets"][0]["template"]["spec"]["containers"][0]["resources"]["requests"]["cpu"] =
+                    json!("lots")
+            },
+            "spec.podSets[0].template.spec.containers[0].resources.requests[cpu]",
+        ),
+        (
+            |j| {
+                j["spec"]["podSets"] = json!((0..9).map(|i| json!({"name": format!("p{i}"), "count": 1, "template": {"spec": {"containers": [{"name": "c", "image": "x"}]}}})).collect::<Vec<_>>())
+            },
             "spec.podSets",
         ),
     ];
@@ -255,7 +279,8 @@ spec:
     let mut specs = Vec::new();
     for obj in [batch, external] {
         let uid = obj["metadata"]["uid"].as_str().unwrap().to_string();
-        let wl = eventually("a Workload", Duration::from_secs(30), || async { only_workload(&client, &uid).await }).await;
+        let wl =
+            eventually("a Workload", Duration::from_secs(30), || async { only_workload(&client, &uid).await }).await;
         specs.push(wl["spec"].clone());
     }
     let (go, rust) = (&specs[0], &specs[1]);

@@ -137,8 +137,7 @@ impl Workload {
     /// Admitted, and every admission check agrees (Kueue sets Admitted only then; checked
     /// again so a check turning Retry/Rejected stops us as soon as we see it).
     pub fn is_admitted(&self) -> bool {
-        self.is(ADMITTED)
-            && self.status.as_ref().is_none_or(|s| s.admission_checks.iter().all(|c| c.state == "Ready"))
+        self.is(ADMITTED) && self.status.as_ref().is_none_or(|s| s.admission_checks.iter().all(|c| c.state == "Ready"))
     }
 
     pub fn is_finished(&self) -> bool {

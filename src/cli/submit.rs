@@ -123,7 +123,12 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
     for p in &planned {
         let existed = p.api(&client).get_opt(p.name()).await?.is_some();
         let applied = submit::apply_one(&client, p, dry_run).await.map_err(|e| {
-            anyhow::anyhow!("{}: {}: {} (objects listed above were applied)", p.doc.origin, p.display_name(), submit::rejection(&e))
+            anyhow::anyhow!(
+                "{}: {}: {} (objects listed above were applied)",
+                p.doc.origin,
+                p.display_name(),
+                submit::rejection(&e)
+            )
         })?;
         let verb = if existed { "configured" } else { "created" };
         let suffix = if dry_run { " (server dry run)" } else { "" };

@@ -67,5 +67,9 @@ pub fn validate(_: &ServerState, request: &AdmissionRequest<DynamicObject>) -> A
         },
         _ => Vec::new(),
     };
-    if errors.is_empty() { AdmissionResponse::from(request) } else { AdmissionResponse::from(request).deny(join(&errors)) }
+    if errors.is_empty() {
+        AdmissionResponse::from(request)
+    } else {
+        AdmissionResponse::from(request).deny(join(&errors))
+    }
 }

@@ -39,7 +39,11 @@ impl Default for Metrics {
         registry.register("reconciles", "Job reconciles by kind and result", reconciles.clone());
         registry.register("reconcile_duration_seconds", "Time spent in one job reconcile", reconcile_seconds.clone());
         registry.register("admissions", "Admission requests by kind, operation and verdict", admissions.clone());
-        registry.register("admission_duration_seconds", "Time spent answering one admission", admission_seconds.clone());
+        registry.register(
+            "admission_duration_seconds",
+            "Time spent answering one admission",
+            admission_seconds.clone(),
+        );
         Metrics { registry, reconciles, reconcile_seconds, admissions, admission_seconds }
     }
 }

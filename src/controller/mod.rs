@@ -50,7 +50,8 @@ where
     K: Resource<DynamicType = ()> + Clone + std::fmt::Debug + serde::de::DeserializeOwned + Send + Sync + 'static,
 {
     let (reader, writer) = reflector::store();
-    let stream = reflector::reflector(writer, watcher(api, watcher::Config::default()).default_backoff()).applied_objects();
+    let stream =
+        reflector::reflector(writer, watcher(api, watcher::Config::default()).default_backoff()).applied_objects();
     tokio::spawn(stream.for_each(|_| async {}));
     reader
 }

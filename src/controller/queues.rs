@@ -18,6 +18,8 @@ impl QueueLookup for QueueCache {
         let Some(lq) = self.local_queues.get(&ObjectRef::new(local_queue).within(namespace)) else { return false };
         let Some(cq) = self.cluster_queues.get(&ObjectRef::new(&lq.spec.cluster_queue)) else { return false };
         let checks = cq.spec.admission_checks_strategy.iter().flat_map(|s| &s.admission_checks);
-        checks.filter_map(|c| self.admission_checks.get(&ObjectRef::new(&c.name))).any(|ac| ac.spec.controller_name == MULTIKUEUE_CONTROLLER)
+        checks
+            .filter_map(|c| self.admission_checks.get(&ObjectRef::new(&c.name)))
+            .any(|ac| ac.spec.controller_name == MULTIKUEUE_CONTROLLER)
     }
 }

@@ -25,7 +25,6 @@ use crate::manifests::{MUTATE_EXTERNAL_JOB, VALIDATE_EXTERNAL_JOB};
 /// Largest AdmissionReview accepted; the API server caps objects at 1.5 MiB (etcd's limit).
 pub const MAX_BODY_BYTES: usize = 3 * 1024 * 1024;
 
-
 pub struct ServerState {
     pub config: Config,
     pub queues: Option<QueueCache>,
@@ -79,7 +78,9 @@ fn review(
     };
     let request: AdmissionRequest<DynamicObject> = match review.try_into() {
         Ok(request) => request,
-        Err(err) => return (StatusCode::BAD_REQUEST, format!("AdmissionReview without a request: {err}")).into_response(),
+        Err(err) => {
+            return (StatusCode::BAD_REQUEST, format!("AdmissionReview without a request: {err}")).into_response();
+        }
     };
     let response = answer(state, &request);
     let operation = match request.operation {

@@ -15,3 +15,13 @@ pub fn workload_name(kind: &str, group: &str, job_name: &str, job_uid: &str) -> 
     prefix.truncate(MAX_NAME_LENGTH - HASH_LENGTH - 1);
     format!("{prefix}-{}", &hash[..HASH_LENGTH])
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn matches_kueues_own_example() {
+        assert_eq!(workload_name("Job", "batch", "name", "uid"), "job-name-ef3a1");
+    }
+}

@@ -105,8 +105,14 @@ pub async fn reconcile<J: GenericJob>(job: &J, ctx: &Context) -> Result<Action, 
     if let Some(end) = job.finished() {
         let conditions = with_condition(&wl, status::finished(end.success, &end.message));
         patch_conditions(&workloads, &wl, conditions, None).await?;
-        publish(ctx, job, EventType::Normal, "FinishedWorkload", format!("Workload '{}' is declared finished", wl.name_any()))
-            .await;
+        publish(
+            ctx,
+            job,
+            EventType::Normal,
+            "FinishedWorkload",
+            format!("Workload '{}' is declared finished", wl.name_any()),
+        )
+        .await;
         return Ok(Action::await_change());
     }
     if ctx.config.wait_for_pods_ready {
@@ -137,10 +143,11 @@ pub async fn reconcile<J: GenericJob>(job: &J, ctx: &Context) -> Result<Action, 
             start_job(job, ctx, &jobs, &workloads, &wl).await?;
         } else if job.queue_name() != wl.spec.queue_name && !wl.is(QUOTA_RESERVED) {
             let patch = json!({"spec": {"queueName": job.queue_name()}});
-            workloads
-                .patch(&wl.name_any(), &PatchParams::default(), &Patch::Merge(patch))
-                .await
-                .map_err(kube_err("update queue of", "Workload", wl.name_any()))?;
+            workloads.patch(&wl.name_any(), &PatchParams::default(), &Patch::Merge(patch)).await.map_err(kube_err(
+                "update queue of",
+                "Workload",
+                wl.name_any(),
+            ))?;
         }
         return Ok(Action::await_change());
     }
@@ -169,7 +176,8 @@ async fn ensure_one_workload<J: GenericJob>(
             None => adopt(job, workloads, &wl).await?,
         }
         if !workload::equivalent(job, &wl) && !wl.is_finished() {
-            let out_of_sync = Condition::new(FINISHED, true, "OutOfSync", "The prebuilt workload is out of sync with its user job");
+            let out_of_sync =
+                Condition::new(FINISHED, true, "OutOfSync", "The prebuilt workload is out of sync with its user job");
             patch_conditions(workloads, &wl, with_condition(&wl, out_of_sync), None).await?;
         }
         return Ok(Some(wl));
@@ -203,8 +211,14 @@ async fn ensure_one_workload<J: GenericJob>(
                 other.map_err(kube_err("delete", "Workload", wl.name_any()))?;
             }
         }
-        publish(ctx, job, EventType::Normal, "DeletedWorkload", format!("Deleted not matching Workload: {}", wl.name_any()))
-            .await;
+        publish(
+            ctx,
+            job,
+            EventType::Normal,
+            "DeletedWorkload",
+            format!("Deleted not matching Workload: {}", wl.name_any()),
+        )
+        .await;
     }
     if !extra.is_empty() && matching.is_empty() {
         return Err(Error::RemovedNonMatching(extra.len()));
@@ -220,21 +234,27 @@ async fn adopt<J: GenericJob>(job: &J, workloads: &Api<Workload>, wl: &Workload)
             "labels": {crate::api::kueue::JOB_UID_LABEL: job.uid()},
         }
     });
-    workloads
-        .patch(&wl.name_any(), &PatchParams::default(), &Patch::Merge(patch))
-        .await
-        .map_err(kube_err("adopt", "Workload", wl.name_any()))?;
+    workloads.patch(&wl.name_any(), &PatchParams::default(), &Patch::Merge(patch)).await.map_err(kube_err(
+        "adopt",
+        "Workload",
+        wl.name_any(),
+    ))?;
     Ok(())
 }
 
-async fn update_to_match<J: GenericJob>(job: &J, workloads: &Api<Workload>, stale: &Workload) -> Result<Workload, Error> {
+async fn update_to_match<J: GenericJob>(
+    job: &J,
+    workloads: &Api<Workload>,
+    stale: &Workload,
+) -> Result<Workload, Error> {
     let mut updated = stale.clone();
     updated.spec.pod_sets = job.pod_sets();
     updated.spec.queue_name = job.queue_name();
-    workloads
-        .replace(&stale.name_any(), &PostParams::default(), &updated)
-        .await
-        .map_err(kube_err("update", "Workload", stale.name_any()))
+    workloads.replace(&stale.name_any(), &PostParams::default(), &updated).await.map_err(kube_err(
+        "update",
+        "Workload",
+        stale.name_any(),
+    ))
 }
 
 /// No Workload: create one, unless the job must adopt a prebuilt one (wait for it) or still has
@@ -262,8 +282,14 @@ async fn handle_job_with_no_workload<J: GenericJob>(
     match workloads.create(&PostParams::default(), &wl).await {
         Ok(_) => {
             debug!(workload = %name, "created");
-            publish(ctx, job, EventType::Normal, "CreatedWorkload", format!("Created Workload: {}/{name}", wl.namespace().unwrap_or_default()))
-                .await;
+            publish(
+                ctx,
+                job,
+                EventType::Normal,
+                "CreatedWorkload",
+                format!("Created Workload: {}/{name}", wl.namespace().unwrap_or_default()),
+            )
+            .await;
         }
         // Our watch had not seen it yet: it exists, which is all we wanted.
         Err(kube::Error::Api(s)) if s.is_already_exists() => {}
@@ -277,7 +303,9 @@ async fn handle_job_with_no_workload<J: GenericJob>(
 async fn resolve_priority<J: GenericJob>(job: &J, client: &Client) -> Result<Option<(PriorityClassRef, i32)>, Error> {
     let (group, kind, version, plural, name) = if let Some(name) = job.labels().get(PRIORITY_CLASS_LABEL) {
         ("kueue.x-k8s.io", "WorkloadPriorityClass", "v1beta2", "workloadpriorityclasses", name.clone())
-    } else if let Some(name) = job.pod_sets().first().and_then(|p| p.template.spec.as_ref()?.priority_class_name.clone()) {
+    } else if let Some(name) =
+        job.pod_sets().first().and_then(|p| p.template.spec.as_ref()?.priority_class_name.clone())
+    {
         ("scheduling.k8s.io", "PriorityClass", "v1", "priorityclasses", name)
     } else {
         return Ok(None);
@@ -312,9 +340,11 @@ async fn start_job<J: GenericJob>(
         return patch_conditions(workloads, wl, with_condition(wl, failed), None).await;
     }
     if &started != job {
-        jobs.replace(&job.name_any(), &PostParams::default(), &started)
-            .await
-            .map_err(kube_err("start", "job", job.name_any()))?;
+        jobs.replace(&job.name_any(), &PostParams::default(), &started).await.map_err(kube_err(
+            "start",
+            "job",
+            job.name_any(),
+        ))?;
         let queue = wl.admission().map(|a| a.cluster_queue.clone()).unwrap_or_default();
         publish(ctx, job, EventType::Normal, "Started", format!("Admitted by clusterQueue {queue}")).await;
     }
@@ -339,7 +369,11 @@ async fn admission_infos(ctx: &Context, wl: &Workload) -> Result<Result<Vec<PodS
     let assignments: Vec<Assignment<'_>> = admission
         .pod_set_assignments
         .iter()
-        .map(|a| Assignment { name: &a.name, count: a.count, flavors: a.flavors.values().map(String::as_str).collect() })
+        .map(|a| Assignment {
+            name: &a.name,
+            count: a.count,
+            flavors: a.flavors.values().map(String::as_str).collect(),
+        })
         .collect();
     let checks = wl.status.as_ref().map(|s| s.admission_checks.as_slice()).unwrap_or_default();
     let updates: Vec<CheckUpdate<'_>> = checks
@@ -376,15 +410,18 @@ async fn stop_job<J: GenericJob>(
     let mut stopped = job.clone();
     stopped.suspend();
     if let Some(wl) = wl {
-        let templates: Vec<_> = wl.spec.pod_sets.iter().map(|p| (p.name.clone(), p.count, p.template.clone())).collect();
+        let templates: Vec<_> =
+            wl.spec.pod_sets.iter().map(|p| (p.name.clone(), p.count, p.template.clone())).collect();
         stopped.restore_pod_sets_info(&podset::infos_from_templates(&templates));
     }
     if &stopped == job {
         return Ok(());
     }
-    jobs.replace(&job.name_any(), &PostParams::default(), &stopped)
-        .await
-        .map_err(kube_err("stop", "job", job.name_any()))?;
+    jobs.replace(&job.name_any(), &PostParams::default(), &stopped).await.map_err(kube_err(
+        "stop",
+        "job",
+        job.name_any(),
+    ))?;
     publish(ctx, job, EventType::Normal, "Stopped", reason.to_string()).await;
     Ok(())
 }
@@ -409,10 +446,11 @@ async fn patch_conditions(
         status["admission"] = admission;
     }
     let patch = json!({"metadata": {"resourceVersion": wl.resource_version()}, "status": status});
-    workloads
-        .patch_status(&wl.name_any(), &PatchParams::default(), &Patch::Merge(patch))
-        .await
-        .map_err(kube_err("update status of", "Workload", wl.name_any()))?;
+    workloads.patch_status(&wl.name_any(), &PatchParams::default(), &Patch::Merge(patch)).await.map_err(kube_err(
+        "update status of",
+        "Workload",
+        wl.name_any(),
+    ))?;
     Ok(())
 }
 
@@ -444,7 +482,8 @@ pub async fn finalize_orphan<J: GenericJob>(wl: &Workload, client: &Client) -> R
     let namespace = wl.namespace().unwrap_or_default();
     let jobs: Api<J> = Api::namespaced(client.clone(), &namespace);
     let job = jobs.get_opt(&owner.name).await.map_err(kube_err("get", "job", owner.name.clone()))?;
-    let orphaned = job.is_none_or(|j| j.uid().as_deref() != Some(owner.uid.as_str()) || j.meta().deletion_timestamp.is_some());
+    let orphaned =
+        job.is_none_or(|j| j.uid().as_deref() != Some(owner.uid.as_str()) || j.meta().deletion_timestamp.is_some());
     if !orphaned {
         return Ok(Action::await_change());
     }

@@ -66,7 +66,11 @@ mod tests {
         ];
         for (previous, admitted, ready, want_status, want_reason) in cases {
             let got = pods_ready(previous.as_ref(), admitted, ready);
-            assert_eq!((got.is_true(), got.reason.as_str()), (want_status, want_reason), "{previous:?} {admitted} {ready}");
+            assert_eq!(
+                (got.is_true(), got.reason.as_str()),
+                (want_status, want_reason),
+                "{previous:?} {admitted} {ready}"
+            );
         }
     }
 

@@ -96,12 +96,8 @@ pub fn equivalent<J: GenericJob>(job: &J, workload: &Workload) -> bool {
             .filter(|_| reserved)
             .unwrap_or(count)
     };
-    let expected: Vec<_> = workload
-        .spec
-        .pod_sets
-        .iter()
-        .map(|p| (assigned_count(&p.name, p.count), p.min_count, &p.template))
-        .collect();
+    let expected: Vec<_> =
+        workload.spec.pod_sets.iter().map(|p| (assigned_count(&p.name, p.count), p.min_count, &p.template)).collect();
     let actual: Vec<_> = wanted.iter().map(|p| (p.count, p.min_count, &p.template)).collect();
     podset::equivalent_pod_sets(&expected, &actual, !reserved)
 }

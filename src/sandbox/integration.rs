@@ -42,8 +42,10 @@ pub async fn install(client: &Client, layout: &Layout) -> Result<(), InstallErro
         kube_util::apply(client, &obj).await?;
     }
     let ca_pem = std::fs::read_to_string(&layout.pki.ca_cert).map_err(io(&layout.pki.ca_cert))?;
-    let endpoint =
-        Endpoint::Url { base: format!("https://127.0.0.1:{}", layout.ports.controller), ca_bundle_b64: &kubeconfig::b64(&ca_pem) };
+    let endpoint = Endpoint::Url {
+        base: format!("https://127.0.0.1:{}", layout.ports.controller),
+        ca_bundle_b64: &kubeconfig::b64(&ca_pem),
+    };
     for obj in manifests::webhooks(&endpoint) {
         kube_util::apply(client, &obj).await?;
     }

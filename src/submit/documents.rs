@@ -113,7 +113,9 @@ pub fn parse(file: &str, text: &str) -> Result<Vec<Document>, Vec<Problem>> {
         let origin = Origin { file: file.to_string(), index, line };
         match serde_saphyr::from_str::<Value>(&body) {
             Ok(object) if object.is_object() => documents.push(Document { origin, object }),
-            Ok(_) => problems.push(Problem::new(&origin, None, "is not a YAML mapping (an object with apiVersion and kind)")),
+            Ok(_) => {
+                problems.push(Problem::new(&origin, None, "is not a YAML mapping (an object with apiVersion and kind)"))
+            }
             Err(err) => {
                 let at = err.location().map(|l| Origin { line: line + l.line() as usize - 1, ..origin.clone() });
                 let message = err.to_string().lines().next().unwrap_or("invalid YAML").to_string();
@@ -132,7 +134,7 @@ pub fn check_shape(doc: &Document) -> Vec<Problem> {
         ("kind", &doc.object["kind"]),
         ("metadata.name", &doc.object["metadata"]["name"]),
     ] {
-        if !value.as_str().is_some_and(|s| !s.is_empty()) {
+        if value.as_str().is_none_or(|s| s.is_empty()) {
             problems.push(Problem::new(&doc.origin, Some(field), "Required value: must be a non-empty string"));
         }
     }

@@ -54,7 +54,11 @@ impl Planned {
     pub fn display_name(&self) -> String {
         let kind = self.resource.kind.to_lowercase();
         let name = self.doc.object["metadata"]["name"].as_str().unwrap_or_default();
-        if self.resource.group.is_empty() { format!("{kind}/{name}") } else { format!("{kind}.{}/{name}", self.resource.group) }
+        if self.resource.group.is_empty() {
+            format!("{kind}/{name}")
+        } else {
+            format!("{kind}.{}/{name}", self.resource.group)
+        }
     }
 
     pub fn api(&self, client: &Client) -> Api<DynamicObject> {
@@ -160,7 +164,9 @@ async fn check_queue(client: &Client, doc: &Document, in_batch: &BTreeSet<(Strin
         Ok(None) => Some(Problem::new(
             &doc.origin,
             Some(&field),
-            format!("LocalQueue {namespace}/{queue} does not exist; list them with `kubectl get localqueues -n {namespace}`"),
+            format!(
+                "LocalQueue {namespace}/{queue} does not exist; list them with `kubectl get localqueues -n {namespace}`"
+            ),
         )),
         Err(err) => Some(Problem::new(&doc.origin, Some(&field), format!("cannot check LocalQueue {queue}: {err}"))),
     }

@@ -1,9 +1,9 @@
 //! One reconcile of an ExternalJob: observe its pods, act on them, write its status, then let
 //! the jobframework keep its Workload in step.
 
+use kube::ResourceExt;
 use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams, PostParams};
 use kube::runtime::controller::Action;
-use kube::ResourceExt;
 use serde_json::json;
 
 use super::pods::{self, JOB_UID_LABEL, ObservedPod};
@@ -21,10 +21,12 @@ pub async fn reconcile(job: &ExternalJob, ctx: &Context) -> Result<Action, Error
     let namespace = job.namespace().unwrap_or_default();
     let pod_api: Api<k8s_openapi::api::core::v1::Pod> = Api::namespaced(ctx.client.clone(), &namespace);
     let selector = format!("{JOB_UID_LABEL}={}", job.uid().unwrap_or_default());
-    let listed = pod_api
-        .list(&ListParams::default().labels(&selector))
-        .await
-        .map_err(|source| Error::Kube { action: "list pods of", kind: "ExternalJob", name: job.name_any(), source })?;
+    let listed = pod_api.list(&ListParams::default().labels(&selector)).await.map_err(|source| Error::Kube {
+        action: "list pods of",
+        kind: "ExternalJob",
+        name: job.name_any(),
+        source,
+    })?;
     let observed: Vec<ObservedPod> = listed.items.iter().map(ObservedPod::from_pod).collect();
     let plan = pods::plan(job, &observed, &condition::now());
 
@@ -38,10 +40,12 @@ pub async fn reconcile(job: &ExternalJob, ctx: &Context) -> Result<Action, Error
     }
     for &(index, missing) in &plan.create {
         for _ in 0..missing {
-            pod_api
-                .create(&PostParams::default(), &pods::new_pod(job, index))
-                .await
-                .map_err(|source| Error::Kube { action: "create pod of", kind: "ExternalJob", name: job.name_any(), source })?;
+            pod_api.create(&PostParams::default(), &pods::new_pod(job, index)).await.map_err(|source| Error::Kube {
+                action: "create pod of",
+                kind: "ExternalJob",
+                name: job.name_any(),
+                source,
+            })?;
         }
     }
 
@@ -49,10 +53,9 @@ pub async fn reconcile(job: &ExternalJob, ctx: &Context) -> Result<Action, Error
     if job.status.as_ref() != Some(&plan.status) {
         let jobs: Api<ExternalJob> = Api::namespaced(ctx.client.clone(), &namespace);
         let patch = json!({"status": plan.status});
-        let updated = jobs
-            .patch_status(&job.name_any(), &PatchParams::default(), &Patch::Merge(patch))
-            .await
-            .map_err(|source| Error::Kube { action: "update status of", kind: "ExternalJob", name: job.name_any(), source })?;
+        let updated = jobs.patch_status(&job.name_any(), &PatchParams::default(), &Patch::Merge(patch)).await.map_err(
+            |source| Error::Kube { action: "update status of", kind: "ExternalJob", name: job.name_any(), source },
+        )?;
         observed_job.status = updated.status;
         observed_job.metadata.resource_version = updated.metadata.resource_version;
     }

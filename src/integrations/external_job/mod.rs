@@ -68,7 +68,12 @@ impl GenericJob for ExternalJob {
         self.spec
             .pod_sets
             .iter()
-            .map(|p| PodSet { name: p.name.clone(), count: p.count, min_count: p.min_count, template: p.template.clone() })
+            .map(|p| PodSet {
+                name: p.name.clone(),
+                count: p.count,
+                min_count: p.min_count,
+                template: with_schema_defaults(p.template.clone()),
+            })
             .collect()
     }
 
@@ -79,7 +84,11 @@ impl GenericJob for ExternalJob {
     fn pods_ready(&self) -> bool {
         let status = self.status_or_default();
         self.spec.pod_sets.iter().all(|wanted| {
-            status.pod_sets.iter().find(|s| s.name == wanted.name).is_some_and(|s| s.ready + s.succeeded >= wanted.count)
+            status
+                .pod_sets
+                .iter()
+                .find(|s| s.name == wanted.name)
+                .is_some_and(|s| s.ready + s.succeeded >= wanted.count)
         })
     }
 
@@ -90,6 +99,22 @@ impl GenericJob for ExternalJob {
     fn set_managed_by(&mut self, controller: &str) {
         self.spec.managed_by = Some(controller.to_string());
     }
+}
+
+/// The template as the Workload CRD's schema defaults it (container port protocol `TCP`): the
+/// Workload stores the defaulted form, and equivalence compares containers field by field.
+fn with_schema_defaults(
+    mut template: k8s_openapi::api::core::v1::PodTemplateSpec,
+) -> k8s_openapi::api::core::v1::PodTemplateSpec {
+    if let Some(spec) = template.spec.as_mut() {
+        let init = spec.init_containers.iter_mut().flatten();
+        for container in spec.containers.iter_mut().chain(init) {
+            for port in container.ports.iter_mut().flatten() {
+                port.protocol.get_or_insert_with(|| "TCP".to_string());
+            }
+        }
+    }
+    template
 }
 
 #[cfg(test)]

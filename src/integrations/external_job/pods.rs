@@ -89,7 +89,11 @@ pub fn plan(job: &ExternalJob, pods: &[ObservedPod], now: &str) -> Plan {
     let outcome = if done {
         Some((COMPLETE, "Completed", "All pods succeeded".to_string()))
     } else if failed > job.backoff_limit() {
-        Some((FAILED, "BackoffLimitExceeded", format!("{failed} pod(s) failed, more than the backoff limit {}", job.backoff_limit())))
+        Some((
+            FAILED,
+            "BackoffLimitExceeded",
+            format!("{failed} pod(s) failed, more than the backoff limit {}", job.backoff_limit()),
+        ))
     } else if deadline_passed(job, status.start_time.as_deref(), now) {
         Some((FAILED, "DeadlineExceeded", "Job was active longer than its activeDeadlineSeconds".to_string()))
     } else {

@@ -36,7 +36,12 @@ fn job(pod_sets: &[(&str, i32)]) -> ExternalJob {
             managed_by: None,
             pod_sets: pod_sets
                 .iter()
-                .map(|(name, count)| ExternalPodSet { name: (*name).into(), count: *count, min_count: None, template: template("1") })
+                .map(|(name, count)| ExternalPodSet {
+                    name: (*name).into(),
+                    count: *count,
+                    min_count: None,
+                    template: template("1"),
+                })
                 .collect(),
             backoff_limit: Some(1),
             active_deadline_seconds: None,
@@ -62,7 +67,10 @@ fn running_job_gets_its_missing_pods() {
     let plan = plan(&job, &pods, "2026-01-01T00:00:00Z");
     assert_eq!(plan.create, vec![(0, 1), (1, 1)]);
     assert!(plan.delete.is_empty());
-    assert_eq!(plan.status.pod_sets[1], PodSetStatus { name: "workers".into(), active: 1, ready: 1, succeeded: 1, failed: 0 });
+    assert_eq!(
+        plan.status.pod_sets[1],
+        PodSetStatus { name: "workers".into(), active: 1, ready: 1, succeeded: 1, failed: 0 }
+    );
     assert_eq!(plan.status.start_time.as_deref(), Some("2026-01-01T00:00:00Z"));
 }
 
@@ -92,7 +100,8 @@ fn all_pods_succeeded_completes_the_job() {
 #[test]
 fn failures_beyond_the_backoff_limit_fail_the_job_and_stop_its_pods() {
     let job = job(&[("main", 3)]);
-    let pods = [pod("a", "main", "Failed", false), pod("b", "main", "Failed", false), pod("c", "main", "Running", true)];
+    let pods =
+        [pod("a", "main", "Failed", false), pod("b", "main", "Failed", false), pod("c", "main", "Running", true)];
     let plan = plan(&job, &pods, "now");
     assert!(crate::api::condition::is_true(&plan.status.conditions, FAILED));
     assert_eq!(plan.delete, vec!["c".to_string()]);

@@ -62,16 +62,26 @@ fn validate_spec(job: &ExternalJob) -> Vec<FieldError> {
         if let Some(min) = pod_set.min_count
             && !(1..=pod_set.count).contains(&min)
         {
-            errors.push(FieldError::invalid(format!("{path}.minCount"), &min.to_string(), "must be between 1 and count"));
+            errors.push(FieldError::invalid(
+                format!("{path}.minCount"),
+                &min.to_string(),
+                "must be between 1 and count",
+            ));
         }
         let spec = pod_set.template.spec.as_ref();
         let containers = spec.map(|s| s.containers.as_slice()).unwrap_or_default();
         if containers.is_empty() {
-            errors.push(FieldError::new(format!("{path}.template.spec.containers"), "Required value: at least one container"));
+            errors.push(FieldError::new(
+                format!("{path}.template.spec.containers"),
+                "Required value: at least one container",
+            ));
         }
         for (j, container) in containers.iter().enumerate() {
             let resources = container.resources.as_ref();
-            for (kind, list) in [("requests", resources.and_then(|r| r.requests.as_ref())), ("limits", resources.and_then(|r| r.limits.as_ref()))] {
+            for (kind, list) in [
+                ("requests", resources.and_then(|r| r.requests.as_ref())),
+                ("limits", resources.and_then(|r| r.limits.as_ref())),
+            ] {
                 for (resource, quantity) in list.into_iter().flatten() {
                     if let Err(why) = check_quantity(&quantity.0) {
                         errors.push(FieldError::invalid(

@@ -88,8 +88,7 @@ pub fn configuration(layout: &Layout, multikueue_manager: bool) -> Value {
         // Short timings suit a sandbox: a lost worker is given up on after 30s (default 15m),
         // and orphaned remote objects are collected every 30s (default 1m).
         let external: Vec<Value> = EXTERNAL_FRAMEWORKS.iter().map(|name| json!({"name": name})).collect();
-        config["multiKueue"] =
-            json!({"gcInterval": "30s", "workerLostTimeout": "30s", "externalFrameworks": external});
+        config["multiKueue"] = json!({"gcInterval": "30s", "workerLostTimeout": "30s", "externalFrameworks": external});
     }
     config
 }

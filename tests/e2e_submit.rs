@@ -1,0 +1,74 @@
+//! End-to-end: `submit` against a real sandbox — samples run to completion, and a bad batch
+//! is refused as a whole with errors naming file, document and field.
+
+mod common;
+
+use common::{Sandbox, api, text};
+
+#[tokio::test(flavor = "multi_thread")]
+async fn submit_runs_the_samples_and_refuses_bad_batches_whole() {
+    let sandbox = Sandbox::up(&["--workers", "0"]);
+    let samples = concat!(env!("CARGO_MANIFEST_DIR"), "/samples");
+
+    let ran = sandbox.run("submit", &[samples, "--wait=3m"]);
+    let out = text(&ran);
+    assert!(ran.status.success(), "{out}");
+    for line in [
+        "job.batch/sample-job created",
+        "externaljob.kueue-ext.dev/train-small created",
+        "externaljob.kueue-ext.dev/driver-and-workers created",
+        "externaljob.kueue-ext.dev/train-small succeeded",
+    ] {
+        assert!(out.contains(line), "missing {line:?} in:\n{out}");
+    }
+    let again = sandbox.run("submit", &[samples, "-o", "name"]);
+    assert!(
+        again.status.success() && text(&again).contains("externaljob.kueue-ext.dev/train-small"),
+        "{}",
+        text(&again)
+    );
+
+    let dir = tempfile::tempdir().unwrap();
+    let batch = dir.path().join("batch.yaml");
+    std::fs::write(
+        &batch,
+        r#"apiVersion: kueue-ext.dev/v1alpha1
+kind: ExternalJob
+metadata: {name: fine, labels: {kueue.x-k8s.io/queue-name: user-queue}}
+spec:
+  podSets:
+  - name: main
+    count: 1
+    template: {spec: {containers: [{name: c, image: x}]}}
+---
+apiVersion: kueue-ext.dev/v1alpha1
+kind: ExternalJob
+metadata: {name: lost, labels: {kueue.x-k8s.io/queue-name: no-such-queue}}
+spec:
+  podSets:
+  - name: main
+    count: 1
+    template: {spec: {containers: [{name: c, image: x}]}}
+---
+apiVersion: kueue-ext.dev/v1alpha1
+kind: ExternalJob
+metadata: {name: broken}
+spec:
+  podSets: []
+"#,
+    )
+    .unwrap();
+    let refused = sandbox.run("submit", &[batch.to_str().unwrap()]);
+    let out = text(&refused);
+    assert_eq!(refused.status.code(), Some(1), "{out}");
+    let file = batch.display().to_string();
+    assert!(out.contains(&format!("{file}:10 (document 2): metadata.labels[kueue.x-k8s.io/queue-name]: LocalQueue default/no-such-queue does not exist")), "{out}");
+    assert!(out.contains("(document 3)") && out.contains("spec.podSets"), "{out}");
+    assert!(out.contains("nothing was applied"), "{out}");
+    let client = sandbox.client("manager").await;
+    let jobs = api(&client, "kueue-ext.dev/v1alpha1", "ExternalJob", "externaljobs", Some("default"));
+    assert!(jobs.get_opt("fine").await.unwrap().is_none(), "a valid document of a refused batch is not applied");
+
+    let usage = sandbox.run("submit", &[]);
+    assert_eq!(usage.status.code(), Some(2), "no path is a usage error");
+}
