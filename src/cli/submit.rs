@@ -121,6 +121,13 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
     };
     let dry_run = args.dry_run == Some(DryRun::Server);
     for p in &planned {
+        if p.already_submitted {
+            match args.output {
+                Some(Output::Name) => println!("{}", p.display_name()),
+                _ => println!("{} unchanged (already submitted)", p.display_name()),
+            }
+            continue;
+        }
         let existed = p.api(&client).get_opt(p.name()).await?.is_some();
         let applied = submit::apply_one(&client, p, dry_run).await.map_err(|e| {
             anyhow::anyhow!(

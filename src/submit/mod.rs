@@ -47,6 +47,9 @@ pub struct Planned {
     pub doc: Document,
     pub resource: ApiResource,
     pub namespaced: bool,
+    /// A job that was submitted before: it is left alone, as re-applying its manifest would
+    /// fight the admission Kueue injected (and running jobs keep their pod templates).
+    pub already_submitted: bool,
 }
 
 impl Planned {
@@ -123,16 +126,22 @@ pub async fn plan(client: &Client, docs: Vec<Document>, defaults: &Defaults<'_>)
                 problems.push(problem);
             }
         }
-        planned.push(Planned { doc, resource, namespaced });
-    }
-    if !problems.is_empty() {
-        return Err(problems);
+        let mut p = Planned { doc, resource, namespaced, already_submitted: false };
+        if is_job(&p.doc.object) {
+            p.already_submitted = matches!(p.api(client).get_opt(p.name()).await, Ok(Some(_)));
+        }
+        planned.push(p);
     }
     planned.sort_by_key(|p| rank(&p.resource.kind));
+    // Every document gets checked, so one run reports every problem of the batch.
+    let flagged: Vec<Origin> = problems.iter().map(|p| p.origin.clone()).collect();
     for p in &planned {
+        if flagged.contains(&p.doc.origin) {
+            continue;
+        }
         let namespace = p.doc.object["metadata"]["namespace"].as_str().unwrap_or_default();
         // An object in a namespace this batch creates cannot be dry-run before it exists.
-        if p.namespaced && batch_namespaces.contains(namespace) {
+        if p.already_submitted || (p.namespaced && batch_namespaces.contains(namespace)) {
             continue;
         }
         if let Err(err) = apply_one(client, p, true).await {
