@@ -6,7 +6,7 @@ mod common;
 
 use std::time::Duration;
 
-use common::{Sandbox, apply_yaml, condition_is, down_leaves_nothing, eventually, text, workloads_owned_by};
+use common::{Sandbox, api, apply_yaml, condition_is, down_leaves_nothing, eventually, text, workloads_owned_by};
 use k8s_openapi::api::batch::v1::Job;
 use kube::api::Api;
 use serde_json::Value;
@@ -119,6 +119,62 @@ async fn multikueue_dispatches_jobs_to_workers_and_reports_back() {
         .await;
     }
 
+    // An ExternalJob takes the same path through Kueue's generic adapter for external kinds.
+    let external = apply_yaml(&manager, EXTERNAL_JOB).await.remove(0);
+    assert_eq!(external["spec"]["managedBy"], "kueue.x-k8s.io/multikueue", "our webhook hands it to MultiKueue");
+    let uid = external["metadata"]["uid"].as_str().unwrap().to_string();
+    let (workload, worker) = eventually("the ExternalJob to be dispatched", Duration::from_secs(60), || async {
+        let found = workloads_owned_by(&manager, "default", &uid).await?;
+        match found.as_slice() {
+            [w] if w["status"]["clusterName"].is_string() => Ok((
+                w["metadata"]["name"].as_str().unwrap().to_string(),
+                w["status"]["clusterName"].as_str().unwrap().to_string(),
+            )),
+            other => Err(format!("{other:?}")),
+        }
+    })
+    .await;
+    let remote = sandbox.client(&worker).await;
+    let mirror = eventually("the mirror on the worker", Duration::from_secs(30), || async {
+        let jobs = api(&remote, "kueue-ext.dev/v1alpha1", "ExternalJob", "externaljobs", Some("default"));
+        jobs.get_opt("ext-train").await.map_err(|e| e.to_string())?.ok_or_else(|| "not yet".to_string())
+    })
+    .await;
+    let mirror = serde_json::to_value(mirror).unwrap();
+    assert!(mirror["spec"].get("managedBy").is_none(), "the worker copy is run by the worker");
+    assert_eq!(mirror["metadata"]["annotations"]["kueue.x-k8s.io/prebuilt-workload-name"], workload.as_str());
+    let remote_workloads = common::workloads(&remote, "default").list(&Default::default()).await.unwrap();
+    let adopted: Vec<_> =
+        remote_workloads.items.iter().filter(|w| w.metadata.name.as_deref() == Some(&workload)).collect();
+    assert_eq!(adopted.len(), 1, "the worker adopts the prebuilt Workload instead of creating its own");
+    let externals = api(&manager, "kueue-ext.dev/v1alpha1", "ExternalJob", "externaljobs", Some("default"));
+    eventually("the manager's ExternalJob to report completion", Duration::from_secs(90), || async {
+        let job = serde_json::to_value(externals.get("ext-train").await.map_err(|e| e.to_string())?).unwrap();
+        if condition_is(&job, "Complete", "True") { Ok(()) } else { Err(format!("{:#}", job["status"])) }
+    })
+    .await;
+
     down_leaves_nothing(&sandbox);
     assert_eq!(contexts_in(&user_kubeconfig), ["kind-dev"], "down removes the merged contexts");
 }
+
+const EXTERNAL_JOB: &str = r#"
+apiVersion: kueue-ext.dev/v1alpha1
+kind: ExternalJob
+metadata:
+  name: ext-train
+  namespace: default
+  labels: {kueue.x-k8s.io/queue-name: user-queue}
+spec:
+  podSets:
+  - name: workers
+    count: 3
+    template:
+      metadata:
+        annotations: {kueue-ext.dev/run-duration: 10s}
+      spec:
+        containers:
+        - name: train
+          image: registry.invalid/train
+          resources: {requests: {cpu: "1", memory: 1Gi}}
+"#;
