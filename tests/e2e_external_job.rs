@@ -293,3 +293,71 @@ spec:
     assert_eq!(resources(a), resources(b));
     assert_eq!(workloads(&client, "default").list(&Default::default()).await.unwrap().items.len(), 2);
 }
+
+/// The recorded controller process of the manager: its pid and the command it was started with.
+fn controller_process(sandbox: &Sandbox) -> (i32, Vec<String>) {
+    let state: Value = serde_json::from_slice(&std::fs::read(sandbox.dir.join("state.json")).unwrap()).unwrap();
+    let component = state["clusters"][0]["components"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["name"] == "kueue-ext-controller")
+        .unwrap()
+        .clone();
+    let command = component["command"].as_array().unwrap().iter().map(|a| a.as_str().unwrap().to_string()).collect();
+    (component["process"]["pid"].as_i64().unwrap() as i32, command)
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn killing_the_controller_mid_run_loses_nothing_and_duplicates_nothing() {
+    let sandbox = Sandbox::up(&["--workers", "0"]);
+    let client = sandbox.client("manager").await;
+    let mut uids = Vec::new();
+    for i in 0..16 {
+        let job = external_job(&format!("batch-{i}"), 2, "1", "4s", "low")
+            .replace("queue-name: small", "queue-name: user-queue");
+        let job = job.replace(", kueue.x-k8s.io/priority-class: low", "");
+        uids.push(apply_yaml(&client, &job).await.remove(0)["metadata"]["uid"].as_str().unwrap().to_string());
+    }
+    let (pid, command) = controller_process(&sandbox);
+    let log = std::fs::File::create(sandbox.dir.join("manager/logs/kueue-ext-controller-restarted.log")).unwrap();
+    let mut replacement = None;
+    for _ in 0..2 {
+        tokio::time::sleep(Duration::from_secs(2)).await;
+        let victim = replacement.as_ref().map(|c: &std::process::Child| c.id() as i32).unwrap_or(pid);
+        nix::sys::signal::kill(nix::unistd::Pid::from_raw(victim), nix::sys::signal::Signal::SIGKILL).unwrap();
+        if let Some(mut old) = replacement.take() {
+            let _ = old.wait();
+        }
+        tokio::time::sleep(Duration::from_secs(1)).await;
+        replacement = Some(
+            std::process::Command::new(&command[0])
+                .args(&command[1..])
+                .stdout(log.try_clone().unwrap())
+                .stderr(log.try_clone().unwrap())
+                .spawn()
+                .unwrap(),
+        );
+    }
+    for i in 0..16 {
+        wait_complete(&client, &format!("batch-{i}"), Duration::from_secs(180)).await;
+    }
+    for uid in &uids {
+        let owned = workloads_owned_by(&client, "default", uid).await.unwrap();
+        assert_eq!(owned.len(), 1, "exactly one Workload for job {uid}");
+        assert!(condition_is(&owned[0], "Finished", "True"));
+    }
+    let pods: Api<Pod> = Api::namespaced(client.clone(), "default");
+    for (i, uid) in uids.iter().enumerate() {
+        let ran = pods.list(&ListParams::default().labels(&format!("kueue-ext.dev/job-uid={uid}"))).await.unwrap();
+        let succeeded = ran
+            .items
+            .iter()
+            .filter(|p| p.status.as_ref().and_then(|s| s.phase.as_deref()) == Some("Succeeded"))
+            .count();
+        assert_eq!(succeeded, 2, "batch-{i} ran its two pods exactly once");
+    }
+    let mut replacement = replacement.unwrap();
+    replacement.kill().unwrap();
+    replacement.wait().unwrap();
+}
