@@ -33,8 +33,8 @@ pub fn context_name(cluster: &str) -> String {
 }
 
 /// Components of a process-runtime cluster, in start order.
-pub const COMPONENTS: [&str; 6] =
-    ["etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "kwok", "kueue"];
+pub const COMPONENTS: [&str; 7] =
+    ["etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "kwok", "kueue", "kueue-ext-controller"];
 
 /// Name of the sandbox's kubeconfig file inside its state dir.
 pub const KUBECONFIG_FILE: &str = "kubeconfig";
