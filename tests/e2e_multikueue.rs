@@ -154,6 +154,15 @@ async fn multikueue_dispatches_jobs_to_workers_and_reports_back() {
     })
     .await;
 
+    // A worker that loses one of our CRDs is named, with what it lacks.
+    let crds: Api<k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition> =
+        Api::all(sandbox.client("worker2").await);
+    crds.delete("externaljobs.kueue-ext.dev", &Default::default()).await.unwrap();
+    let status = sandbox.run("status", &[]);
+    let out = text(&status);
+    assert!(!status.status.success(), "{out}");
+    assert!(out.contains("worker2: CustomResourceDefinition externaljobs.kueue-ext.dev is missing"), "{out}");
+
     down_leaves_nothing(&sandbox);
     assert_eq!(contexts_in(&user_kubeconfig), ["kind-dev"], "down removes the merged contexts");
 }

@@ -84,6 +84,9 @@ fn table(report: &StatusReport) -> String {
         if let Some(error) = &mk.error {
             out.push_str(&format!("cannot read MultiKueue state: {error}\n"));
         }
+        for problem in &mk.preflight {
+            out.push_str(&format!("  ↳ {problem}\n"));
+        }
     }
     out
 }

@@ -236,3 +236,60 @@ fn untyped(client: &Client, kind: &str, plural: &str) -> Api<kube::api::DynamicO
     };
     Api::all_with(client.clone(), &resource)
 }
+
+/// What a worker must have for MultiKueue to mirror every integrated kind there: the CRDs, and
+/// each rule of the MultiKueue role granted to its ServiceAccount. Kueue itself only reports an
+/// inactive cluster; this names what is missing.
+pub async fn preflight(worker: &str, client: &Client) -> Vec<String> {
+    use k8s_openapi::api::authorization::v1::{ResourceAttributes, SubjectAccessReview, SubjectAccessReviewSpec};
+    use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
+
+    let mut problems = Vec::new();
+    let crds: Api<CustomResourceDefinition> = Api::all(client.clone());
+    for crd in crate::manifests::crds() {
+        let name = crd["metadata"]["name"].as_str().unwrap_or_default();
+        match crds.get_opt(name).await {
+            Ok(Some(_)) => {}
+            Ok(None) => problems.push(format!("{worker}: CustomResourceDefinition {name} is missing")),
+            Err(e) => problems.push(format!("{worker}: cannot read CustomResourceDefinition {name}: {e}")),
+        }
+    }
+    let reviews: Api<SubjectAccessReview> = Api::all(client.clone());
+    let user = format!("system:serviceaccount:{NAMESPACE}:{SERVICE_ACCOUNT}");
+    for rule in worker_role_rules().as_array().into_iter().flatten() {
+        let group = rule["apiGroups"][0].as_str().unwrap_or_default();
+        let (resource, subresource) = {
+            let full = rule["resources"][0].as_str().unwrap_or_default();
+            match full.split_once('/') {
+                Some((r, s)) => (r.to_string(), Some(s.to_string())),
+                None => (full.to_string(), None),
+            }
+        };
+        for verb in rule["verbs"].as_array().into_iter().flatten().filter_map(Value::as_str) {
+            let review = SubjectAccessReview {
+                spec: SubjectAccessReviewSpec {
+                    user: Some(user.clone()),
+                    resource_attributes: Some(ResourceAttributes {
+                        group: Some(group.to_string()),
+                        resource: Some(resource.clone()),
+                        subresource: subresource.clone(),
+                        verb: Some(verb.to_string()),
+                        ..Default::default()
+                    }),
+                    ..Default::default()
+                },
+                ..Default::default()
+            };
+            let allowed = reviews
+                .create(&PostParams::default(), &review)
+                .await
+                .map(|r| r.status.is_some_and(|s| s.allowed))
+                .unwrap_or(false);
+            if !allowed {
+                let what = subresource.as_ref().map(|s| format!("{resource}/{s}")).unwrap_or_else(|| resource.clone());
+                problems.push(format!("{worker}: {NAMESPACE}/{SERVICE_ACCOUNT} may not {verb} {what}.{group}"));
+            }
+        }
+    }
+    problems
+}

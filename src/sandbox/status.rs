@@ -37,6 +37,9 @@ pub struct MultiKueueStatus {
     pub clusters: Vec<ClusterConnection>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
+    /// Why an inactive worker cannot serve MultiKueue (missing CRDs or permissions).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub preflight: Vec<String>,
 }
 
 #[derive(Debug, Serialize)]
@@ -72,6 +75,7 @@ impl StatusReport {
                 if !mk.admission_check_active {
                     out.push("AdmissionCheck multikueue is not Active".to_string());
                 }
+                out.extend(mk.preflight.iter().cloned());
             }
         }
         out
@@ -86,10 +90,25 @@ async fn multikueue_status(cluster_dir: &Path) -> MultiKueueStatus {
         multikueue::connections(&client).await.map_err(|e| e.to_string())
     };
     match read.await {
-        Ok(c) => {
-            MultiKueueStatus { admission_check_active: c.admission_check_active, clusters: c.clusters, error: None }
-        }
-        Err(e) => MultiKueueStatus { admission_check_active: false, clusters: Vec::new(), error: Some(e) },
+        Ok(c) => MultiKueueStatus {
+            admission_check_active: c.admission_check_active,
+            clusters: c.clusters,
+            error: None,
+            preflight: Vec::new(),
+        },
+        Err(e) => MultiKueueStatus {
+            admission_check_active: false,
+            clusters: Vec::new(),
+            error: Some(e),
+            preflight: Vec::new(),
+        },
+    }
+}
+
+async fn worker_preflight(name: &str, dir: &Path) -> Vec<String> {
+    match crate::kube_util::client_for(&dir.join("admin.kubeconfig"), "admin").await {
+        Ok(client) => multikueue::preflight(name, &client).await,
+        Err(e) => vec![format!("{name}: unreachable: {e}")],
     }
 }
 
@@ -120,8 +139,14 @@ pub async fn status(dir: &Path) -> Result<StatusReport, SandboxError> {
         }
         let mut ready = !components.is_empty() && components.iter().all(|c| c.ready);
         let multikueue = if cluster.role == Role::Manager && state.workers > 0 && ready {
-            let status = multikueue_status(&cluster.dir).await;
+            let mut status = multikueue_status(&cluster.dir).await;
+            // Checked for every worker: a missing CRD breaks MultiKueue's watch before Kueue
+            // says so, and Kueue never says why.
+            for worker in state.clusters.iter().filter(|c| c.role == Role::Worker) {
+                status.preflight.extend(worker_preflight(&worker.name, &worker.dir).await);
+            }
             ready = status.error.is_none()
+                && status.preflight.is_empty()
                 && (Connections {
                     admission_check_active: status.admission_check_active,
                     clusters: status.clusters.clone(),

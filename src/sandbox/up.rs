@@ -176,6 +176,13 @@ async fn connect_clusters(options: &UpOptions, started: &[Started]) -> Result<()
         multikueue::wire(&manager.client, &remote)
             .await
             .map_err(|e| SandboxError::step("manager", "wiring MultiKueue", e))?;
+        let mut problems = Vec::new();
+        for worker in &workers {
+            problems.extend(multikueue::preflight(&worker.name, &worker.client).await);
+        }
+        if !problems.is_empty() {
+            return Err(SandboxError::step("manager", "MultiKueue preflight", problems.join("; ")));
+        }
     }
     let pool = &options.nodes;
     let per_cluster_nodes = |role| match role {
