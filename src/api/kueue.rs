@@ -14,6 +14,7 @@ pub const PRIORITY_CLASS_LABEL: &str = "kueue.x-k8s.io/priority-class";
 pub const PREBUILT_WORKLOAD_LABEL: &str = "kueue.x-k8s.io/prebuilt-workload-name";
 pub const JOB_UID_LABEL: &str = "kueue.x-k8s.io/job-uid";
 pub const MULTIKUEUE_ORIGIN_LABEL: &str = "kueue.x-k8s.io/multikueue-origin";
+pub const MULTIKUEUE_WORKER_POD_LABEL: &str = "kueue.x-k8s.io/multikueue-worker-workload-pod";
 pub const RESOURCE_IN_USE_FINALIZER: &str = "kueue.x-k8s.io/resource-in-use";
 pub const MULTIKUEUE_CONTROLLER: &str = "kueue.x-k8s.io/multikueue";
 

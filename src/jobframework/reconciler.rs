@@ -19,8 +19,8 @@ use super::podset::{self, Assignment, CheckUpdate, Flavor, PodSetInfo, PodSetInf
 use super::{status, workload};
 use crate::api::condition::{self, Condition};
 use crate::api::kueue::{
-    EVICTED, FINISHED, PODS_READY, PRIORITY_CLASS_LABEL, PriorityClassRef, QUOTA_RESERVED, RESOURCE_IN_USE_FINALIZER,
-    ResourceFlavor, Workload,
+    EVICTED, FINISHED, MULTIKUEUE_ORIGIN_LABEL, MULTIKUEUE_WORKER_POD_LABEL, PODS_READY, PRIORITY_CLASS_LABEL,
+    PriorityClassRef, QUOTA_RESERVED, RESOURCE_IN_USE_FINALIZER, ResourceFlavor, Workload,
 };
 
 /// Framework settings (Kueue's Configuration fields that matter to a job reconciler).
@@ -388,7 +388,7 @@ async fn admission_infos(ctx: &Context, wl: &Workload) -> Result<Result<Vec<PodS
         })
         .collect();
     let pod_sets: Vec<(String, i32)> = wl.spec.pod_sets.iter().map(|p| (p.name.clone(), p.count)).collect();
-    Ok(podset::infos_from_admission(
+    let mut infos = podset::infos_from_admission(
         &pod_sets,
         &assignments,
         &flavor_refs,
@@ -396,7 +396,16 @@ async fn admission_infos(ctx: &Context, wl: &Workload) -> Result<Result<Vec<PodS
         &wl.name_any(),
         wl.spec.queue_name.as_deref().unwrap_or_default(),
         &admission.cluster_queue,
-    ))
+    );
+    // On a MultiKueue worker Kueue marks the pods of mirrored Workloads.
+    if wl.labels().contains_key(MULTIKUEUE_ORIGIN_LABEL)
+        && let Ok(infos) = infos.as_mut()
+    {
+        for info in infos {
+            info.labels.insert(MULTIKUEUE_WORKER_POD_LABEL.into(), "true".into());
+        }
+    }
+    Ok(infos)
 }
 
 /// Suspends the job and puts back the templates the Workload recorded (if given).
