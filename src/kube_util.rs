@@ -31,6 +31,25 @@ pub enum ApplyError {
     NotEstablished { name: String, seconds: u64 },
 }
 
+/// A token for a ServiceAccount from the TokenRequest API, valid for `seconds`.
+pub async fn service_account_token(
+    client: &Client,
+    namespace: &str,
+    name: &str,
+    seconds: i64,
+) -> Result<String, kube::Error> {
+    use k8s_openapi::api::authentication::v1::{TokenRequest, TokenRequestSpec};
+    use k8s_openapi::api::core::v1::ServiceAccount;
+
+    let api: Api<ServiceAccount> = Api::namespaced(client.clone(), namespace);
+    let request = TokenRequest {
+        spec: Some(TokenRequestSpec { expiration_seconds: Some(seconds), ..Default::default() }),
+        ..Default::default()
+    };
+    let response = api.create_token_request(name, &kube::api::PostParams::default(), &request).await?;
+    Ok(response.status.and_then(|s| s.token).unwrap_or_default())
+}
+
 /// A client for one context of a kubeconfig file.
 pub async fn client_for(kubeconfig: &Path, context: &str) -> anyhow::Result<Client> {
     let config = Kubeconfig::read_from(kubeconfig)?;

@@ -92,6 +92,20 @@ async fn multikueue_dispatches_jobs_to_workers_and_reports_back() {
         dispatched.push(worker);
     }
     assert_ne!(dispatched[0], dispatched[1], "two Jobs that cannot share a worker land on different workers");
+    let placed = sandbox.status_json()["clusters"][0]["multikueue"]["jobs"].clone();
+    let worker_of = |job: &str| {
+        placed
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|j| j["job"] == job)
+            .map(|j| j["worker"].as_str().unwrap_or("").to_string())
+    };
+    assert_eq!(
+        worker_of("Job/default/train-a").as_deref(),
+        Some(dispatched[0].as_str()),
+        "status names the worker: {placed:#}"
+    );
 
     for (name, worker) in ["train-a", "train-b"].iter().zip(&dispatched) {
         let remote: Api<Job> = Api::namespaced(sandbox.client(worker).await, "default");

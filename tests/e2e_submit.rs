@@ -18,6 +18,8 @@ async fn submit_runs_the_samples_and_refuses_bad_batches_whole() {
         "externaljob.kueue-ext.dev/train-small created",
         "externaljob.kueue-ext.dev/driver-and-workers created",
         "externaljob.kueue-ext.dev/train-small succeeded",
+        "externaljob.kueue-ext.dev/urgent succeeded",
+        "externaljob.kueue-ext.dev/too-big pending: couldn't assign flavors to pod set main",
     ] {
         assert!(out.contains(line), "missing {line:?} in:\n{out}");
     }

@@ -87,6 +87,12 @@ fn table(report: &StatusReport) -> String {
         for problem in &mk.preflight {
             out.push_str(&format!("  ↳ {problem}\n"));
         }
+        if !mk.jobs.is_empty() {
+            out.push_str(&format!("\n{:<44} {:<10} {}\n", "JOB (manager)", "STATE", "WORKER"));
+            for job in &mk.jobs {
+                out.push_str(&format!("{:<44} {:<10} {}\n", job.job, job.state, job.worker.as_deref().unwrap_or("-")));
+            }
+        }
     }
     out
 }

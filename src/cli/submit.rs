@@ -82,14 +82,15 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
     let mut docs = Vec::new();
     let mut problems = Vec::new();
     for file in &files {
-        let (name, text) = if file.as_os_str() == "-" {
-            let mut text = String::new();
-            std::io::stdin().read_to_string(&mut text)?;
-            ("<stdin>".to_string(), text)
+        let (name, bytes) = if file.as_os_str() == "-" {
+            let mut bytes = Vec::new();
+            std::io::stdin().read_to_end(&mut bytes)?;
+            ("<stdin>".to_string(), bytes)
         } else {
-            (file.display().to_string(), std::fs::read_to_string(file)?)
+            let bytes = std::fs::read(file).map_err(|e| anyhow::anyhow!("{}: {e}", file.display()))?;
+            (file.display().to_string(), bytes)
         };
-        match documents::parse(&name, &text) {
+        match documents::read(&name, &bytes) {
             Ok(parsed) => docs.extend(parsed),
             Err(found) => problems.extend(found),
         }
@@ -171,8 +172,18 @@ fn target(args: &Args) -> anyhow::Result<(Kubeconfig, String)> {
     Ok((config, context))
 }
 
+/// Jobs annotated `kueue-ext.dev/wait: "false"` are expected to stay pending: `--wait` reports
+/// why instead of waiting for them.
+const WAIT_ANNOTATION: &str = "kueue-ext.dev/wait";
+
 async fn wait(client: &kube::Client, planned: &[Planned], timeout: Duration) -> anyhow::Result<ExitCode> {
-    let jobs: Vec<&Planned> = planned.iter().filter(|p| submit::is_job(&p.doc.object)).collect();
+    let (jobs, expected_pending): (Vec<&Planned>, Vec<&Planned>) = planned
+        .iter()
+        .filter(|p| submit::is_job(&p.doc.object))
+        .partition(|p| p.doc.object["metadata"]["annotations"][WAIT_ANNOTATION] != "false");
+    for p in expected_pending {
+        println!("{} pending: {}", p.display_name(), pending_reason(client, p).await);
+    }
     let deadline = Instant::now() + timeout;
     let mut pending: Vec<&Planned> = jobs.clone();
     let mut failed = 0;
@@ -201,6 +212,27 @@ async fn wait(client: &kube::Client, planned: &[Planned], timeout: Duration) -> 
         }
     }
     Ok(if failed == 0 { ExitCode::SUCCESS } else { ExitCode::FAILURE })
+}
+
+/// Why a job's Workload holds no quota, in Kueue's words (waits a little for Kueue to decide).
+async fn pending_reason(client: &kube::Client, p: &Planned) -> String {
+    use kube::ResourceExt;
+
+    use crate::api::kueue::{QUOTA_RESERVED, Workload};
+    use crate::jobframework::naming::workload_name;
+
+    let Ok(job) = p.api(client).get(p.name()).await else { return "the job is gone".into() };
+    let name = workload_name(&p.resource.kind, &p.resource.group, p.name(), &job.uid().unwrap_or_default());
+    let workloads: kube::Api<Workload> = kube::Api::namespaced(client.clone(), &job.namespace().unwrap_or_default());
+    for _ in 0..40 {
+        if let Ok(Some(wl)) = workloads.get_opt(&name).await
+            && let Some(c) = crate::api::condition::find(wl.conditions(), QUOTA_RESERVED).filter(|c| !c.is_true())
+        {
+            return format!("{} ({})", c.message, c.reason);
+        }
+        tokio::time::sleep(Duration::from_millis(250)).await;
+    }
+    "waiting for Kueue to evaluate its Workload".into()
 }
 
 #[cfg(test)]

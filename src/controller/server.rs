@@ -112,3 +112,111 @@ pub async fn serve(
     axum_server::bind_rustls(addr, tls).handle(handle).serve(router.into_make_service()).await?;
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use axum::body::Body;
+    use axum::http::Request;
+    use serde_json::{Value, json};
+    use tower::ServiceExt;
+
+    use super::*;
+
+    fn state(ready: bool) -> Arc<ServerState> {
+        Arc::new(ServerState {
+            config: Config::default(),
+            queues: None,
+            metrics: Arc::new(Metrics::default()),
+            ready: AtomicBool::new(ready),
+        })
+    }
+
+    async fn call(path: &str, body: impl Into<Body>) -> (StatusCode, Vec<u8>) {
+        let request = Request::post(path).header("content-type", "application/json").body(body.into()).unwrap();
+        let response = router(state(true)).oneshot(request).await.unwrap();
+        let status = response.status();
+        (status, axum::body::to_bytes(response.into_body(), usize::MAX).await.unwrap().to_vec())
+    }
+
+    fn review(operation: &str, object: Value, old: Option<Value>) -> Value {
+        json!({
+            "apiVersion": "admission.k8s.io/v1",
+            "kind": "AdmissionReview",
+            "request": {
+                "uid": "0b6c1d2e-0000-0000-0000-000000000001",
+                "kind": {"group": "kueue-ext.dev", "version": "v1alpha1", "kind": "ExternalJob"},
+                "resource": {"group": "kueue-ext.dev", "version": "v1alpha1", "resource": "externaljobs"},
+                "name": "train", "namespace": "default", "operation": operation,
+                "userInfo": {"username": "alice"},
+                "object": object, "oldObject": old, "dryRun": false,
+            }
+        })
+    }
+
+    fn job(pod_sets: Value) -> Value {
+        json!({
+            "apiVersion": "kueue-ext.dev/v1alpha1", "kind": "ExternalJob",
+            "metadata": {"name": "train", "namespace": "default", "labels": {"kueue.x-k8s.io/queue-name": "user-queue"}},
+            "spec": {"podSets": pod_sets, "futureField": {"kept": true}},
+        })
+    }
+
+    fn one_pod_set() -> Value {
+        json!([{"name": "main", "count": 1, "template": {"spec": {"containers": [{"name": "c", "image": "x"}]}}}])
+    }
+
+    #[tokio::test]
+    async fn mutation_suspends_queued_jobs_with_a_minimal_patch() {
+        let (status, body) = call(MUTATE_EXTERNAL_JOB, review("CREATE", job(one_pod_set()), None).to_string()).await;
+        assert_eq!(status, StatusCode::OK);
+        let answer: Value = serde_json::from_slice(&body).unwrap();
+        assert_eq!(answer["response"]["allowed"], true);
+        assert_eq!(answer["response"]["uid"], "0b6c1d2e-0000-0000-0000-000000000001");
+        // kube-core sends the patch bytes as a JSON array, which the API server's decoder accepts.
+        let bytes: Vec<u8> = serde_json::from_value(answer["response"]["patch"].clone()).expect("patch bytes");
+        let patch = String::from_utf8(bytes).unwrap();
+        let ops: Value = serde_json::from_str(&patch).unwrap();
+        assert_eq!(
+            ops,
+            json!([{"op": "add", "path": "/spec/suspend", "value": true}]),
+            "unknown fields are not touched"
+        );
+    }
+
+    #[tokio::test]
+    async fn validation_denies_with_the_field_path() {
+        let (_, body) = call(VALIDATE_EXTERNAL_JOB, review("CREATE", job(json!([])), None).to_string()).await;
+        let answer: Value = serde_json::from_slice(&body).unwrap();
+        assert_eq!(answer["response"]["allowed"], false);
+        assert!(answer["response"]["status"]["message"].as_str().unwrap().contains("spec.podSets"), "{answer}");
+    }
+
+    #[tokio::test]
+    async fn an_object_of_the_wrong_shape_is_denied_not_a_crash() {
+        let wrong = json!({"apiVersion": "kueue-ext.dev/v1alpha1", "kind": "ExternalJob", "metadata": {"name": "x"}, "spec": {"podSets": "many"}});
+        let (status, body) = call(VALIDATE_EXTERNAL_JOB, review("CREATE", wrong, None).to_string()).await;
+        assert_eq!(status, StatusCode::OK);
+        let answer: Value = serde_json::from_slice(&body).unwrap();
+        assert_eq!(answer["response"]["allowed"], false);
+        assert!(answer["response"]["status"]["message"].as_str().unwrap().contains("cannot read it as an ExternalJob"));
+    }
+
+    #[tokio::test]
+    async fn garbage_deep_nesting_and_huge_bodies_are_refused_cleanly() {
+        assert_eq!(call(MUTATE_EXTERNAL_JOB, "{not json").await.0, StatusCode::BAD_REQUEST);
+        assert_eq!(call(MUTATE_EXTERNAL_JOB, r#"{"kind": "AdmissionReview"}"#).await.0, StatusCode::BAD_REQUEST);
+        let deep = format!("{}{}", "[".repeat(100_000), "]".repeat(100_000));
+        assert_eq!(call(VALIDATE_EXTERNAL_JOB, deep).await.0, StatusCode::BAD_REQUEST);
+        let huge = vec![b' '; MAX_BODY_BYTES + 1];
+        assert_eq!(call(VALIDATE_EXTERNAL_JOB, huge).await.0, StatusCode::PAYLOAD_TOO_LARGE);
+    }
+
+    #[tokio::test]
+    async fn readiness_waits_for_the_caches() {
+        let get = |state| async move {
+            router(state).oneshot(Request::get("/readyz").body(Body::empty()).unwrap()).await.unwrap().status()
+        };
+        assert_eq!(get(state(false)).await, StatusCode::SERVICE_UNAVAILABLE);
+        assert_eq!(get(state(true)).await, StatusCode::OK);
+    }
+}

@@ -4,12 +4,8 @@
 
 use std::path::{Path, PathBuf};
 
-use k8s_openapi::api::authentication::v1::{TokenRequest, TokenRequestSpec};
-use k8s_openapi::api::core::v1::ServiceAccount;
 use kube::Client;
-use kube::api::{Api, PostParams};
 
-use super::fsutil::write_private;
 use super::kubeconfig::{self, Credentials, Entry};
 use super::layout::Layout;
 use crate::kube_util::{self, ApplyError};
@@ -50,18 +46,10 @@ pub async fn install(client: &Client, layout: &Layout) -> Result<(), InstallErro
         kube_util::apply(client, &obj).await?;
     }
 
-    let api: Api<ServiceAccount> = Api::namespaced(client.clone(), manifests::NAMESPACE);
-    let request = TokenRequest {
-        spec: Some(TokenRequestSpec { expiration_seconds: Some(TOKEN_SECONDS), ..Default::default() }),
-        ..Default::default()
-    };
-    let token = api
-        .create_token_request(manifests::SERVICE_ACCOUNT, &PostParams::default(), &request)
-        .await
-        .map_err(InstallError::Token)?
-        .status
-        .and_then(|s| s.token)
-        .unwrap_or_default();
+    let token =
+        kube_util::service_account_token(client, manifests::NAMESPACE, manifests::SERVICE_ACCOUNT, TOKEN_SECONDS)
+            .await
+            .map_err(InstallError::Token)?;
     let dir = layout.controller_dir();
     let entry = Entry {
         context: manifests::SERVICE_ACCOUNT,
@@ -71,10 +59,7 @@ pub async fn install(client: &Client, layout: &Layout) -> Result<(), InstallErro
     };
     let path = dir.join("kubeconfig");
     kubeconfig::write(&path, &kubeconfig::render(&[entry])).map_err(io(&path))?;
-    for (from, name) in [(&layout.pki.serving_cert, "tls.crt"), (&layout.pki.serving_key, "tls.key")] {
-        let bytes = std::fs::read(from).map_err(io(from))?;
-        let to = dir.join("certs").join(name);
-        write_private(&to, &bytes).map_err(io(&to))?;
-    }
+    let certs = dir.join("certs");
+    layout.pki.copy_serving_pair(&certs).map_err(io(&certs))?;
     Ok(())
 }

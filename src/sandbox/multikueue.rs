@@ -2,8 +2,6 @@
 //! bound to the role MultiKueue needs and a token for it; on the manager a kubeconfig Secret and a
 //! MultiKueueCluster per worker, one MultiKueueConfig, and the AdmissionCheck.
 
-use k8s_openapi::api::authentication::v1::{TokenRequest, TokenRequestSpec};
-use k8s_openapi::api::core::v1::ServiceAccount;
 use kube::Client;
 use kube::api::{Api, PostParams};
 use serde_json::{Value, json};
@@ -101,18 +99,9 @@ async fn worker_kubeconfig(worker: &Worker<'_>) -> Result<String, WiringError> {
             .await
             .map_err(|source| WiringError::Apply { worker: worker.name.to_string(), source })?;
     }
-    let api: Api<ServiceAccount> = Api::namespaced(worker.client.clone(), NAMESPACE);
-    let request = TokenRequest {
-        spec: Some(TokenRequestSpec { expiration_seconds: Some(TOKEN_SECONDS), ..Default::default() }),
-        ..Default::default()
-    };
-    let token = api
-        .create_token_request(SERVICE_ACCOUNT, &PostParams::default(), &request)
+    let token = kube_util::service_account_token(worker.client, NAMESPACE, SERVICE_ACCOUNT, TOKEN_SECONDS)
         .await
-        .map_err(|source| WiringError::Token { worker: worker.name.to_string(), source })?
-        .status
-        .and_then(|s| s.token)
-        .unwrap_or_default();
+        .map_err(|source| WiringError::Token { worker: worker.name.to_string(), source })?;
     let entry = Entry {
         context: worker.name,
         server: worker.server.clone(),

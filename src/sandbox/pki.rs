@@ -44,6 +44,15 @@ pub struct PkiPaths {
 }
 
 impl PkiPaths {
+    /// Copies the serving pair into `dir` as `tls.crt` and `tls.key`, the names
+    /// controller-runtime and this project's webhook server read.
+    pub fn copy_serving_pair(&self, dir: &Path) -> std::io::Result<()> {
+        for (from, name) in [(&self.serving_cert, "tls.crt"), (&self.serving_key, "tls.key")] {
+            write_private(&dir.join(name), &std::fs::read(from)?)?;
+        }
+        Ok(())
+    }
+
     pub fn in_dir(dir: &Path) -> Self {
         PkiPaths {
             ca_cert: dir.join("ca.crt"),

@@ -6,8 +6,12 @@ use serde::Serialize;
 
 use super::error::SandboxError;
 use super::health::Prober;
+use kube::ResourceExt;
+use kube::api::Api;
+
 use super::multikueue::{self, ClusterConnection, Connections};
 use super::state::{Phase, Role, SandboxState};
+use crate::api::kueue::{ADMITTED, EVICTED, FINISHED, Workload};
 
 #[derive(Debug, Serialize)]
 pub struct ComponentStatus {
@@ -40,6 +44,38 @@ pub struct MultiKueueStatus {
     /// Why an inactive worker cannot serve MultiKueue (missing CRDs or permissions).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub preflight: Vec<String>,
+    /// Each job on the manager and the worker MultiKueue placed it on.
+    pub jobs: Vec<JobPlacement>,
+}
+
+#[derive(Debug, Serialize)]
+pub struct JobPlacement {
+    /// `kind/namespace/name` of the job that owns the Workload.
+    pub job: String,
+    pub workload: String,
+    /// `Pending`, `Admitted`, `Finished` or `Evicted`.
+    pub state: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub worker: Option<String>,
+}
+
+fn placement(wl: &Workload) -> JobPlacement {
+    let owner = wl.owner_references().iter().find(|o| o.controller == Some(true));
+    let state = if wl.is(FINISHED) {
+        "Finished"
+    } else if wl.is(EVICTED) {
+        "Evicted"
+    } else if wl.is(ADMITTED) {
+        "Admitted"
+    } else {
+        "Pending"
+    };
+    JobPlacement {
+        job: owner.map(|o| format!("{}/{}/{}", o.kind, wl.namespace().unwrap_or_default(), o.name)).unwrap_or_default(),
+        workload: wl.name_any(),
+        state: state.into(),
+        worker: wl.status.as_ref().and_then(|s| s.cluster_name.clone()),
+    }
 }
 
 #[derive(Debug, Serialize)]
@@ -87,20 +123,24 @@ async fn multikueue_status(cluster_dir: &Path) -> MultiKueueStatus {
         let client = crate::kube_util::client_for(&cluster_dir.join("admin.kubeconfig"), "admin")
             .await
             .map_err(|e| e.to_string())?;
-        multikueue::connections(&client).await.map_err(|e| e.to_string())
+        let connections = multikueue::connections(&client).await.map_err(|e| e.to_string())?;
+        let workloads = Api::<Workload>::all(client).list(&Default::default()).await.map_err(|e| e.to_string())?;
+        Ok::<_, String>((connections, workloads.items.iter().map(placement).collect()))
     };
     match read.await {
-        Ok(c) => MultiKueueStatus {
+        Ok((c, jobs)) => MultiKueueStatus {
             admission_check_active: c.admission_check_active,
             clusters: c.clusters,
             error: None,
             preflight: Vec::new(),
+            jobs,
         },
         Err(e) => MultiKueueStatus {
             admission_check_active: false,
             clusters: Vec::new(),
             error: Some(e),
             preflight: Vec::new(),
+            jobs: Vec::new(),
         },
     }
 }

@@ -82,6 +82,34 @@ fn walk(dir: &Path, out: &mut Vec<PathBuf>) -> std::io::Result<()> {
     Ok(())
 }
 
+/// Largest object the API server stores (etcd's request limit); bigger ones are refused here,
+/// with the file named, rather than by the server.
+pub const MAX_OBJECT_BYTES: usize = 1536 * 1024;
+
+/// Reads and parses one file: bytes that are not UTF-8, a file without objects and objects over
+/// the size limit are problems named by file (and document).
+pub fn read(file: &str, bytes: &[u8]) -> Result<Vec<Document>, Vec<Problem>> {
+    let whole = Origin { file: file.to_string(), index: 0, line: 1 };
+    let text = match std::str::from_utf8(bytes) {
+        Ok(text) => text,
+        Err(err) => {
+            let line = bytes[..err.valid_up_to()].iter().filter(|b| **b == b'\n').count() + 1;
+            let at = Origin { line, ..whole };
+            return Err(vec![Problem::new(&at, None, "is not UTF-8 text; save it as UTF-8 YAML or JSON")]);
+        }
+    };
+    let docs = parse(file, text)?;
+    if docs.is_empty() {
+        return Err(vec![Problem::new(&whole, None, "contains no objects")]);
+    }
+    let too_big: Vec<Problem> = docs
+        .iter()
+        .filter(|d| serde_json::to_vec(&d.object).map(|v| v.len()).unwrap_or(0) > MAX_OBJECT_BYTES)
+        .map(|d| Problem::new(&d.origin, None, "is larger than 1.5 MiB, the most the API server stores in one object"))
+        .collect();
+    if too_big.is_empty() { Ok(docs) } else { Err(too_big) }
+}
+
 /// Splits a YAML stream at `---` lines, keeping each document's first line number.
 fn split_documents(text: &str) -> Vec<(usize, String)> {
     let mut docs = vec![(1usize, String::new())];
@@ -176,6 +204,35 @@ mod tests {
         let docs = parse("x.yaml", "apiVersion: v1\nmetadata: {}\n").unwrap();
         let fields: Vec<String> = check_shape(&docs[0]).into_iter().filter_map(|p| p.field).collect();
         assert_eq!(fields, ["kind", "metadata.name"]);
+    }
+
+    #[test]
+    fn hostile_inputs_give_clear_errors() {
+        let bomb = "a: &a [x, x, x, x, x, x, x, x, x]\nb: &b [*a, *a, *a, *a, *a, *a, *a, *a, *a]\nc: &c [*b, *b, *b, *b, *b, *b, *b, *b, *b]\nd: &d [*c, *c, *c, *c, *c, *c, *c, *c, *c]\ne: &e [*d, *d, *d, *d, *d, *d, *d, *d, *d]\nf: &f [*e, *e, *e, *e, *e, *e, *e, *e, *e]\ng: &g [*f, *f, *f, *f, *f, *f, *f, *f, *f]\nh: [*g, *g, *g, *g, *g, *g, *g, *g, *g]\n";
+        let cases: [(&str, &[u8], &str); 5] = [
+            ("empty.yaml", b"", "contains no objects"),
+            ("latin1.yaml", b"apiVersion: v1\nkind: Namespace\nmetadata: {name: caf\xe9}\n", "is not UTF-8"),
+            ("dup.yaml", b"apiVersion: v1\nkind: Namespace\nkind: Pod\nmetadata: {name: a}\n", "invalid YAML"),
+            ("bomb.yaml", bomb.as_bytes(), "invalid YAML"),
+            ("syntax.yaml", b"apiVersion: v1\nkind: : :\n", "invalid YAML"),
+        ];
+        for (file, bytes, expected) in cases {
+            let problems = read(file, bytes).unwrap_err();
+            let text = problems[0].to_string();
+            assert!(text.starts_with(file) && text.contains(expected), "{file}: {text}");
+        }
+        let latin1 = read("l.yaml", b"apiVersion: v1\nkind: Namespace\nmetadata: {name: caf\xe9}\n").unwrap_err();
+        assert_eq!(latin1[0].origin.line, 3, "the line of the first bad byte");
+    }
+
+    #[test]
+    fn objects_over_the_api_server_limit_are_refused() {
+        let big = format!(
+            "apiVersion: v1\nkind: ConfigMap\nmetadata: {{name: big}}\ndata: {{blob: {}}}\n",
+            "x".repeat(5 * 1024 * 1024)
+        );
+        let problems = read("big.yaml", big.as_bytes()).unwrap_err();
+        assert!(problems[0].to_string().contains("larger than 1.5 MiB"), "{}", problems[0]);
     }
 
     #[test]

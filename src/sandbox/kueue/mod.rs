@@ -6,10 +6,7 @@ pub mod manifests;
 
 use std::path::{Path, PathBuf};
 
-use k8s_openapi::api::authentication::v1::{TokenRequest, TokenRequestSpec};
-use k8s_openapi::api::core::v1::ServiceAccount;
 use kube::Client;
-use kube::api::{Api, PostParams};
 use serde_json::{Value, json};
 
 use super::fsutil::write_private;
@@ -113,7 +110,14 @@ pub async fn install(
     }
 
     let dir = layout.kueue_dir();
-    let token = service_account_token(client).await?;
+    let token =
+        kube_util::service_account_token(client, manifests::NAMESPACE, manifests::SERVICE_ACCOUNT, TOKEN_SECONDS)
+            .await
+            .map_err(|source| KueueError::Token {
+                namespace: manifests::NAMESPACE,
+                name: manifests::SERVICE_ACCOUNT,
+                source,
+            })?;
     let entry = Entry {
         context: "kueue",
         server: layout.api_server_url(),
@@ -126,31 +130,9 @@ pub async fn install(
     let config = serde_saphyr::to_string(&configuration(layout, multikueue_manager))
         .map_err(|e| io(&config_path)(std::io::Error::other(e)))?;
     std::fs::write(&config_path, config).map_err(io(&config_path))?;
-    copy_serving_cert(layout, &dir.join("certs"))?;
+    let certs = dir.join("certs");
+    layout.pki.copy_serving_pair(&certs).map_err(io(&certs))?;
     ensure_metrics_cert(layout)
-}
-
-async fn service_account_token(client: &Client) -> Result<String, KueueError> {
-    let api: Api<ServiceAccount> = Api::namespaced(client.clone(), manifests::NAMESPACE);
-    let request = TokenRequest {
-        spec: Some(TokenRequestSpec { expiration_seconds: Some(TOKEN_SECONDS), ..Default::default() }),
-        ..Default::default()
-    };
-    let response =
-        api.create_token_request(manifests::SERVICE_ACCOUNT, &PostParams::default(), &request).await.map_err(
-            |source| KueueError::Token { namespace: manifests::NAMESPACE, name: manifests::SERVICE_ACCOUNT, source },
-        )?;
-    Ok(response.status.and_then(|s| s.token).unwrap_or_default())
-}
-
-/// controller-runtime's webhook server reads `tls.crt`/`tls.key` from its cert dir.
-fn copy_serving_cert(layout: &Layout, dir: &Path) -> Result<(), KueueError> {
-    for (from, name) in [(&layout.pki.serving_cert, "tls.crt"), (&layout.pki.serving_key, "tls.key")] {
-        let bytes = std::fs::read(from).map_err(io(from))?;
-        let to = dir.join(name);
-        write_private(&to, &bytes).map_err(io(&to))?;
-    }
-    Ok(())
 }
 
 /// Puts a certificate at Kueue's fixed metrics path when none is there. The metrics endpoint
