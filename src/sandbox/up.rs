@@ -264,11 +264,9 @@ async fn start_cluster(
     let launcher = Launcher { cluster: name, layout, recorder, extra_args: component_args };
     launcher.start_and_wait(&layout.etcd(), &mut prober).await?;
     launcher.start_and_wait(&layout.api_server(), &mut prober).await?;
+    // The control loops are not needed to install Kueue: start them now, check them at the end.
     let loops = [layout.controller_manager(), layout.scheduler(), layout.kwok()];
-    let started: Vec<Component> = loops.iter().map(|spec| launcher.start(spec)).collect::<Result<_, _>>()?;
-    for component in &started {
-        launcher.wait_ready(component, &mut prober).await?;
-    }
+    let mut started: Vec<Component> = loops.iter().map(|spec| launcher.start(spec)).collect::<Result<_, _>>()?;
     step.done();
 
     let step = progress.step(format!("cluster {name}: Kueue {}", toolchain::versions::KUEUE));
@@ -285,8 +283,12 @@ async fn start_cluster(
         .map_err(|e| SandboxError::step(name, "installing Kueue", e))?;
     recorder.add_external_files(created)?;
     integration::install(&client, layout).await.map_err(|e| SandboxError::step(name, "installing kueue-ext", e))?;
-    launcher.start_and_wait(&layout.kueue(), &mut prober).await?;
-    launcher.start_and_wait(&layout.controller(), &mut prober).await?;
+    // Kueue and our controller need only the API server; they start side by side.
+    started.push(launcher.start(&layout.kueue())?);
+    started.push(launcher.start(&layout.controller())?);
+    for component in &started {
+        launcher.wait_ready(component, &mut prober).await?;
+    }
     step.done();
     Ok(Started {
         name: name.to_string(),
@@ -351,7 +353,7 @@ impl Launcher<'_> {
                     log: component.process.log.clone(),
                 });
             }
-            tokio::time::sleep(Duration::from_millis(200)).await;
+            tokio::time::sleep(Duration::from_millis(100)).await;
         }
     }
 }
