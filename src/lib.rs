@@ -6,6 +6,7 @@
 pub mod api;
 pub mod cli;
 pub mod controller;
+pub mod explain;
 pub mod integrations;
 pub mod jobframework;
 pub mod kube_util;

@@ -23,6 +23,19 @@ async fn submit_runs_the_samples_and_refuses_bad_batches_whole() {
     ] {
         assert!(out.contains(line), "missing {line:?} in:\n{out}");
     }
+    let pending = text(&sandbox.run("explain", &["too-big"]));
+    assert!(pending.contains("is waiting for quota in queue user-queue") && pending.contains("cpu"), "{pending}");
+    let done = text(&sandbox.run("explain", &["externaljob/train-small"]));
+    assert!(done.contains("has finished: Complete"), "{done}");
+    let batch = text(&sandbox.run("explain", &["job/sample-job"]));
+    assert!(batch.contains("Job default/sample-job has finished: Complete"), "{batch}");
+
+    let again = sandbox.run("submit", &[samples]);
+    assert!(
+        text(&again).contains("externaljob.kueue-ext.dev/urgent unchanged (already submitted)"),
+        "{}",
+        text(&again)
+    );
     let again = sandbox.run("submit", &[samples, "-o", "name"]);
     assert!(
         again.status.success() && text(&again).contains("externaljob.kueue-ext.dev/train-small"),

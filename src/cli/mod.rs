@@ -1,7 +1,9 @@
 //! Command-line interface: one file per command; this one parses and dispatches.
 
+mod cluster;
 mod controller;
 mod down;
+mod explain;
 mod manifests;
 mod status;
 mod submit;
@@ -46,6 +48,8 @@ pub enum Command {
     Manifests(manifests::Args),
     /// Apply jobs and queues from files or directories; nothing is applied if any is invalid.
     Submit(submit::Args),
+    /// Say why a job is or is not running: its queue, Workload, quota, admission checks, worker.
+    Explain(explain::Args),
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -77,6 +81,7 @@ pub async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Controller(args) => controller::run(args).await,
         Command::Manifests(args) => manifests::run(args).await,
         Command::Submit(args) => submit::run(args).await,
+        Command::Explain(args) => explain::run(args).await,
     }
 }
 

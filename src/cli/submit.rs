@@ -3,10 +3,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
-use kube::config::Kubeconfig;
-
-use super::SandboxArgs;
-use crate::sandbox::{KUBECONFIG_FILE, context_name};
+use super::cluster::ClusterArgs;
 use crate::submit::{self, Defaults, Planned, Problem, documents};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -30,16 +27,7 @@ pub struct Args {
     #[arg(required = true, value_name = "PATH")]
     pub paths: Vec<PathBuf>,
     #[command(flatten)]
-    pub sandbox: SandboxArgs,
-    /// Kubeconfig file [default: the sandbox's when one is up, else $KUBECONFIG or ~/.kube/config]
-    #[arg(long, value_name = "FILE")]
-    pub kubeconfig: Option<PathBuf>,
-    /// Kubeconfig context [default: kueue-ext-manager in a sandbox, else the current context]
-    #[arg(long)]
-    pub context: Option<String>,
-    /// Namespace of objects that name none [default: the context's, else default]
-    #[arg(short, long)]
-    pub namespace: Option<String>,
+    pub cluster: ClusterArgs,
     /// LocalQueue for jobs that carry no kueue.x-k8s.io/queue-name label.
     #[arg(long, value_name = "NAME")]
     pub queue: Option<String>,
@@ -105,13 +93,7 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
         return Ok(ExitCode::SUCCESS);
     }
 
-    let (kubeconfig, context) = target(&args)?;
-    let namespace = args
-        .namespace
-        .clone()
-        .or_else(|| kubeconfig.contexts.iter().find(|c| c.name == context)?.context.as_ref()?.namespace.clone())
-        .unwrap_or_else(|| "default".into());
-    let client = crate::kube_util::client_from(kubeconfig, &context).await?;
+    let (client, namespace) = args.cluster.connect().await?;
     let defaults = Defaults { namespace: &namespace, queue: args.queue.as_deref() };
     let planned = match submit::plan(&client, docs, &defaults).await {
         Ok(planned) => planned,
@@ -151,25 +133,6 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
         Some(timeout) if !dry_run => wait(&client, &planned, timeout).await,
         _ => Ok(ExitCode::SUCCESS),
     }
-}
-
-/// The kubeconfig and context to use: flags first, then a running sandbox, then kubectl's default.
-fn target(args: &Args) -> anyhow::Result<(Kubeconfig, String)> {
-    let sandbox = args.sandbox.dir().join(KUBECONFIG_FILE);
-    let (config, default_context) = match &args.kubeconfig {
-        Some(path) => (Kubeconfig::read_from(path)?, None),
-        None if args.context.is_none() && sandbox.exists() => {
-            (Kubeconfig::read_from(&sandbox)?, Some(context_name("manager")))
-        }
-        None => (Kubeconfig::read()?, None),
-    };
-    let context = args
-        .context
-        .clone()
-        .or(default_context)
-        .or_else(|| config.current_context.clone())
-        .ok_or_else(|| anyhow::anyhow!("no context: pass --context or set a current context"))?;
-    Ok((config, context))
 }
 
 /// Jobs annotated `kueue-ext.dev/wait: "false"` are expected to stay pending: `--wait` reports
