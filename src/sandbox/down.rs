@@ -46,8 +46,10 @@ pub async fn stop_processes(state: &SandboxState) -> usize {
     running.len()
 }
 
+/// Removes the files, then the (then empty) directories, this sandbox created outside its state
+/// dir; a directory someone else filled meanwhile stays.
 pub fn remove_external_files(state: &SandboxState) {
-    for file in &state.external_files {
-        let _ = std::fs::remove_file(file);
+    for path in &state.external_files {
+        let _ = if path.is_dir() { std::fs::remove_dir(path) } else { std::fs::remove_file(path) };
     }
 }

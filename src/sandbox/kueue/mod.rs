@@ -145,9 +145,11 @@ fn ensure_metrics_cert(layout: &Layout) -> Result<Vec<PathBuf>, KueueError> {
     }
     let fail =
         |source| KueueError::MetricsCert { dir: METRICS_CERT_DIR, version: super::toolchain::versions::KUEUE, source };
+    // Directories this call creates are recorded too (deepest first), so `down` leaves none.
+    let created_dirs: Vec<PathBuf> = dir.ancestors().take_while(|d| !d.exists()).map(Path::to_path_buf).collect();
     for (from, to) in [(&layout.pki.serving_cert, &crt), (&layout.pki.serving_key, &key)] {
         let bytes = std::fs::read(from).map_err(io(from))?;
         write_private(to, &bytes).map_err(fail)?;
     }
-    Ok(vec![crt, key])
+    Ok([crt, key].into_iter().chain(created_dirs).collect())
 }
