@@ -29,11 +29,7 @@ pub async fn down(dir: &Path) -> Result<DownOutcome, SandboxError> {
         Err(e) => return Err(SandboxError::io(dir)(e)),
     };
     let processes = stop_processes(&state).await;
-    remove_external_files(&state);
-    if let Some(path) = &state.merged_kubeconfig {
-        let contexts: Vec<String> = state.clusters.iter().map(|c| c.context.clone()).collect();
-        super::kubeconfig::unmerge(path, &contexts).map_err(SandboxError::io(path))?;
-    }
+    undo_outside_changes(&state);
     std::fs::remove_dir_all(dir).map_err(SandboxError::io(dir))?;
     Ok(DownOutcome::Removed { processes })
 }
@@ -46,10 +42,17 @@ pub async fn stop_processes(state: &SandboxState) -> usize {
     running.len()
 }
 
-/// Removes the files, then the (then empty) directories, this sandbox created outside its state
-/// dir; a directory someone else filled meanwhile stays.
-pub fn remove_external_files(state: &SandboxState) {
+/// Undoes what the sandbox changed outside its state dir: the files, then the (then empty)
+/// directories it created — a directory someone else filled meanwhile stays — and the contexts
+/// it merged into the user's kubeconfig.
+pub fn undo_outside_changes(state: &SandboxState) {
     for path in &state.external_files {
         let _ = if path.is_dir() { std::fs::remove_dir(path) } else { std::fs::remove_file(path) };
+    }
+    if let Some(path) = &state.merged_kubeconfig {
+        let contexts: Vec<String> = state.clusters.iter().map(|c| c.context.clone()).collect();
+        if let Err(err) = super::kubeconfig::unmerge(path, &contexts) {
+            eprintln!("warning: could not remove the sandbox contexts from {}: {err}", path.display());
+        }
     }
 }

@@ -14,6 +14,7 @@ pub mod ports;
 pub mod process;
 pub mod progress;
 pub mod queues;
+mod recorder;
 pub mod state;
 pub mod toolchain;
 

@@ -1,7 +1,6 @@
 //! `up` for the process runtime: toolchain, PKI, control planes, kwok nodes and Kueue.
 
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use futures::future::try_join_all;
@@ -14,6 +13,7 @@ use super::layout::{ComponentSpec, Layout, Ports};
 use super::pki::Pki;
 use super::process::{self, Launch};
 use super::progress::Progress;
+use super::recorder::Recorder;
 use super::state::{Cluster, Component, Phase, Role, SandboxState};
 use super::toolchain::{self, Toolchain};
 use super::{KUBECONFIG_FILE, context_name, integration, kueue, multikueue, ports, queues, status};
@@ -381,91 +381,4 @@ fn write_user_kubeconfig(dir: &Path, layouts: &[Layout]) -> Result<serde_json::V
     let rendered = kubeconfig::render(&entries);
     kubeconfig::write(&path, &rendered).map_err(SandboxError::io(&path))?;
     Ok(rendered)
-}
-
-/// The sandbox record, saved after every change so a crash mid-`up` leaves a record `down` can use.
-struct Recorder {
-    dir: PathBuf,
-    state: Arc<Mutex<SandboxState>>,
-}
-
-impl Recorder {
-    fn new(dir: &Path, workers: u32) -> Self {
-        let state = SandboxState {
-            name: "kueue-ext".into(),
-            runtime: "process".into(),
-            phase: Phase::Starting,
-            workers,
-            kubeconfig: dir.join(KUBECONFIG_FILE),
-            clusters: Vec::new(),
-            external_files: Vec::new(),
-            merged_kubeconfig: None,
-        };
-        Recorder { dir: dir.to_path_buf(), state: Arc::new(Mutex::new(state)) }
-    }
-
-    fn update(&self, change: impl FnOnce(&mut SandboxState)) -> Result<(), SandboxError> {
-        let mut state = self.state.lock().unwrap_or_else(|p| p.into_inner());
-        change(&mut state);
-        state.save(&self.dir).map_err(SandboxError::io(&self.dir))
-    }
-
-    fn save(&self) -> Result<(), SandboxError> {
-        self.update(|_| {})
-    }
-
-    fn add_cluster(&self, cluster: Cluster) -> Result<(), SandboxError> {
-        // Keep the manager first whatever order parallel starts finish in.
-        self.update(|s| {
-            s.clusters.push(cluster);
-            s.clusters.sort_by_key(|c| (c.role != Role::Manager, c.name.clone()));
-        })
-    }
-
-    fn add_component(&self, cluster: &str, component: Component) -> Result<(), SandboxError> {
-        self.update(|s| {
-            if let Some(c) = s.cluster_mut(cluster) {
-                c.components.push(component);
-            }
-        })
-    }
-
-    fn add_external_files(&self, files: Vec<PathBuf>) -> Result<(), SandboxError> {
-        self.update(|s| s.external_files.extend(files))
-    }
-
-    fn finish(&self) -> Result<SandboxState, SandboxError> {
-        self.update(|s| s.phase = Phase::Up)?;
-        Ok(self.state.lock().unwrap_or_else(|p| p.into_inner()).clone())
-    }
-
-    /// Stops every process started so far and removes the state, keeping only the logs so the
-    /// error message's log paths stay readable (`down` removes them).
-    async fn abandon(&self) {
-        let state = self.state.lock().unwrap_or_else(|p| p.into_inner()).clone();
-        super::down::stop_processes(&state).await;
-        super::down::remove_external_files(&state);
-        if let Some(path) = &state.merged_kubeconfig {
-            let contexts: Vec<String> = state.clusters.iter().map(|c| c.context.clone()).collect();
-            let _ = kubeconfig::unmerge(path, &contexts);
-        }
-        let keep_logs = SandboxState { clusters: state.clusters.clone(), ..state };
-        for cluster in &keep_logs.clusters {
-            if let Ok(entries) = std::fs::read_dir(&cluster.dir) {
-                for entry in entries.flatten().filter(|e| e.file_name() != "logs") {
-                    let path = entry.path();
-                    let _ = if path.is_dir() { std::fs::remove_dir_all(&path) } else { std::fs::remove_file(&path) };
-                }
-            }
-        }
-        let _ = std::fs::remove_file(self.dir.join(KUBECONFIG_FILE));
-        // Keep a record with no processes, so `status` explains and `down` cleans up.
-        let mut emptied = keep_logs;
-        emptied.external_files.clear();
-        emptied.merged_kubeconfig = None;
-        for cluster in &mut emptied.clusters {
-            cluster.components.clear();
-        }
-        let _ = emptied.save(&self.dir);
-    }
 }

@@ -1,0 +1,90 @@
+//! The sandbox record kept by `up`: saved after every change, so a crash mid-`up` leaves a
+//! record that `status` explains and `down` cleans up.
+
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+
+use super::KUBECONFIG_FILE;
+use super::error::SandboxError;
+use super::state::{Cluster, Component, Phase, Role, SandboxState};
+
+/// The sandbox record, saved after every change so a crash mid-`up` leaves a record `down` can use.
+pub struct Recorder {
+    pub dir: PathBuf,
+    state: Arc<Mutex<SandboxState>>,
+}
+
+impl Recorder {
+    pub fn new(dir: &Path, workers: u32) -> Self {
+        let state = SandboxState {
+            name: "kueue-ext".into(),
+            runtime: "process".into(),
+            phase: Phase::Starting,
+            workers,
+            kubeconfig: dir.join(KUBECONFIG_FILE),
+            clusters: Vec::new(),
+            external_files: Vec::new(),
+            merged_kubeconfig: None,
+        };
+        Recorder { dir: dir.to_path_buf(), state: Arc::new(Mutex::new(state)) }
+    }
+
+    pub fn update(&self, change: impl FnOnce(&mut SandboxState)) -> Result<(), SandboxError> {
+        let mut state = self.state.lock().unwrap_or_else(|p| p.into_inner());
+        change(&mut state);
+        state.save(&self.dir).map_err(SandboxError::io(&self.dir))
+    }
+
+    pub fn save(&self) -> Result<(), SandboxError> {
+        self.update(|_| {})
+    }
+
+    pub fn add_cluster(&self, cluster: Cluster) -> Result<(), SandboxError> {
+        // Keep the manager first whatever order parallel starts finish in.
+        self.update(|s| {
+            s.clusters.push(cluster);
+            s.clusters.sort_by_key(|c| (c.role != Role::Manager, c.name.clone()));
+        })
+    }
+
+    pub fn add_component(&self, cluster: &str, component: Component) -> Result<(), SandboxError> {
+        self.update(|s| {
+            if let Some(c) = s.cluster_mut(cluster) {
+                c.components.push(component);
+            }
+        })
+    }
+
+    pub fn add_external_files(&self, files: Vec<PathBuf>) -> Result<(), SandboxError> {
+        self.update(|s| s.external_files.extend(files))
+    }
+
+    pub fn finish(&self) -> Result<SandboxState, SandboxError> {
+        self.update(|s| s.phase = Phase::Up)?;
+        Ok(self.state.lock().unwrap_or_else(|p| p.into_inner()).clone())
+    }
+
+    /// Stops every process started so far and removes the state, keeping only the logs so the
+    /// error message's log paths stay readable (`down` removes them).
+    pub async fn abandon(&self) {
+        let mut state = self.state.lock().unwrap_or_else(|p| p.into_inner()).clone();
+        super::down::stop_processes(&state).await;
+        super::down::undo_outside_changes(&state);
+        for cluster in &state.clusters {
+            if let Ok(entries) = std::fs::read_dir(&cluster.dir) {
+                for entry in entries.flatten().filter(|e| e.file_name() != "logs") {
+                    let path = entry.path();
+                    let _ = if path.is_dir() { std::fs::remove_dir_all(&path) } else { std::fs::remove_file(&path) };
+                }
+            }
+        }
+        let _ = std::fs::remove_file(self.dir.join(KUBECONFIG_FILE));
+        // Keep a record with no processes, so `status` explains and `down` cleans up.
+        state.external_files.clear();
+        state.merged_kubeconfig = None;
+        for cluster in &mut state.clusters {
+            cluster.components.clear();
+        }
+        let _ = state.save(&self.dir);
+    }
+}
