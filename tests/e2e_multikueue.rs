@@ -6,35 +6,16 @@ mod common;
 
 use std::time::Duration;
 
-use common::{Sandbox, api, apply_yaml, condition_is, down_leaves_nothing, eventually, text, workloads_owned_by};
+use common::{
+    Sandbox, api, apply_yaml, batch_job, condition_is, down_leaves_nothing, eventually, text, workloads_owned_by,
+};
 use k8s_openapi::api::batch::v1::Job;
 use kube::api::Api;
 use serde_json::Value;
 
 /// Five pods of 4 CPU for 20 s: 20 of a worker's 32 CPU, so two such Jobs never fit on one.
 fn job(name: &str) -> String {
-    format!(
-        r#"
-apiVersion: batch/v1
-kind: Job
-metadata:
-  name: {name}
-  namespace: default
-  labels: {{kueue.x-k8s.io/queue-name: user-queue}}
-spec:
-  parallelism: 5
-  completions: 5
-  template:
-    metadata:
-      annotations: {{kueue-ext.dev/run-duration: 20s}}
-    spec:
-      restartPolicy: Never
-      containers:
-      - name: main
-        image: registry.invalid/train
-        resources: {{requests: {{cpu: "4", memory: 1Gi}}}}
-"#
-    )
+    batch_job(name, 5, "4", "20s")
 }
 
 fn contexts_in(kubeconfig: &std::path::Path) -> Vec<String> {

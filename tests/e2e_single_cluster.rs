@@ -6,7 +6,7 @@ mod common;
 
 use std::time::Duration;
 
-use common::{Sandbox, apply_yaml, condition_is, down_leaves_nothing, eventually, text, workloads_owned_by};
+use common::{Sandbox, apply_yaml, batch_job, condition_is, down_leaves_nothing, eventually, text, workloads_owned_by};
 use k8s_openapi::api::batch::v1::Job;
 use k8s_openapi::api::core::v1::Pod;
 use kube::api::{Api, ListParams};
@@ -35,29 +35,6 @@ metadata: {name: user-queue, namespace: default}
 spec: {clusterQueue: cluster-queue}
 "#;
 
-fn job(name: &str, pods: u32, cpu: &str) -> String {
-    format!(
-        r#"
-apiVersion: batch/v1
-kind: Job
-metadata:
-  name: {name}
-  namespace: default
-  labels: {{kueue.x-k8s.io/queue-name: user-queue}}
-spec:
-  parallelism: {pods}
-  completions: {pods}
-  template:
-    spec:
-      restartPolicy: Never
-      containers:
-      - name: main
-        image: registry.invalid/sleep
-        resources: {{requests: {{cpu: "{cpu}", memory: 1Gi}}}}
-"#
-    )
-}
-
 #[tokio::test(flavor = "multi_thread")]
 async fn kueue_admits_runs_and_finishes_a_batch_job_then_down_leaves_nothing() {
     let sandbox = Sandbox::up(&["--workers", "0"]);
@@ -77,7 +54,7 @@ async fn kueue_admits_runs_and_finishes_a_batch_job_then_down_leaves_nothing() {
 
     let client = sandbox.client("manager").await;
     apply_yaml(&client, QUEUES).await;
-    let small = apply_yaml(&client, &job("small", 2, "1")).await.remove(0);
+    let small = apply_yaml(&client, &batch_job("small", 2, "1", "1s")).await.remove(0);
     assert_eq!(small["spec"]["suspend"], true, "Kueue's webhook suspends a queued Job on creation");
     let small_uid = small["metadata"]["uid"].as_str().unwrap().to_string();
 
@@ -116,7 +93,7 @@ async fn kueue_admits_runs_and_finishes_a_batch_job_then_down_leaves_nothing() {
     })
     .await;
 
-    let big = apply_yaml(&client, &job("too-big", 1, "8")).await.remove(0);
+    let big = apply_yaml(&client, &batch_job("too-big", 1, "8", "1s")).await.remove(0);
     let big_uid = big["metadata"]["uid"].as_str().unwrap().to_string();
     let pending = eventually("the over-quota Workload to be evaluated", Duration::from_secs(30), || async {
         let found = workloads_owned_by(&client, "default", &big_uid).await?;

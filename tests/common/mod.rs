@@ -220,3 +220,29 @@ pub fn down_leaves_nothing(sandbox: &Sandbox) {
         assert!(!std::path::Path::new(&path).exists(), "{path}, written by up, is still there after down");
     }
 }
+
+/// A batch/v1 Job in `default` on `user-queue`: `pods` pods of `cpu` CPU that run for `run` on kwok.
+pub fn batch_job(name: &str, pods: u32, cpu: &str, run: &str) -> String {
+    format!(
+        r#"
+apiVersion: batch/v1
+kind: Job
+metadata:
+  name: {name}
+  namespace: default
+  labels: {{kueue.x-k8s.io/queue-name: user-queue}}
+spec:
+  parallelism: {pods}
+  completions: {pods}
+  template:
+    metadata:
+      annotations: {{kueue-ext.dev/run-duration: {run}}}
+    spec:
+      restartPolicy: Never
+      containers:
+      - name: main
+        image: registry.invalid/work
+        resources: {{requests: {{cpu: "{cpu}", memory: 1Gi}}}}
+"#
+    )
+}
