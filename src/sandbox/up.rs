@@ -55,7 +55,7 @@ pub async fn up(options: &UpOptions, progress: &Progress) -> Result<UpOutcome, S
     }
     let started = Instant::now();
     let toolchain = toolchain::ensure(progress).await?;
-    progress.line(format!("Runtime: process (local processes from {})", toolchain.bin_dir().display()));
+    progress.line(format!("Runtime: process ({}; binaries from {})", runtime_reason(), toolchain.bin_dir().display()));
 
     std::fs::create_dir_all(dir).map_err(SandboxError::io(dir))?;
     let recorder = Recorder::new(dir, options.workers);
@@ -71,6 +71,16 @@ pub async fn up(options: &UpOptions, progress: &Progress) -> Result<UpOutcome, S
             recorder.abandon().await;
             Err(err)
         }
+    }
+}
+
+/// Why the process runtime: the kind runtime needs a Docker daemon and the kind CLI.
+fn runtime_reason() -> &'static str {
+    let docker = std::os::unix::net::UnixStream::connect("/var/run/docker.sock").is_ok();
+    if docker {
+        "the kind runtime is not available in this version"
+    } else {
+        "no Docker daemon answers at /var/run/docker.sock"
     }
 }
 

@@ -12,13 +12,18 @@ pub struct Origin {
     pub file: String,
     /// 1-based index of the document in its file.
     pub index: usize,
-    /// 1-based line where the document starts.
+    /// 1-based line where the document starts (or where a syntax error is).
     pub line: usize,
+    /// 1-based column of a syntax error.
+    pub column: Option<usize>,
 }
 
 impl fmt::Display for Origin {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}:{} (document {})", self.file, self.line, self.index)
+        match self.column {
+            Some(column) => write!(f, "{}:{}:{column} (document {})", self.file, self.line, self.index),
+            None => write!(f, "{}:{} (document {})", self.file, self.line, self.index),
+        }
     }
 }
 
@@ -89,7 +94,7 @@ pub const MAX_OBJECT_BYTES: usize = 1536 * 1024;
 /// Reads and parses one file: bytes that are not UTF-8, a file without objects and objects over
 /// the size limit are problems named by file (and document).
 pub fn read(file: &str, bytes: &[u8]) -> Result<Vec<Document>, Vec<Problem>> {
-    let whole = Origin { file: file.to_string(), index: 0, line: 1 };
+    let whole = Origin { file: file.to_string(), index: 0, line: 1, column: None };
     let text = match std::str::from_utf8(bytes) {
         Ok(text) => text,
         Err(err) => {
@@ -138,14 +143,18 @@ pub fn parse(file: &str, text: &str) -> Result<Vec<Document>, Vec<Problem>> {
             continue;
         }
         index += 1;
-        let origin = Origin { file: file.to_string(), index, line };
+        let origin = Origin { file: file.to_string(), index, line, column: None };
         match serde_saphyr::from_str::<Value>(&body) {
             Ok(object) if object.is_object() => documents.push(Document { origin, object }),
             Ok(_) => {
                 problems.push(Problem::new(&origin, None, "is not a YAML mapping (an object with apiVersion and kind)"))
             }
             Err(err) => {
-                let at = err.location().map(|l| Origin { line: line + l.line() as usize - 1, ..origin.clone() });
+                let at = err.location().map(|l| Origin {
+                    line: line + l.line() as usize - 1,
+                    column: Some(l.column() as usize),
+                    ..origin.clone()
+                });
                 let message = err.to_string().lines().next().unwrap_or("invalid YAML").to_string();
                 problems.push(Problem::new(at.as_ref().unwrap_or(&origin), None, format!("invalid YAML: {message}")));
             }
@@ -178,8 +187,8 @@ mod tests {
         let text = "# queues\n---\napiVersion: v1\nkind: Namespace\nmetadata: {name: a}\n---\n\n---\napiVersion: v1\nkind: Namespace\nmetadata: {name: b}\n";
         let docs = parse("q.yaml", text).unwrap();
         assert_eq!(docs.len(), 2);
-        assert_eq!(docs[0].origin, Origin { file: "q.yaml".into(), index: 1, line: 3 });
-        assert_eq!(docs[1].origin, Origin { file: "q.yaml".into(), index: 2, line: 9 });
+        assert_eq!(docs[0].origin, Origin { file: "q.yaml".into(), index: 1, line: 3, column: None });
+        assert_eq!(docs[1].origin, Origin { file: "q.yaml".into(), index: 2, line: 9, column: None });
         assert_eq!(docs[1].object["metadata"]["name"], "b");
     }
 
@@ -190,6 +199,7 @@ mod tests {
         assert_eq!(problems.len(), 1);
         assert_eq!(problems[0].origin.index, 2);
         assert!(problems[0].origin.line >= 4, "{}", problems[0]);
+        assert!(problems[0].origin.column.is_some(), "syntax errors carry a column: {}", problems[0]);
         assert!(problems[0].to_string().starts_with("bad.yaml:"), "{}", problems[0]);
     }
 
