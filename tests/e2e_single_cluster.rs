@@ -52,6 +52,31 @@ async fn kueue_admits_runs_and_finishes_a_batch_job_then_down_leaves_nothing() {
         manager["components"].as_array().unwrap().iter().map(|c| c["name"].as_str().unwrap()).collect();
     assert_eq!(components, kueue_ext::sandbox::COMPONENTS);
 
+    // Credentials are owner-only, and no log carries a token or a private key.
+    let manager_dir = sandbox.dir.join("manager");
+    let secrets = [
+        sandbox.dir.join("kubeconfig"),
+        manager_dir.join("admin.kubeconfig"),
+        manager_dir.join("pki/ca.key"),
+        manager_dir.join("pki/admin.key"),
+        manager_dir.join("pki/serving.key"),
+        manager_dir.join("pki/sa.key"),
+        manager_dir.join("kueue/kubeconfig"),
+        manager_dir.join("kueue-ext/kubeconfig"),
+    ];
+    for path in &secrets {
+        use std::os::unix::fs::PermissionsExt;
+        let mode = std::fs::metadata(path).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode, 0o600, "{} is mode {mode:o}", path.display());
+    }
+    let kubeconfig: serde_json::Value =
+        serde_saphyr::from_str(&std::fs::read_to_string(manager_dir.join("kueue-ext/kubeconfig")).unwrap()).unwrap();
+    let token = kubeconfig["users"][0]["user"]["token"].as_str().unwrap().to_string();
+    for log in std::fs::read_dir(manager_dir.join("logs")).unwrap().flatten() {
+        let text = std::fs::read_to_string(log.path()).unwrap_or_default();
+        assert!(!text.contains(&token) && !text.contains("PRIVATE KEY"), "{} leaks a credential", log.path().display());
+    }
+
     let client = sandbox.client("manager").await;
     apply_yaml(&client, QUEUES).await;
     let small = apply_yaml(&client, &batch_job("small", 2, "1", "1s")).await.remove(0);
