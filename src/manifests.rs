@@ -10,6 +10,7 @@ use crate::api::external_job::ExternalJob;
 pub const NAMESPACE: &str = "kueue-ext-system";
 pub const SERVICE_ACCOUNT: &str = "kueue-ext-controller";
 const CONTROLLER_ROLE: &str = "kueue-ext-controller";
+const LEADER_ROLE: &str = "kueue-ext-leader-election";
 /// What Kueue's own ServiceAccount needs on our kinds (Kueue checks owners and, on a MultiKueue
 /// manager, mirrors the worker copy's status into `/status`).
 const KUEUE_ROLE: &str = "kueue-ext-kueue-access";
@@ -76,6 +77,14 @@ pub fn rbac() -> Vec<Value> {
         binding(CONTROLLER_ROLE, CONTROLLER_ROLE, (NAMESPACE, SERVICE_ACCOUNT)),
         role(KUEUE_ROLE, kueue_rules()),
         binding(KUEUE_ROLE, KUEUE_ROLE, KUEUE_SERVICE_ACCOUNT),
+        // Leader election: Leases in our own namespace only.
+        json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "Role",
+               "metadata": {"name": LEADER_ROLE, "namespace": NAMESPACE},
+               "rules": [rule(&["coordination.k8s.io"], &["leases"], &["get", "list", "watch", "create", "update", "patch"])]}),
+        json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "RoleBinding",
+               "metadata": {"name": LEADER_ROLE, "namespace": NAMESPACE},
+               "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": LEADER_ROLE},
+               "subjects": [{"kind": "ServiceAccount", "name": SERVICE_ACCOUNT, "namespace": NAMESPACE}]}),
     ]
 }
 

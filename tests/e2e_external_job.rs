@@ -361,3 +361,62 @@ async fn killing_the_controller_mid_run_loses_nothing_and_duplicates_nothing() {
     replacement.kill().unwrap();
     replacement.wait().unwrap();
 }
+
+async fn lease_holder(client: &Client) -> String {
+    let leases: Api<k8s_openapi::api::coordination::v1::Lease> = Api::namespaced(client.clone(), "kueue-ext-system");
+    let lease = leases.get_opt("kueue-ext-controller").await.unwrap();
+    lease.and_then(|l| l.spec?.holder_identity).unwrap_or_default()
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_second_replica_takes_over_when_the_leader_dies() {
+    let sandbox = Sandbox::up(&["--workers", "0"]);
+    let client = sandbox.client("manager").await;
+    let (leader_pid, command) = controller_process(&sandbox);
+    let holder = eventually("the sandbox's controller to lead", Duration::from_secs(30), || async {
+        let holder = lease_holder(&client).await;
+        if holder.ends_with(&format!("-{leader_pid}")) { Ok(holder) } else { Err(holder) }
+    })
+    .await;
+
+    // A second replica on its own port: it serves webhooks but waits for the Lease.
+    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let args: Vec<String> = command[1..]
+        .iter()
+        .map(|a| if a.starts_with("--listen=") { format!("--listen=127.0.0.1:{port}") } else { a.clone() })
+        .collect();
+    let log = std::fs::File::create(sandbox.dir.join("manager/logs/replica.log")).unwrap();
+    let mut replica = std::process::Command::new(&command[0])
+        .args(&args)
+        .stdout(log.try_clone().unwrap())
+        .stderr(log)
+        .spawn()
+        .unwrap();
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    assert_eq!(lease_holder(&client).await, holder, "the first leader keeps the Lease while it lives");
+
+    nix::sys::signal::kill(nix::unistd::Pid::from_raw(leader_pid), nix::sys::signal::Signal::SIGKILL).unwrap();
+    // Local processes have no Service in front of the replicas: point the webhooks at the
+    // replica, as a Service would route to it.
+    let ca = std::fs::read_to_string(sandbox.dir.join("manager/pki/ca.crt")).unwrap();
+    let ca_bundle = kueue_ext::sandbox::kubeconfig::b64(&ca);
+    let endpoint =
+        kueue_ext::manifests::Endpoint::Url { base: format!("https://127.0.0.1:{port}"), ca_bundle_b64: &ca_bundle };
+    for webhook in kueue_ext::manifests::webhooks(&endpoint) {
+        kueue_ext::kube_util::apply(&client, &webhook).await.unwrap();
+    }
+    let job =
+        external_job("after-failover", 1, "1", "2s", "low").replace("queue-name: small", "queue-name: user-queue");
+    let job = job.replace(", kueue.x-k8s.io/priority-class: low", "");
+    eventually("the webhook to answer again", Duration::from_secs(30), || async {
+        kueue_ext::kube_util::apply(&client, &serde_saphyr::from_str::<Value>(&job).unwrap())
+            .await
+            .map_err(|e| e.to_string())
+    })
+    .await;
+    wait_complete(&client, "after-failover", Duration::from_secs(90)).await;
+    let successor = lease_holder(&client).await;
+    assert!(successor.ends_with(&format!("-{}", replica.id())), "the replica leads now: {successor}");
+    replica.kill().unwrap();
+    replica.wait().unwrap();
+}

@@ -22,6 +22,15 @@ pub struct Args {
     /// Manage jobs that name no queue too (Kueue's manageJobsWithoutQueueName).
     #[arg(long)]
     pub manage_jobs_without_queue_name: bool,
+    /// Reconcile only while holding a Lease, so several replicas can run (all serve webhooks).
+    #[arg(long)]
+    pub leader_elect: bool,
+    /// Namespace of the Lease.
+    #[arg(long, default_value = crate::manifests::NAMESPACE)]
+    pub leader_elect_namespace: String,
+    /// Seconds a leader keeps the Lease without renewing it.
+    #[arg(long, default_value_t = 15)]
+    pub lease_duration: u64,
 }
 
 pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
@@ -34,6 +43,11 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
         None => kube::Client::try_default().await?,
     };
     let config = Config { manage_jobs_without_queue_name: args.manage_jobs_without_queue_name, ..Config::default() };
-    controller::run(Options { client, listen: args.listen, cert_dir: args.cert_dir, config }).await?;
+    let election = args.leader_elect.then(|| controller::leader::Election {
+        namespace: args.leader_elect_namespace.clone(),
+        identity: controller::leader::default_identity(),
+        duration: args.lease_duration,
+    });
+    controller::run(Options { client, listen: args.listen, cert_dir: args.cert_dir, config, election }).await?;
     Ok(ExitCode::SUCCESS)
 }

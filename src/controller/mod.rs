@@ -2,6 +2,7 @@
 //! clean-up loop, and the HTTPS server with the admission webhooks, health and metrics.
 
 pub mod admission;
+pub mod leader;
 pub mod metrics;
 pub mod queues;
 pub mod server;
@@ -42,6 +43,8 @@ pub struct Options {
     /// Directory with `tls.crt` and `tls.key`.
     pub cert_dir: PathBuf,
     pub config: Config,
+    /// Reconcile only while holding this Lease (webhooks are served either way).
+    pub election: Option<leader::Election>,
 }
 
 /// Starts a reflector for `K` and returns its store.
@@ -91,6 +94,23 @@ pub async fn run(options: Options) -> anyhow::Result<()> {
     }
     state.ready.store(true, Ordering::Relaxed);
     info!(listen = %options.listen, "caches synced; serving webhooks");
+
+    // Every replica answers admissions; only the Lease holder writes.
+    let mut lost_lease = None;
+    if let Some(election) = &options.election {
+        info!(identity = %election.identity, lease = leader::LEASE, "waiting to lead");
+        let (leading, renewer) = leader::lead(client.clone(), election).await?;
+        info!(identity = %election.identity, "leading");
+        lost_lease = Some((leading, renewer));
+    }
+    let lease_lost = async move {
+        match lost_lease {
+            Some((mut leading, _renewer)) => {
+                let _ = leading.wait_for(|leads| !*leads).await;
+            }
+            None => std::future::pending::<()>().await,
+        }
+    };
 
     let ctx = Arc::new(Context {
         client: client.clone(),
@@ -142,13 +162,15 @@ pub async fn run(options: Options) -> anyhow::Result<()> {
         }
         Ok::<_, std::io::Error>(())
     };
-    tokio::select! {
-        _ = async { tokio::join!(jobs, orphans) } => {}
-        result = signal => { result?; info!("shutting down"); }
-    }
+    let outcome = tokio::select! {
+        _ = async { tokio::join!(jobs, orphans) } => Ok(()),
+        result = signal => { info!("shutting down"); result.map_err(anyhow::Error::from) }
+        // Another replica may already be writing: stop at once, as controller-runtime does.
+        _ = lease_lost => Err(anyhow::anyhow!("lost the {} Lease; exiting so another replica leads", leader::LEASE)),
+    };
     let _ = stop_tx.send(true);
     server.await??;
-    Ok(())
+    outcome
 }
 
 fn error_policy<K>(_: Arc<K>, error: &Error, _: Arc<Context>) -> Action {

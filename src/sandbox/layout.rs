@@ -97,6 +97,7 @@ impl Layout {
                 flag("listen", format!("127.0.0.1:{}", self.ports.controller)),
                 flag("cert-dir", path(&dir.join("certs"))),
                 flag("log-format", "json"),
+                "--leader-elect".into(),
                 "-v".into(),
             ],
             probe: Probe::Https { port: self.ports.controller, path: "/readyz".into() },

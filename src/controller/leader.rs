@@ -1,0 +1,44 @@
+//! Leader election on a Lease, so replicas can run side by side: every replica serves the
+//! webhooks, only the holder of the Lease reconciles (two writers would fight over Workloads).
+
+use kube::Client;
+use kube_lease_manager::LeaseManagerBuilder;
+use tokio::sync::watch;
+use tokio::task::JoinHandle;
+
+/// Name of the Lease the replicas share.
+pub const LEASE: &str = "kueue-ext-controller";
+
+pub struct Election {
+    pub namespace: String,
+    pub identity: String,
+    /// Seconds a holder keeps the Lease without renewing it; a successor waits this long.
+    pub duration: u64,
+}
+
+/// Who this replica is by default: host name and pid, unique on a machine and across pods.
+pub fn default_identity() -> String {
+    let host = std::fs::read_to_string("/proc/sys/kernel/hostname").unwrap_or_default();
+    format!("{}-{}", host.trim(), std::process::id())
+}
+
+/// Waits until this replica holds the Lease. The receiver then turns `false` if the Lease is
+/// lost; the handle keeps renewing it.
+pub async fn lead(
+    client: Client,
+    election: &Election,
+) -> anyhow::Result<(watch::Receiver<bool>, JoinHandle<kube_lease_manager::Result<kube_lease_manager::LeaseManager>>)> {
+    let manager = LeaseManagerBuilder::new(client, LEASE)
+        .with_namespace(&election.namespace)
+        .with_identity(&election.identity)
+        .with_duration(election.duration)
+        .with_grace(election.duration.div_ceil(3).max(1))
+        .with_field_manager(LEASE)
+        .build()
+        .await?;
+    let (mut leading, renewer) = manager.watch().await;
+    while !*leading.borrow_and_update() {
+        leading.changed().await?;
+    }
+    Ok((leading, renewer))
+}
