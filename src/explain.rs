@@ -3,6 +3,7 @@
 
 use crate::api::condition::{self, Condition};
 use crate::api::kueue::{ADMITTED, EVICTED, FINISHED, QUOTA_RESERVED, Workload};
+use crate::api::wrapped_job::UNHEALTHY;
 
 /// What `explain` read about one job.
 pub struct Facts<'a> {
@@ -12,6 +13,8 @@ pub struct Facts<'a> {
     pub suspended: bool,
     pub managed_by: Option<&'a str>,
     pub job_conditions: &'a [Condition],
+    /// `status.phase`, for kinds that tell their state by phase (WrappedJob, as AppWrapper).
+    pub phase: Option<&'a str>,
     pub workload: Option<&'a Workload>,
     /// Whether the LocalQueue the job names exists (None: not checked).
     pub local_queue_exists: Option<bool>,
@@ -25,8 +28,8 @@ fn active<'a>(conditions: &'a [Condition], kind: &str) -> Option<&'a Condition> 
 pub fn explain(facts: &Facts<'_>) -> Vec<String> {
     let mut out = Vec::new();
     let job = &facts.job;
-    if let Some(done) = active(facts.job_conditions, "Complete").or_else(|| active(facts.job_conditions, "Failed")) {
-        out.push(format!("{job} has finished: {} ({}).", done.type_, message_or_reason(done)));
+    if let Some(done) = finished(facts) {
+        out.push(format!("{job} has finished: {done}."));
         return out;
     }
     let Some(queue) = facts.queue else {
@@ -84,6 +87,23 @@ pub fn explain(facts: &Facts<'_>) -> Vec<String> {
     out
 }
 
+/// How the job ended, if it has: `Complete (All pods succeeded)`, `Failed (…)`, `Succeeded`.
+fn finished(facts: &Facts<'_>) -> Option<String> {
+    let conditions = facts.job_conditions;
+    if let Some(done) = active(conditions, "Complete").or_else(|| active(conditions, "Failed")) {
+        return Some(format!("{} ({})", done.type_, message_or_reason(done)));
+    }
+    match facts.phase? {
+        "Succeeded" => Some("Succeeded".into()),
+        // A failed WrappedJob keeps the failure that ended it in its Unhealthy condition.
+        "Failed" => Some(match active(conditions, UNHEALTHY) {
+            Some(why) => format!("Failed ({})", message_or_reason(why)),
+            None => "Failed".into(),
+        }),
+        _ => None,
+    }
+}
+
 fn message_or_reason(c: &Condition) -> &str {
     if c.message.is_empty() { &c.reason } else { &c.message }
 }
@@ -111,6 +131,7 @@ mod tests {
             suspended: true,
             managed_by: None,
             job_conditions: conditions,
+            phase: None,
             workload: wl,
             local_queue_exists: Some(true),
         }
@@ -183,5 +204,30 @@ mod tests {
             explain(&facts(None, &done)),
             ["ExternalJob default/train has finished: Complete (All pods succeeded)."]
         );
+    }
+
+    #[test]
+    fn a_wrapped_job_ends_by_its_phase() {
+        let unhealthy = [Condition::new(UNHEALTHY, true, "FailedComponent", "component 0 (Job train-0) failed")];
+        let cases: [(&str, &[Condition], Option<&str>); 4] = [
+            ("Succeeded", &[], Some("WrappedJob default/train has finished: Succeeded.")),
+            (
+                "Failed",
+                &unhealthy,
+                Some("WrappedJob default/train has finished: Failed (component 0 (Job train-0) failed)."),
+            ),
+            ("Failed", &[], Some("WrappedJob default/train has finished: Failed.")),
+            ("Resetting", &unhealthy, None),
+        ];
+        for (phase, conditions, expected) in cases {
+            let mut f = facts(None, conditions);
+            f.job = "WrappedJob default/train".into();
+            f.phase = Some(phase);
+            let first = explain(&f).into_iter().next();
+            match expected {
+                Some(line) => assert_eq!(first.as_deref(), Some(line), "{phase}"),
+                None => assert!(!first.unwrap_or_default().contains("has finished"), "{phase}"),
+            }
+        }
     }
 }

@@ -6,10 +6,12 @@ use kube::CustomResourceExt;
 use serde_json::{Value, json};
 
 use crate::api::external_job::ExternalJob;
+use crate::api::wrapped_job::WrappedJob;
 
 pub const NAMESPACE: &str = "kueue-ext-system";
 pub const SERVICE_ACCOUNT: &str = "kueue-ext-controller";
-const CONTROLLER_ROLE: &str = "kueue-ext-controller";
+/// The ClusterRole with the controller's rights.
+pub const CONTROLLER_ROLE: &str = "kueue-ext-controller";
 const LEADER_ROLE: &str = "kueue-ext-leader-election";
 /// What Kueue's own ServiceAccount needs on our kinds (Kueue checks owners and, on a MultiKueue
 /// manager, mirrors the worker copy's status into `/status`).
@@ -20,9 +22,28 @@ pub const MUTATING_WEBHOOK: &str = "kueue-ext-mutating-webhook-configuration";
 pub const VALIDATING_WEBHOOK: &str = "kueue-ext-validating-webhook-configuration";
 pub const MUTATE_EXTERNAL_JOB: &str = "/mutate-kueue-ext-dev-v1alpha1-externaljob";
 pub const VALIDATE_EXTERNAL_JOB: &str = "/validate-kueue-ext-dev-v1alpha1-externaljob";
+pub const MUTATE_WRAPPED_JOB: &str = "/mutate-kueue-ext-dev-v1alpha1-wrappedjob";
+pub const VALIDATE_WRAPPED_JOB: &str = "/validate-kueue-ext-dev-v1alpha1-wrappedjob";
 
 /// How Kueue's Configuration names our kinds (`Kind.version.group`).
-pub const EXTERNAL_FRAMEWORKS: [&str; 1] = ["ExternalJob.v1alpha1.kueue-ext.dev"];
+pub const EXTERNAL_FRAMEWORKS: [&str; 2] = ["ExternalJob.v1alpha1.kueue-ext.dev", "WrappedJob.v1alpha1.kueue-ext.dev"];
+
+/// The kinds the controller may create and delete for WrappedJobs, `(API group, resource)`.
+/// The webhook asks the API server whether the controller may, so extending the ClusterRole
+/// lets a cluster wrap more kinds; the CRD kinds need their CRDs installed to be used.
+pub const WRAPPABLE: [(&str, &str); 11] = [
+    ("", "pods"),
+    ("", "services"),
+    ("", "configmaps"),
+    ("apps", "deployments"),
+    ("apps", "statefulsets"),
+    ("batch", "jobs"),
+    ("jobset.x-k8s.io", "jobsets"),
+    ("kubeflow.org", "pytorchjobs"),
+    ("ray.io", "rayclusters"),
+    ("ray.io", "rayjobs"),
+    ("leaderworkerset.x-k8s.io", "leaderworkersets"),
+];
 
 fn rule(groups: &[&str], resources: &[&str], verbs: &[&str]) -> Value {
     json!({"apiGroups": groups, "resources": resources, "verbs": verbs})
@@ -31,32 +52,45 @@ fn rule(groups: &[&str], resources: &[&str], verbs: &[&str]) -> Value {
 const READ: [&str; 3] = ["get", "list", "watch"];
 
 pub fn crds() -> Vec<Value> {
-    vec![serde_json::to_value(ExternalJob::crd()).expect("CRD serializes")]
+    vec![
+        serde_json::to_value(ExternalJob::crd()).expect("CRD serializes"),
+        serde_json::to_value(WrappedJob::crd()).expect("CRD serializes"),
+    ]
 }
 
 /// Exactly what the controller does: its jobs and their status, Workloads, pods of its jobs,
-/// reads of queues and priorities, and events. No secrets, no wildcards.
+/// the components of wrapped jobs, reads of queues and priorities, the authorization checks of
+/// its webhook, and events. No secrets, no wildcards.
 pub fn controller_rules() -> Value {
-    json!([
-        rule(&["kueue-ext.dev"], &["externaljobs"], &["get", "list", "watch", "update", "patch"]),
-        rule(&["kueue-ext.dev"], &["externaljobs/status"], &["get", "update", "patch"]),
+    let mut rules = vec![
+        rule(&["kueue-ext.dev"], &["externaljobs", "wrappedjobs"], &["get", "list", "watch", "update", "patch"]),
+        rule(&["kueue-ext.dev"], &["externaljobs/status", "wrappedjobs/status"], &["get", "update", "patch"]),
         rule(&["kueue.x-k8s.io"], &["workloads"], &["get", "list", "watch", "create", "update", "patch", "delete"]),
         rule(&["kueue.x-k8s.io"], &["workloads/status"], &["get", "update", "patch"]),
         rule(
             &["kueue.x-k8s.io"],
             &["localqueues", "clusterqueues", "admissionchecks", "resourceflavors", "workloadpriorityclasses"],
-            &READ
+            &READ,
         ),
         rule(&["scheduling.k8s.io"], &["priorityclasses"], &READ),
-        rule(&[""], &["pods"], &["get", "list", "watch", "create", "delete"]),
         rule(&["events.k8s.io"], &["events"], &["create", "patch"]),
-    ])
+        // The webhook asks whether the submitting user may create each wrapped component.
+        rule(&["authorization.k8s.io"], &["subjectaccessreviews"], &["create"]),
+    ];
+    // Pods of ExternalJobs and every wrappable kind: create, watch and delete, never update.
+    let mut groups: Vec<&str> = WRAPPABLE.iter().map(|(group, _)| *group).collect();
+    groups.dedup();
+    for group in groups {
+        let resources: Vec<&str> = WRAPPABLE.iter().filter(|(g, _)| *g == group).map(|(_, r)| *r).collect();
+        rules.push(rule(&[group], &resources, &["get", "list", "watch", "create", "delete"]));
+    }
+    Value::Array(rules)
 }
 
 pub fn kueue_rules() -> Value {
     json!([
-        rule(&["kueue-ext.dev"], &["externaljobs"], &["get", "list", "watch", "update", "patch"]),
-        rule(&["kueue-ext.dev"], &["externaljobs/status"], &["get", "update", "patch"]),
+        rule(&["kueue-ext.dev"], &["externaljobs", "wrappedjobs"], &["get", "list", "watch", "update", "patch"]),
+        rule(&["kueue-ext.dev"], &["externaljobs/status", "wrappedjobs/status"], &["get", "update", "patch"]),
     ])
 }
 
@@ -108,7 +142,7 @@ fn client_config(endpoint: &Endpoint<'_>, path: &str) -> Value {
 /// The webhooks. failurePolicy is Fail on purpose: a job admitted while the webhook is down
 /// would not be suspended and would run without Kueue's admission.
 pub fn webhooks(endpoint: &Endpoint<'_>) -> Vec<Value> {
-    let webhook = |name: &str, path: &str, operations: &[&str]| {
+    let webhook = |name: &str, path: &str, resource: &str, operations: &[&str]| {
         json!({
             "name": name,
             "admissionReviewVersions": ["v1"],
@@ -116,7 +150,7 @@ pub fn webhooks(endpoint: &Endpoint<'_>) -> Vec<Value> {
             "failurePolicy": "Fail",
             "timeoutSeconds": 10,
             "clientConfig": client_config(endpoint, path),
-            "rules": [{"apiGroups": ["kueue-ext.dev"], "apiVersions": ["v1alpha1"], "operations": operations, "resources": ["externaljobs"]}],
+            "rules": [{"apiGroups": ["kueue-ext.dev"], "apiVersions": ["v1alpha1"], "operations": operations, "resources": [resource]}],
             "namespaceSelector": {"matchExpressions": [{"key": "kubernetes.io/metadata.name", "operator": "NotIn", "values": ["kube-system"]}]},
         })
     };
@@ -124,12 +158,18 @@ pub fn webhooks(endpoint: &Endpoint<'_>) -> Vec<Value> {
         json!({
             "apiVersion": "admissionregistration.k8s.io/v1", "kind": "MutatingWebhookConfiguration",
             "metadata": {"name": MUTATING_WEBHOOK},
-            "webhooks": [webhook("mexternaljob.kueue-ext.dev", MUTATE_EXTERNAL_JOB, &["CREATE"])],
+            "webhooks": [
+                webhook("mexternaljob.kueue-ext.dev", MUTATE_EXTERNAL_JOB, "externaljobs", &["CREATE"]),
+                webhook("mwrappedjob.kueue-ext.dev", MUTATE_WRAPPED_JOB, "wrappedjobs", &["CREATE"]),
+            ],
         }),
         json!({
             "apiVersion": "admissionregistration.k8s.io/v1", "kind": "ValidatingWebhookConfiguration",
             "metadata": {"name": VALIDATING_WEBHOOK},
-            "webhooks": [webhook("vexternaljob.kueue-ext.dev", VALIDATE_EXTERNAL_JOB, &["CREATE", "UPDATE"])],
+            "webhooks": [
+                webhook("vexternaljob.kueue-ext.dev", VALIDATE_EXTERNAL_JOB, "externaljobs", &["CREATE", "UPDATE"]),
+                webhook("vwrappedjob.kueue-ext.dev", VALIDATE_WRAPPED_JOB, "wrappedjobs", &["CREATE", "UPDATE"]),
+            ],
         }),
     ]
 }

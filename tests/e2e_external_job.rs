@@ -5,50 +5,15 @@ mod common;
 
 use std::time::Duration;
 
-use common::{Sandbox, api, apply_yaml, condition_is, eventually, text, workloads, workloads_owned_by};
+use common::{
+    ControllerRestarts, SMALL_QUEUES, Sandbox, api, apply_yaml, condition_is, controller_process, eventually, text,
+    workloads, workloads_owned_by,
+};
 use k8s_openapi::api::core::v1::Pod;
 use kube::Client;
 use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams};
 use kueue_ext::jobframework::naming::workload_name;
 use serde_json::{Value, json};
-
-/// A flavor whose node label the kwok nodes carry, queues with 4 CPU of quota that preempt by
-/// priority, and two priority classes.
-const QUEUES: &str = r#"
-apiVersion: kueue.x-k8s.io/v1beta2
-kind: ResourceFlavor
-metadata: {name: kwok-flavor}
-spec: {nodeLabels: {type: kwok}}
----
-apiVersion: kueue.x-k8s.io/v1beta2
-kind: ClusterQueue
-metadata: {name: small-cq}
-spec:
-  namespaceSelector: {}
-  preemption: {withinClusterQueue: LowerPriority}
-  resourceGroups:
-  - coveredResources: [cpu, memory]
-    flavors:
-    - name: kwok-flavor
-      resources:
-      - {name: cpu, nominalQuota: "4"}
-      - {name: memory, nominalQuota: 16Gi}
----
-apiVersion: kueue.x-k8s.io/v1beta2
-kind: LocalQueue
-metadata: {name: small, namespace: default}
-spec: {clusterQueue: small-cq}
----
-apiVersion: kueue.x-k8s.io/v1beta2
-kind: WorkloadPriorityClass
-metadata: {name: low}
-value: 10
----
-apiVersion: kueue.x-k8s.io/v1beta2
-kind: WorkloadPriorityClass
-metadata: {name: high}
-value: 1000
-"#;
 
 fn external_job(name: &str, pods: u32, cpu: &str, run: &str, priority: &str) -> String {
     format!(
@@ -103,7 +68,7 @@ async fn only_workload(client: &Client, uid: &str) -> Result<Value, String> {
 async fn external_jobs_run_through_kueue_with_the_rust_jobframework() {
     let sandbox = Sandbox::up(&["--workers", "0"]);
     let client = sandbox.client("manager").await;
-    apply_yaml(&client, QUEUES).await;
+    apply_yaml(&client, SMALL_QUEUES).await;
 
     // Admission, exact Workload name, flavor node labels on the pods, completion.
     let created = apply_yaml(&client, &external_job("first", 2, "1", "3s", "low")).await.remove(0);
@@ -254,7 +219,7 @@ async fn invalid_external_jobs_are_rejected_with_field_paths() {
 async fn batch_job_and_external_job_get_equivalent_workloads() {
     let sandbox = Sandbox::up(&["--workers", "0"]);
     let client = sandbox.client("manager").await;
-    apply_yaml(&client, QUEUES).await;
+    apply_yaml(&client, SMALL_QUEUES).await;
     let batch = apply_yaml(
         &client,
         r#"
@@ -294,20 +259,6 @@ spec:
     assert_eq!(workloads(&client, "default").list(&Default::default()).await.unwrap().items.len(), 2);
 }
 
-/// The recorded controller process of the manager: its pid and the command it was started with.
-fn controller_process(sandbox: &Sandbox) -> (i32, Vec<String>) {
-    let state: Value = serde_json::from_slice(&std::fs::read(sandbox.dir.join("state.json")).unwrap()).unwrap();
-    let component = state["clusters"][0]["components"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|c| c["name"] == "kueue-ext-controller")
-        .unwrap()
-        .clone();
-    let command = component["command"].as_array().unwrap().iter().map(|a| a.as_str().unwrap().to_string()).collect();
-    (component["process"]["pid"].as_i64().unwrap() as i32, command)
-}
-
 #[tokio::test(flavor = "multi_thread")]
 async fn killing_the_controller_mid_run_loses_nothing_and_duplicates_nothing() {
     let sandbox = Sandbox::up(&["--workers", "0"]);
@@ -319,25 +270,10 @@ async fn killing_the_controller_mid_run_loses_nothing_and_duplicates_nothing() {
         let job = job.replace(", kueue.x-k8s.io/priority-class: low", "");
         uids.push(apply_yaml(&client, &job).await.remove(0)["metadata"]["uid"].as_str().unwrap().to_string());
     }
-    let (pid, command) = controller_process(&sandbox);
-    let log = std::fs::File::create(sandbox.dir.join("manager/logs/kueue-ext-controller-restarted.log")).unwrap();
-    let mut replacement = None;
+    let mut controller = ControllerRestarts::new(&sandbox);
     for _ in 0..2 {
         tokio::time::sleep(Duration::from_secs(2)).await;
-        let victim = replacement.as_ref().map(|c: &std::process::Child| c.id() as i32).unwrap_or(pid);
-        nix::sys::signal::kill(nix::unistd::Pid::from_raw(victim), nix::sys::signal::Signal::SIGKILL).unwrap();
-        if let Some(mut old) = replacement.take() {
-            let _ = old.wait();
-        }
-        tokio::time::sleep(Duration::from_secs(1)).await;
-        replacement = Some(
-            std::process::Command::new(&command[0])
-                .args(&command[1..])
-                .stdout(log.try_clone().unwrap())
-                .stderr(log.try_clone().unwrap())
-                .spawn()
-                .unwrap(),
-        );
+        controller.kill_and_restart();
     }
     for i in 0..16 {
         wait_complete(&client, &format!("batch-{i}"), Duration::from_secs(180)).await;
@@ -357,9 +293,6 @@ async fn killing_the_controller_mid_run_loses_nothing_and_duplicates_nothing() {
             .count();
         assert_eq!(succeeded, 2, "batch-{i} ran its two pods exactly once");
     }
-    let mut replacement = replacement.unwrap();
-    replacement.kill().unwrap();
-    replacement.wait().unwrap();
 }
 
 async fn lease_holder(client: &Client) -> String {

@@ -3,6 +3,7 @@
 pub mod condition;
 pub mod external_job;
 pub mod kueue;
+pub mod wrapped_job;
 
 pub use external_job::{ExternalJob, ExternalJobSpec, ExternalJobStatus, ExternalPodSet};
 

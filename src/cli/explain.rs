@@ -11,7 +11,8 @@ use crate::jobframework::naming::workload_name;
 
 #[derive(Debug, clap::Args)]
 pub struct Args {
-    /// The job: `NAME` (an ExternalJob), `externaljob/NAME` or `job/NAME` (batch/v1).
+    /// The job: `NAME` (an ExternalJob), `externaljob/NAME`, `wrappedjob/NAME` (or `wj/NAME`) or
+    /// `job/NAME` (batch/v1).
     pub job: String,
     #[command(flatten)]
     pub cluster: ClusterArgs,
@@ -27,8 +28,13 @@ fn kind_of(reference: &str) -> Result<(JobKind, &str), String> {
         "externaljob" | "externaljobs" | "ej" | "externaljob.kueue-ext.dev" => {
             ("kueue-ext.dev", "v1alpha1", "ExternalJob", "externaljobs")
         }
+        "wrappedjob" | "wrappedjobs" | "wj" | "wrappedjob.kueue-ext.dev" => {
+            ("kueue-ext.dev", "v1alpha1", "WrappedJob", "wrappedjobs")
+        }
         "job" | "jobs" | "job.batch" => ("batch", "v1", "Job", "jobs"),
-        other => return Err(format!("unknown job kind {other:?}: use externaljob/NAME or job/NAME")),
+        other => {
+            return Err(format!("unknown job kind {other:?}: use externaljob/NAME, wrappedjob/NAME or job/NAME"));
+        }
     };
     Ok((resolved, name))
 }
@@ -67,6 +73,7 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
         suspended: job.data["spec"]["suspend"] == true,
         managed_by: job.data["spec"]["managedBy"].as_str(),
         job_conditions: &conditions,
+        phase: job.data["status"]["phase"].as_str(),
         workload: workload.as_ref(),
         local_queue_exists,
     };
@@ -84,6 +91,12 @@ mod tests {
     fn job_references_resolve_like_kubectl() {
         assert_eq!(kind_of("train").unwrap().0.2, "ExternalJob");
         assert_eq!(kind_of("job/sample").unwrap(), (("batch", "v1", "Job", "jobs"), "sample"));
+        for reference in ["wrappedjob/train", "wj/train", "WrappedJobs/train"] {
+            assert_eq!(
+                kind_of(reference).unwrap(),
+                (("kueue-ext.dev", "v1alpha1", "WrappedJob", "wrappedjobs"), "train")
+            );
+        }
         assert!(kind_of("pod/x").unwrap_err().contains("unknown job kind"));
     }
 }

@@ -4,7 +4,7 @@ use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
 use super::cluster::ClusterArgs;
-use crate::submit::{self, Defaults, Planned, Problem, documents};
+use crate::submit::{self, Defaults, Planned, Problem, appwrapper, documents};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum DryRun {
@@ -83,6 +83,9 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
             Err(found) => problems.extend(found),
         }
     }
+    for notice in appwrapper::convert(&mut docs) {
+        eprintln!("note: {notice}");
+    }
     problems.extend(docs.iter().flat_map(documents::check_shape));
     if !problems.is_empty() {
         print_problems(&problems);
@@ -104,14 +107,13 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
     };
     let dry_run = args.dry_run == Some(DryRun::Server);
     for p in &planned {
-        if p.already_submitted {
+        if p.already_submitted() {
             match args.output {
                 Some(Output::Name) => println!("{}", p.display_name()),
                 _ => println!("{} unchanged (already submitted)", p.display_name()),
             }
             continue;
         }
-        let existed = p.api(&client).get_opt(p.name()).await?.is_some();
         let applied = submit::apply_one(&client, p, dry_run).await.map_err(|e| {
             anyhow::anyhow!(
                 "{}: {}: {} (objects listed above were applied)",
@@ -120,7 +122,7 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
                 submit::rejection(&e)
             )
         })?;
-        let verb = if existed { "configured" } else { "created" };
+        let verb = if p.exists { "configured" } else { "created" };
         let suffix = if dry_run { " (server dry run)" } else { "" };
         match args.output {
             None => println!("{} {verb}{suffix}", p.display_name()),

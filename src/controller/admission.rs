@@ -1,14 +1,112 @@
-//! Admission answers: decode the object as its kind, apply the kind's rules, and patch only the
-//! fields defaulting changed (a lossless defaulter: fields this version does not know survive).
+//! Admission answers, one code path for every kind: decode the object as its kind, apply the
+//! kind's rules and the checks only the API server can answer, and patch only the fields
+//! defaulting changed (a lossless defaulter: fields this version does not know survive).
 
+use std::future::Future;
+
+use kube::ResourceExt;
 use kube::core::DynamicObject;
 use kube::core::admission::{AdmissionRequest, AdmissionResponse, Operation};
 use serde_json::Value;
 
 use super::server::ServerState;
 use crate::api::external_job::ExternalJob;
+use crate::api::wrapped_job::WrappedJob;
 use crate::integrations::external_job::webhook as external_job;
+use crate::integrations::wrapped_job::authz::{self, Authorizer};
+use crate::integrations::wrapped_job::webhook as wrapped_job;
+use crate::jobframework::generic_job::GenericJob;
+use crate::jobframework::reconciler::Config;
 use crate::jobframework::webhook::{FieldError, QueueLookup, join};
+
+/// A kind's admission rules (Kueue's `Default`, `ValidateCreate`, `ValidateUpdate`) and the
+/// checks it makes on behalf of the requesting user.
+pub trait JobWebhook: GenericJob {
+    fn apply_defaults(&mut self, config: &Config, queues: &dyn QueueLookup);
+
+    fn validate_create(&self) -> Vec<FieldError>;
+
+    fn validate_update(old: &Self, new: &Self) -> Vec<FieldError>;
+
+    /// What the API server must answer about the request's user; `old` is set on UPDATE.
+    fn authorize<'a>(
+        _old: Option<&'a Self>,
+        _new: &'a Self,
+        _request: &'a AdmissionRequest<DynamicObject>,
+        _authorizer: &'a dyn Authorizer,
+    ) -> impl Future<Output = Vec<FieldError>> + Send + 'a {
+        std::future::ready(Vec::new())
+    }
+}
+
+impl JobWebhook for ExternalJob {
+    fn apply_defaults(&mut self, config: &Config, queues: &dyn QueueLookup) {
+        external_job::default(self, config, queues);
+    }
+
+    fn validate_create(&self) -> Vec<FieldError> {
+        external_job::validate_create(self)
+    }
+
+    fn validate_update(old: &Self, new: &Self) -> Vec<FieldError> {
+        external_job::validate_update(old, new)
+    }
+}
+
+impl JobWebhook for WrappedJob {
+    fn apply_defaults(&mut self, config: &Config, queues: &dyn QueueLookup) {
+        wrapped_job::default(self, config, queues);
+    }
+
+    fn validate_create(&self) -> Vec<FieldError> {
+        wrapped_job::validate_create(self)
+    }
+
+    fn validate_update(old: &Self, new: &Self) -> Vec<FieldError> {
+        wrapped_job::validate_update(old, new)
+    }
+
+    /// The controller creates the components with its own rights, so whoever creates a
+    /// WrappedJob, or later changes what it wraps, must be allowed to create them.
+    async fn authorize<'a>(
+        old: Option<&'a Self>,
+        new: &'a Self,
+        request: &'a AdmissionRequest<DynamicObject>,
+        authorizer: &'a dyn Authorizer,
+    ) -> Vec<FieldError> {
+        if old.is_some_and(|old| !authz::needs_review(old, new)) {
+            return Vec::new();
+        }
+        let Some(namespace) = request.namespace.clone().or_else(|| new.namespace()) else {
+            return vec![FieldError::new("metadata.namespace", "Required value")];
+        };
+        authz::authorize(new, &namespace, &request.user_info, authorizer).await
+    }
+}
+
+/// Which admission a webhook path answers.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Hook {
+    Mutate,
+    Validate,
+}
+
+/// The answer to one admission request for kind `K`; a request that cannot be read as `K` is
+/// denied, saying why.
+pub async fn answer<K: JobWebhook>(
+    hook: Hook,
+    state: &ServerState,
+    request: &AdmissionRequest<DynamicObject>,
+) -> AdmissionResponse {
+    match hook {
+        Hook::Mutate => mutate::<K>(state, request),
+        Hook::Validate => match validate::<K>(state, request).await {
+            Ok(errors) if errors.is_empty() => AdmissionResponse::from(request),
+            Ok(errors) => AdmissionResponse::from(request).deny(join(&errors)),
+            Err(why) => AdmissionResponse::from(request).deny(why),
+        },
+    }
+}
 
 /// No MultiKueue when the controller runs without queue caches (e.g. in tests).
 struct NoQueues;
@@ -19,18 +117,18 @@ impl QueueLookup for NoQueues {
     }
 }
 
-fn decode(object: Option<&DynamicObject>) -> Result<(Value, ExternalJob), String> {
+fn decode<K: JobWebhook>(object: Option<&DynamicObject>) -> Result<(Value, K), String> {
     let object = object.ok_or("the request carries no object")?;
     let value = serde_json::to_value(object).map_err(|e| e.to_string())?;
-    let job = serde_json::from_value(value.clone()).map_err(|e| format!("cannot read it as an ExternalJob: {e}"))?;
+    let job = serde_json::from_value(value.clone()).map_err(|e| format!("cannot read it as {}: {e}", K::gvk().kind))?;
     Ok((value, job))
 }
 
-pub fn mutate(state: &ServerState, request: &AdmissionRequest<DynamicObject>) -> AdmissionResponse {
+fn mutate<K: JobWebhook>(state: &ServerState, request: &AdmissionRequest<DynamicObject>) -> AdmissionResponse {
     if request.operation != Operation::Create {
         return AdmissionResponse::from(request);
     }
-    let (before, mut job) = match decode(request.object.as_ref()) {
+    let (before, mut job) = match decode::<K>(request.object.as_ref()) {
         Ok(decoded) => decoded,
         Err(why) => return AdmissionResponse::from(request).deny(why),
     };
@@ -38,38 +136,44 @@ pub fn mutate(state: &ServerState, request: &AdmissionRequest<DynamicObject>) ->
         Some(cache) => cache,
         None => &NoQueues,
     };
-    external_job::default(&mut job, &state.config, queues);
-    let mut after = before.clone();
-    if let Some(spec) = after.get_mut("spec").and_then(Value::as_object_mut) {
-        if let Some(suspend) = job.spec.suspend {
-            spec.insert("suspend".into(), Value::Bool(suspend));
-        }
-        if let Some(managed_by) = &job.spec.managed_by {
-            spec.insert("managedBy".into(), Value::String(managed_by.clone()));
-        }
-    }
-    let patch = json_patch::diff(&before, &after);
+    job.apply_defaults(&state.config, queues);
+    let patch = json_patch::diff(&before, &defaulted(&before, &job));
     match AdmissionResponse::from(request).with_patch(patch) {
         Ok(response) => response,
         Err(err) => AdmissionResponse::from(request).deny(format!("cannot encode the defaulting patch: {err}")),
     }
 }
 
-pub fn validate(_: &ServerState, request: &AdmissionRequest<DynamicObject>) -> AdmissionResponse {
-    let errors: Vec<FieldError> = match request.operation {
-        Operation::Create => match decode(request.object.as_ref()) {
-            Ok((_, job)) => external_job::validate_create(&job),
-            Err(why) => return AdmissionResponse::from(request).deny(why),
-        },
-        Operation::Update => match (decode(request.old_object.as_ref()), decode(request.object.as_ref())) {
-            (Ok((_, old)), Ok((_, new))) => external_job::validate_update(&old, &new),
-            (Err(why), _) | (_, Err(why)) => return AdmissionResponse::from(request).deny(why),
-        },
-        _ => Vec::new(),
-    };
-    if errors.is_empty() {
-        AdmissionResponse::from(request)
-    } else {
-        AdmissionResponse::from(request).deny(join(&errors))
+/// `before` with the fields defaulting sets (`spec.suspend`, `spec.managedBy`) taken from `job`.
+fn defaulted(before: &Value, job: &impl GenericJob) -> Value {
+    let mut after = before.clone();
+    if let Some(spec) = after.get_mut("spec").and_then(Value::as_object_mut) {
+        if job.is_suspended() {
+            spec.insert("suspend".into(), Value::Bool(true));
+        }
+        if let Some(managed_by) = job.managed_by() {
+            spec.insert("managedBy".into(), Value::String(managed_by.into()));
+        }
     }
+    after
+}
+
+async fn validate<K: JobWebhook>(
+    state: &ServerState,
+    request: &AdmissionRequest<DynamicObject>,
+) -> Result<Vec<FieldError>, String> {
+    let (old, new) = match request.operation {
+        Operation::Create => (None, decode::<K>(request.object.as_ref())?.1),
+        Operation::Update => {
+            let old = decode::<K>(request.old_object.as_ref())?.1;
+            (Some(old), decode::<K>(request.object.as_ref())?.1)
+        }
+        Operation::Delete | Operation::Connect => return Ok(Vec::new()),
+    };
+    let mut errors = match &old {
+        Some(old) => K::validate_update(old, &new),
+        None => new.validate_create(),
+    };
+    errors.extend(K::authorize(old.as_ref(), &new, request, state.authorizer.as_ref()).await);
+    Ok(errors)
 }

@@ -1,4 +1,4 @@
-//! The controller process: the ExternalJob controller on the jobframework, the Workload
+//! The controller process: the ExternalJob and WrappedJob controllers on the jobframework, the Workload
 //! clean-up loop, and the HTTPS server with the admission webhooks, health and metrics.
 
 pub mod admission;
@@ -14,20 +14,25 @@ use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
 use futures::StreamExt;
-use k8s_openapi::api::core::v1::Pod;
+use k8s_openapi::api::apps::v1::{Deployment, StatefulSet};
+use k8s_openapi::api::batch::v1::Job as BatchJob;
+use k8s_openapi::api::core::v1::{Pod, Service};
 use kube::api::Api;
 use kube::runtime::controller::{Action, Controller};
 use kube::runtime::events::{Recorder, Reporter};
-use kube::runtime::reflector::{self, Store};
+use kube::runtime::reflector::{self, ObjectRef, Store};
 use kube::runtime::{WatchStreamExt, watcher};
-use kube::{Client, Resource};
+use kube::{Client, Resource, ResourceExt};
 use tokio::sync::watch;
 use tracing::{info, warn};
 
 use crate::api::external_job::ExternalJob;
 use crate::api::kueue::{AdmissionCheck, ClusterQueue, LocalQueue, Workload};
-use crate::integrations::external_job;
+use crate::api::wrapped_job::{WRAPPED_JOB_LABEL, WrappedJob};
 use crate::integrations::external_job::pods::JOB_UID_LABEL;
+use crate::integrations::wrapped_job::authz::ApiAuthorizer;
+use crate::integrations::wrapped_job::kinds::Kinds;
+use crate::integrations::{external_job, wrapped_job};
 use crate::jobframework::reconciler::{self, Config, Context, Error};
 use metrics::Metrics;
 use queues::QueueCache;
@@ -69,10 +74,13 @@ pub async fn run(options: Options) -> anyhow::Result<()> {
         admission_checks: cache(Api::<AdmissionCheck>::all(client.clone())),
     };
     let workloads = cache(Api::<Workload>::all(client.clone()));
+    // Component kinds, looked up by the webhook and the controller alike.
+    let kinds = Arc::new(Kinds::new(client.clone()));
     let state = Arc::new(ServerState {
         config: options.config.clone(),
         queues: Some(queues.clone()),
         metrics: metrics.clone(),
+        authorizer: Arc::new(ApiAuthorizer::new(client.clone(), kinds.clone())),
         ready: Default::default(),
     });
 
@@ -118,21 +126,55 @@ pub async fn run(options: Options) -> anyhow::Result<()> {
         workloads,
         recorder: Recorder::new(client.clone(), Reporter { controller: MANAGER.into(), instance: None }),
     });
-    let jobs = Controller::new(Api::<ExternalJob>::all(client.clone()), watcher::Config::default())
+    let reconciled = {
+        let metrics = metrics.clone();
+        move |kind: &'static str, result: &Result<Action, Error>, started: Instant| {
+            metrics.reconciled(kind, result.is_ok(), started.elapsed());
+        }
+    };
+    let external_jobs = Controller::new(Api::<ExternalJob>::all(client.clone()), watcher::Config::default())
         .owns(Api::<Workload>::all(client.clone()), watcher::Config::default())
         .owns(Api::<Pod>::all(client.clone()), watcher::Config::default().labels(JOB_UID_LABEL))
         .graceful_shutdown_on(stopped(stop_rx.clone()))
         .run(
             {
-                let metrics = metrics.clone();
+                let reconciled = reconciled.clone();
                 move |job: Arc<ExternalJob>, ctx: Arc<Context>| {
-                    let metrics = metrics.clone();
+                    let reconciled = reconciled.clone();
                     async move {
                         let started = Instant::now();
                         let result = external_job::controller::reconcile(&job, &ctx).await;
-                        metrics.reconciled("ExternalJob", result.is_ok(), started.elapsed());
+                        reconciled("ExternalJob", &result, started);
                         result
                     }
+                }
+            },
+            error_policy,
+            ctx.clone(),
+        )
+        .for_each(|_| async {});
+    let labelled = || watcher::Config::default().labels(WRAPPED_JOB_LABEL);
+    let wrapped_jobs = Controller::new(Api::<WrappedJob>::all(client.clone()), watcher::Config::default())
+        .owns(Api::<Workload>::all(client.clone()), watcher::Config::default())
+        // Components of the kinds every cluster serves are watched; others are looked at on a timer.
+        .owns(Api::<BatchJob>::all(client.clone()), labelled())
+        .owns(Api::<Deployment>::all(client.clone()), labelled())
+        .owns(Api::<StatefulSet>::all(client.clone()), labelled())
+        .owns(Api::<Service>::all(client.clone()), labelled())
+        // Pods of components (and Pod components) name their job by label.
+        .watches(Api::<Pod>::all(client.clone()), labelled(), |pod: Pod| {
+            let job = pod.labels().get(WRAPPED_JOB_LABEL)?.clone();
+            Some(ObjectRef::new(&job).within(&pod.namespace()?))
+        })
+        .graceful_shutdown_on(stopped(stop_rx.clone()))
+        .run(
+            move |job: Arc<WrappedJob>, ctx: Arc<Context>| {
+                let (kinds, reconciled) = (kinds.clone(), reconciled.clone());
+                async move {
+                    let started = Instant::now();
+                    let result = wrapped_job::controller::reconcile(&job, &ctx, &kinds).await;
+                    reconciled("WrappedJob", &result, started);
+                    result
                 }
             },
             error_policy,
@@ -147,7 +189,8 @@ pub async fn run(options: Options) -> anyhow::Result<()> {
                 if wl.metadata.deletion_timestamp.is_none() {
                     return Ok(Action::await_change());
                 }
-                reconciler::finalize_orphan::<ExternalJob>(&wl, &ctx.client).await
+                reconciler::finalize_orphan::<ExternalJob>(&wl, &ctx.client).await?;
+                reconciler::finalize_orphan::<WrappedJob>(&wl, &ctx.client).await
             },
             error_policy,
             ctx,
@@ -163,7 +206,7 @@ pub async fn run(options: Options) -> anyhow::Result<()> {
         Ok::<_, std::io::Error>(())
     };
     let outcome = tokio::select! {
-        _ = async { tokio::join!(jobs, orphans) } => Ok(()),
+        _ = async { tokio::join!(external_jobs, wrapped_jobs, orphans) } => Ok(()),
         result = signal => { info!("shutting down"); result.map_err(anyhow::Error::from) }
         // Another replica may already be writing: stop at once, as controller-runtime does.
         _ = lease_lost => Err(anyhow::anyhow!("lost the {} Lease; exiting so another replica leads", leader::LEASE)),

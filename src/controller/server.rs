@@ -12,15 +12,18 @@ use axum::body::Bytes;
 use axum::extract::{DefaultBodyLimit, State};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
-use axum::routing::{get, post};
+use axum::routing::{MethodRouter, get, post};
 use kube::core::DynamicObject;
-use kube::core::admission::{AdmissionRequest, AdmissionResponse, AdmissionReview, Operation};
+use kube::core::admission::{AdmissionRequest, AdmissionReview, Operation};
 
-use super::admission;
+use super::admission::{self, Hook, JobWebhook};
 use super::metrics::Metrics;
 use super::queues::QueueCache;
+use crate::api::external_job::ExternalJob;
+use crate::api::wrapped_job::WrappedJob;
+use crate::integrations::wrapped_job::authz::Authorizer;
 use crate::jobframework::reconciler::Config;
-use crate::manifests::{MUTATE_EXTERNAL_JOB, VALIDATE_EXTERNAL_JOB};
+use crate::manifests::{MUTATE_EXTERNAL_JOB, MUTATE_WRAPPED_JOB, VALIDATE_EXTERNAL_JOB, VALIDATE_WRAPPED_JOB};
 
 /// Largest AdmissionReview accepted; the API server caps objects at 1.5 MiB (etcd's limit).
 pub const MAX_BODY_BYTES: usize = 3 * 1024 * 1024;
@@ -29,14 +32,18 @@ pub struct ServerState {
     pub config: Config,
     pub queues: Option<QueueCache>,
     pub metrics: Arc<Metrics>,
+    /// Asks the API server who may create what a WrappedJob wraps.
+    pub authorizer: Arc<dyn Authorizer>,
     /// Set once the caches the webhook answers from have synced.
     pub ready: AtomicBool,
 }
 
 pub fn router(state: Arc<ServerState>) -> Router {
     Router::new()
-        .route(MUTATE_EXTERNAL_JOB, post(mutate))
-        .route(VALIDATE_EXTERNAL_JOB, post(validate))
+        .route(MUTATE_EXTERNAL_JOB, webhook::<ExternalJob>(Hook::Mutate))
+        .route(VALIDATE_EXTERNAL_JOB, webhook::<ExternalJob>(Hook::Validate))
+        .route(MUTATE_WRAPPED_JOB, webhook::<WrappedJob>(Hook::Mutate))
+        .route(VALIDATE_WRAPPED_JOB, webhook::<WrappedJob>(Hook::Validate))
         .route("/healthz", get(|| async { "ok" }))
         .route("/readyz", get(readyz))
         .route("/metrics", get(metrics))
@@ -56,21 +63,16 @@ async fn metrics(State(state): State<Arc<ServerState>>) -> String {
     state.metrics.encode()
 }
 
-async fn mutate(State(state): State<Arc<ServerState>>, body: Bytes) -> Response {
-    review(&state, &body, admission::mutate)
+/// The route of one admission webhook of kind `K`.
+fn webhook<K: JobWebhook>(hook: Hook) -> MethodRouter<Arc<ServerState>> {
+    post(
+        move |State(state): State<Arc<ServerState>>, body: Bytes| async move { review::<K>(&state, &body, hook).await },
+    )
 }
 
-async fn validate(State(state): State<Arc<ServerState>>, body: Bytes) -> Response {
-    review(&state, &body, admission::validate)
-}
-
-/// Decodes an AdmissionReview, answers it, and records the verdict. A body that is not an
-/// AdmissionReview gets a 400: there is no request UID to answer to.
-fn review(
-    state: &ServerState,
-    body: &[u8],
-    answer: fn(&ServerState, &AdmissionRequest<DynamicObject>) -> AdmissionResponse,
-) -> Response {
+/// Decodes an AdmissionReview, answers it as `K`, and records the verdict. A body that is not
+/// an AdmissionReview gets a 400: there is no request UID to answer to.
+async fn review<K: JobWebhook>(state: &ServerState, body: &[u8], hook: Hook) -> Response {
     let started = Instant::now();
     let review: AdmissionReview<DynamicObject> = match serde_json::from_slice(body) {
         Ok(review) => review,
@@ -82,7 +84,7 @@ fn review(
             return (StatusCode::BAD_REQUEST, format!("AdmissionReview without a request: {err}")).into_response();
         }
     };
-    let response = answer(state, &request);
+    let response = admission::answer::<K>(hook, state, &request).await;
     let operation = match request.operation {
         Operation::Create => "CREATE",
         Operation::Update => "UPDATE",
@@ -121,36 +123,63 @@ mod tests {
     use tower::ServiceExt;
 
     use super::*;
+    use crate::integrations::wrapped_job::authz::fake::FakeAuthorizer;
 
-    fn state(ready: bool) -> Arc<ServerState> {
+    fn state_with(ready: bool, authorizer: Arc<FakeAuthorizer>) -> Arc<ServerState> {
         Arc::new(ServerState {
             config: Config::default(),
             queues: None,
             metrics: Arc::new(Metrics::default()),
+            authorizer,
             ready: AtomicBool::new(ready),
         })
     }
 
-    async fn call(path: &str, body: impl Into<Body>) -> (StatusCode, Vec<u8>) {
+    fn state(ready: bool) -> Arc<ServerState> {
+        state_with(ready, Arc::new(FakeAuthorizer::new()))
+    }
+
+    async fn call_with(state: Arc<ServerState>, path: &str, body: impl Into<Body>) -> (StatusCode, Vec<u8>) {
         let request = Request::post(path).header("content-type", "application/json").body(body.into()).unwrap();
-        let response = router(state(true)).oneshot(request).await.unwrap();
+        let response = router(state).oneshot(request).await.unwrap();
         let status = response.status();
         (status, axum::body::to_bytes(response.into_body(), usize::MAX).await.unwrap().to_vec())
     }
 
-    fn review(operation: &str, object: Value, old: Option<Value>) -> Value {
+    async fn call(path: &str, body: impl Into<Body>) -> (StatusCode, Vec<u8>) {
+        call_with(state(true), path, body).await
+    }
+
+    /// The AdmissionReview the API server sends when `user` writes `object`.
+    fn review_by(user: &str, operation: &str, object: Value, old: Option<Value>) -> Value {
+        let kind = object["kind"].as_str().unwrap_or_default().to_string();
         json!({
             "apiVersion": "admission.k8s.io/v1",
             "kind": "AdmissionReview",
             "request": {
                 "uid": "0b6c1d2e-0000-0000-0000-000000000001",
-                "kind": {"group": "kueue-ext.dev", "version": "v1alpha1", "kind": "ExternalJob"},
-                "resource": {"group": "kueue-ext.dev", "version": "v1alpha1", "resource": "externaljobs"},
+                "kind": {"group": "kueue-ext.dev", "version": "v1alpha1", "kind": kind},
+                "resource": {"group": "kueue-ext.dev", "version": "v1alpha1", "resource": format!("{}s", kind.to_lowercase())},
                 "name": "train", "namespace": "default", "operation": operation,
-                "userInfo": {"username": "alice"},
+                "userInfo": {"username": user, "groups": ["system:authenticated"]},
                 "object": object, "oldObject": old, "dryRun": false,
             }
         })
+    }
+
+    fn review(operation: &str, object: Value, old: Option<Value>) -> Value {
+        review_by("alice", operation, object, old)
+    }
+
+    /// The patch of a mutation answer, as JSON Patch operations.
+    fn patch_of(answer: &Value) -> Value {
+        // kube-core sends the patch bytes as a JSON array, which the API server's decoder accepts.
+        let bytes: Vec<u8> = serde_json::from_value(answer["response"]["patch"].clone()).expect("patch bytes");
+        serde_json::from_slice(&bytes).unwrap()
+    }
+
+    fn denial(answer: &Value) -> &str {
+        answer["response"]["status"]["message"].as_str().unwrap_or_default()
     }
 
     fn job(pod_sets: Value) -> Value {
@@ -172,12 +201,8 @@ mod tests {
         let answer: Value = serde_json::from_slice(&body).unwrap();
         assert_eq!(answer["response"]["allowed"], true);
         assert_eq!(answer["response"]["uid"], "0b6c1d2e-0000-0000-0000-000000000001");
-        // kube-core sends the patch bytes as a JSON array, which the API server's decoder accepts.
-        let bytes: Vec<u8> = serde_json::from_value(answer["response"]["patch"].clone()).expect("patch bytes");
-        let patch = String::from_utf8(bytes).unwrap();
-        let ops: Value = serde_json::from_str(&patch).unwrap();
         assert_eq!(
-            ops,
+            patch_of(&answer),
             json!([{"op": "add", "path": "/spec/suspend", "value": true}]),
             "unknown fields are not touched"
         );
@@ -198,7 +223,7 @@ mod tests {
         assert_eq!(status, StatusCode::OK);
         let answer: Value = serde_json::from_slice(&body).unwrap();
         assert_eq!(answer["response"]["allowed"], false);
-        assert!(answer["response"]["status"]["message"].as_str().unwrap().contains("cannot read it as an ExternalJob"));
+        assert!(answer["response"]["status"]["message"].as_str().unwrap().contains("cannot read it as ExternalJob"));
     }
 
     #[tokio::test]
@@ -218,5 +243,91 @@ mod tests {
         };
         assert_eq!(get(state(false)).await, StatusCode::SERVICE_UNAVAILABLE);
         assert_eq!(get(state(true)).await, StatusCode::OK);
+    }
+
+    fn batch_job(image: &str) -> Value {
+        json!({
+            "apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": "train"},
+            "spec": {"template": {"spec": {"restartPolicy": "Never", "containers": [{"name": "c", "image": image}]}}},
+        })
+    }
+
+    fn wrapped(templates: Vec<Value>) -> Value {
+        let components: Vec<Value> = templates.into_iter().map(|t| json!({"template": t})).collect();
+        json!({
+            "apiVersion": "kueue-ext.dev/v1alpha1", "kind": "WrappedJob",
+            "metadata": {"name": "train", "namespace": "default", "labels": {"kueue.x-k8s.io/queue-name": "user-queue"}},
+            "spec": {"components": components, "futureField": 1},
+        })
+    }
+
+    #[tokio::test]
+    async fn a_wrapped_job_is_suspended_with_a_minimal_patch() {
+        let (_, body) =
+            call(MUTATE_WRAPPED_JOB, review("CREATE", wrapped(vec![batch_job("x")]), None).to_string()).await;
+        let answer: Value = serde_json::from_slice(&body).unwrap();
+        assert_eq!(answer["response"]["allowed"], true, "{answer}");
+        assert_eq!(patch_of(&answer), json!([{"op": "add", "path": "/spec/suspend", "value": true}]));
+    }
+
+    #[tokio::test]
+    async fn a_nested_wrapped_job_is_denied_with_its_field_path() {
+        let nested = wrapped(vec![batch_job("x"), wrapped(vec![batch_job("y")])]);
+        let (_, body) = call(VALIDATE_WRAPPED_JOB, review("CREATE", nested, None).to_string()).await;
+        let answer: Value = serde_json::from_slice(&body).unwrap();
+        assert_eq!(answer["response"]["allowed"], false);
+        assert!(denial(&answer).contains("spec.components[1].template"), "{answer}");
+    }
+
+    #[tokio::test]
+    async fn a_component_the_user_may_not_create_is_denied_with_the_users_name() {
+        let fake = Arc::new(FakeAuthorizer::new().deny_user("bob", "jobs"));
+        let job = wrapped(vec![batch_job("x")]);
+        let (_, body) = call_with(
+            state_with(true, fake.clone()),
+            VALIDATE_WRAPPED_JOB,
+            review_by("bob", "CREATE", job.clone(), None).to_string(),
+        )
+        .await;
+        let answer: Value = serde_json::from_slice(&body).unwrap();
+        assert_eq!(answer["response"]["allowed"], false);
+        assert!(
+            denial(&answer).contains(
+                r#"spec.components[0].template: Forbidden: user "bob" may not create jobs.batch in namespace "default""#
+            ),
+            "{answer}"
+        );
+        let (_, body) =
+            call_with(state_with(true, fake), VALIDATE_WRAPPED_JOB, review("CREATE", job, None).to_string()).await;
+        let answer: Value = serde_json::from_slice(&body).unwrap();
+        assert_eq!(answer["response"]["allowed"], true, "alice may: {answer}");
+    }
+
+    #[tokio::test]
+    async fn an_update_that_changes_a_template_is_authorized_again() {
+        let fake = Arc::new(FakeAuthorizer::new().deny_user("bob", "jobs"));
+        let (old, new) = (wrapped(vec![batch_job("x")]), wrapped(vec![batch_job("y")]));
+        let request = review_by("bob", "UPDATE", new, Some(old));
+        let (_, body) = call_with(state_with(true, fake.clone()), VALIDATE_WRAPPED_JOB, request.to_string()).await;
+        let answer: Value = serde_json::from_slice(&body).unwrap();
+        assert_eq!(answer["response"]["allowed"], false);
+        assert!(denial(&answer).contains(r#"user "bob" may not create jobs.batch"#), "{answer}");
+        assert_eq!(fake.user_checks(), ["bob jobs.batch default"]);
+    }
+
+    #[tokio::test]
+    async fn kueue_writing_pod_set_infos_is_not_authorized_again() {
+        let kueue = "system:serviceaccount:kueue-system:kueue-controller-manager";
+        let fake = Arc::new(FakeAuthorizer::new().deny_user(kueue, "jobs"));
+        let mut old = wrapped(vec![batch_job("x")]);
+        old["spec"]["suspend"] = json!(true);
+        let mut admitted = old.clone();
+        admitted["spec"]["suspend"] = json!(false);
+        admitted["spec"]["components"][0]["podSetInfos"] = json!([{"nodeSelector": {"pool": "gpu"}}]);
+        let request = review_by(kueue, "UPDATE", admitted, Some(old));
+        let (_, body) = call_with(state_with(true, fake.clone()), VALIDATE_WRAPPED_JOB, request.to_string()).await;
+        let answer: Value = serde_json::from_slice(&body).unwrap();
+        assert_eq!(answer["response"]["allowed"], true, "{answer}");
+        assert!(fake.user_checks().is_empty());
     }
 }

@@ -2,3 +2,4 @@
 //! `GenericJob` implementation, its webhook rules, and what its own controller does).
 
 pub mod external_job;
+pub mod wrapped_job;

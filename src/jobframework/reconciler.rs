@@ -505,7 +505,8 @@ pub async fn finalize_orphan<J: GenericJob>(wl: &Workload, client: &Client) -> R
     Ok(Action::await_change())
 }
 
-async fn publish<J: GenericJob>(ctx: &Context, job: &J, type_: EventType, reason: &str, note: String) {
+/// Publishes an event about `job`; a failure to publish never fails a reconcile.
+pub async fn publish<J: GenericJob>(ctx: &Context, job: &J, type_: EventType, reason: &str, note: String) {
     let event = Event { type_, reason: reason.into(), note: Some(note), action: reason.into(), secondary: None };
     if let Err(err) = ctx.recorder.publish(&event, &job.object_ref(&())).await {
         debug!(%err, "could not publish event");

@@ -3,6 +3,7 @@
 
 use std::collections::BTreeMap;
 
+use k8s_openapi::api::core::v1::{ContainerPort, EnvVar, PodTemplateSpec, Probe, Volume};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference};
 use kube::ResourceExt;
 
@@ -100,4 +101,122 @@ pub fn equivalent<J: GenericJob>(job: &J, workload: &Workload) -> bool {
         workload.spec.pod_sets.iter().map(|p| (assigned_count(&p.name, p.count), p.min_count, &p.template)).collect();
     let actual: Vec<_> = wanted.iter().map(|p| (p.count, p.min_count, &p.template)).collect();
     podset::equivalent_pod_sets(&expected, &actual, !reserved)
+}
+
+/// The template as the API server stores it in a Workload, defaulted by the Workload CRD's schema
+/// (Kueue v0.19.2 `kueue.x-k8s.io_workloads.yaml`, `podSets[].template`): equivalence compares a
+/// job's templates with the stored ones field by field, so both must carry the same defaults.
+/// The schema's other defaults are empty reference names, which k8s-openapi always has.
+pub fn with_schema_defaults(mut template: PodTemplateSpec) -> PodTemplateSpec {
+    let Some(spec) = template.spec.as_mut() else { return template };
+    for c in spec.containers.iter_mut().chain(spec.init_containers.iter_mut().flatten()) {
+        default_container(
+            &mut c.env,
+            [&mut c.liveness_probe, &mut c.readiness_probe, &mut c.startup_probe],
+            &mut c.ports,
+        );
+    }
+    for c in spec.ephemeral_containers.iter_mut().flatten() {
+        default_container(
+            &mut c.env,
+            [&mut c.liveness_probe, &mut c.readiness_probe, &mut c.startup_probe],
+            &mut c.ports,
+        );
+    }
+    for volume in spec.volumes.iter_mut().flatten() {
+        default_volume(volume);
+    }
+    template
+}
+
+/// Containers, init containers and ephemeral containers are different types with these fields in common.
+fn default_container(
+    env: &mut Option<Vec<EnvVar>>,
+    probes: [&mut Option<Probe>; 3],
+    ports: &mut Option<Vec<ContainerPort>>,
+) {
+    for file_key in env.iter_mut().flatten().filter_map(|e| e.value_from.as_mut()?.file_key_ref.as_mut()) {
+        file_key.optional.get_or_insert(false);
+    }
+    for grpc in probes.into_iter().filter_map(|probe| probe.as_mut()?.grpc.as_mut()) {
+        grpc.service.get_or_insert_default();
+    }
+    for port in ports.iter_mut().flatten() {
+        port.protocol.get_or_insert_with(|| "TCP".to_owned());
+    }
+}
+
+fn default_volume(volume: &mut Volume) {
+    if let Some(disk) = volume.azure_disk.as_mut() {
+        disk.fs_type.get_or_insert_with(|| "ext4".to_owned());
+        disk.read_only.get_or_insert(false);
+    }
+    if let Some(iscsi) = volume.iscsi.as_mut() {
+        iscsi.iscsi_interface.get_or_insert_with(|| "default".to_owned());
+    }
+    if let Some(rbd) = volume.rbd.as_mut() {
+        rbd.keyring.get_or_insert_with(|| "/etc/ceph/keyring".to_owned());
+        rbd.pool.get_or_insert_with(|| "rbd".to_owned());
+        rbd.user.get_or_insert_with(|| "admin".to_owned());
+    }
+    if let Some(scale_io) = volume.scale_io.as_mut() {
+        scale_io.fs_type.get_or_insert_with(|| "xfs".to_owned());
+        scale_io.storage_mode.get_or_insert_with(|| "ThinProvisioned".to_owned());
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    #[test]
+    fn schema_defaults_fill_what_the_workload_crd_defaults() {
+        let probe = json!({"grpc": {"port": 9000}});
+        let container = json!({
+            "name": "c", "ports": [{"containerPort": 80}],
+            "env": [{"name": "E", "valueFrom": {"fileKeyRef": {"key": "k", "path": "p", "volumeName": "v"}}}],
+            "livenessProbe": probe, "readinessProbe": probe, "startupProbe": probe,
+        });
+        let template: PodTemplateSpec = serde_json::from_value(json!({"spec": {
+            "containers": [container], "initContainers": [container], "ephemeralContainers": [container],
+            "volumes": [
+                {"name": "a", "azureDisk": {"diskName": "d", "diskURI": "u"}},
+                {"name": "i", "iscsi": {"iqn": "q", "lun": 0, "targetPortal": "t"}},
+                {"name": "r", "rbd": {"image": "i", "monitors": []}},
+                {"name": "s", "scaleIO": {"gateway": "g", "system": "s", "secretRef": {}}},
+            ],
+        }}))
+        .unwrap();
+        let spec = serde_json::to_value(with_schema_defaults(template)).unwrap()["spec"].clone();
+        for list in ["containers", "initContainers", "ephemeralContainers"] {
+            let c = &spec[list][0];
+            assert_eq!(c["ports"][0]["protocol"], "TCP", "{list}");
+            assert_eq!(c["env"][0]["valueFrom"]["fileKeyRef"]["optional"], false, "{list}");
+            for probe in ["livenessProbe", "readinessProbe", "startupProbe"] {
+                assert_eq!(c[probe]["grpc"]["service"], "", "{list} {probe}");
+            }
+        }
+        let volumes = &spec["volumes"];
+        assert_eq!(volumes[0]["azureDisk"]["fsType"], "ext4");
+        assert_eq!(volumes[0]["azureDisk"]["readOnly"], false);
+        assert_eq!(volumes[1]["iscsi"]["iscsiInterface"], "default");
+        assert_eq!(
+            volumes[2]["rbd"],
+            json!({"image": "i", "monitors": [], "keyring": "/etc/ceph/keyring", "pool": "rbd", "user": "admin"})
+        );
+        assert_eq!(volumes[3]["scaleIO"]["fsType"], "xfs");
+        assert_eq!(volumes[3]["scaleIO"]["storageMode"], "ThinProvisioned");
+        assert_eq!(volumes[3]["scaleIO"]["secretRef"]["name"], "", "names need no defaulting");
+    }
+
+    #[test]
+    fn schema_defaults_keep_values_that_are_set() {
+        let template: PodTemplateSpec = serde_json::from_value(json!({"spec": {"containers": [
+            {"name": "c", "ports": [{"containerPort": 53, "protocol": "UDP"}]},
+        ]}}))
+        .unwrap();
+        assert_eq!(with_schema_defaults(template.clone()), template);
+    }
 }

@@ -67,6 +67,9 @@ fn path(p: &Path) -> String {
     p.display().to_string()
 }
 
+/// Admin kubeconfig of a cluster, inside its directory.
+pub const ADMIN_KUBECONFIG: &str = "admin.kubeconfig";
+
 const ALWAYS_ALLOWED: &str = "/healthz,/readyz,/livez,/metrics";
 
 impl Layout {
@@ -106,7 +109,7 @@ impl Layout {
 
     /// Admin kubeconfig used by the control-plane components themselves.
     pub fn admin_kubeconfig(&self) -> PathBuf {
-        self.dir.join("admin.kubeconfig")
+        self.dir.join(ADMIN_KUBECONFIG)
     }
 
     pub fn log(&self, component: &str) -> PathBuf {

@@ -9,6 +9,7 @@ use serde_json::{Value, json};
 use super::kubeconfig::{self, Credentials, Entry};
 use super::kueue::manifests::NAMESPACE;
 use crate::kube_util::{self, ApplyError};
+use crate::manifests::WRAPPABLE;
 
 pub const ADMISSION_CHECK: &str = "multikueue";
 pub const CONFIG: &str = "kueue-ext";
@@ -22,17 +23,24 @@ const TOKEN_SECONDS: i64 = 7 * 24 * 3600;
 const ALL_VERBS: [&str; 7] = ["create", "update", "patch", "delete", "get", "list", "watch"];
 
 /// What the manager's Kueue may do on a worker: its Workloads and queues, and the jobs of each
-/// enabled integration (batch/Job and our kinds) with read access to their status.
+/// enabled integration (batch/Job and our kinds) with read access to their status. It also may
+/// create (and only create) the kinds a WrappedJob wraps: the worker's webhook checks that the
+/// creator of a WrappedJob copy could create its components, as it checked the submitter on the
+/// manager.
 pub fn worker_role_rules() -> Value {
-    json!([
-        {"apiGroups": ["kueue.x-k8s.io"], "resources": ["workloads"], "verbs": ALL_VERBS},
-        {"apiGroups": ["kueue.x-k8s.io"], "resources": ["workloads/status"], "verbs": ["get", "patch", "update"]},
-        {"apiGroups": ["kueue.x-k8s.io"], "resources": ["clusterqueues", "localqueues"], "verbs": ["get", "list", "watch"]},
-        {"apiGroups": ["batch"], "resources": ["jobs"], "verbs": ALL_VERBS},
-        {"apiGroups": ["batch"], "resources": ["jobs/status"], "verbs": ["get"]},
-        {"apiGroups": ["kueue-ext.dev"], "resources": ["externaljobs"], "verbs": ALL_VERBS},
-        {"apiGroups": ["kueue-ext.dev"], "resources": ["externaljobs/status"], "verbs": ["get"]},
-    ])
+    let mut rules = vec![
+        json!({"apiGroups": ["kueue.x-k8s.io"], "resources": ["workloads"], "verbs": ALL_VERBS}),
+        json!({"apiGroups": ["kueue.x-k8s.io"], "resources": ["workloads/status"], "verbs": ["get", "patch", "update"]}),
+        json!({"apiGroups": ["kueue.x-k8s.io"], "resources": ["clusterqueues", "localqueues"], "verbs": ["get", "list", "watch"]}),
+        json!({"apiGroups": ["batch"], "resources": ["jobs"], "verbs": ALL_VERBS}),
+        json!({"apiGroups": ["batch"], "resources": ["jobs/status"], "verbs": ["get"]}),
+        json!({"apiGroups": ["kueue-ext.dev"], "resources": ["externaljobs", "wrappedjobs"], "verbs": ALL_VERBS}),
+        json!({"apiGroups": ["kueue-ext.dev"], "resources": ["externaljobs/status", "wrappedjobs/status"], "verbs": ["get"]}),
+    ];
+    for (group, resource) in WRAPPABLE {
+        rules.push(json!({"apiGroups": [group], "resources": [resource], "verbs": ["create"]}));
+    }
+    Value::Array(rules)
 }
 
 fn worker_rbac() -> Vec<Value> {
@@ -245,39 +253,44 @@ pub async fn preflight(worker: &str, client: &Client) -> Vec<String> {
     }
     let reviews: Api<SubjectAccessReview> = Api::all(client.clone());
     let user = format!("system:serviceaccount:{NAMESPACE}:{SERVICE_ACCOUNT}");
-    for rule in worker_role_rules().as_array().into_iter().flatten() {
-        let group = rule["apiGroups"][0].as_str().unwrap_or_default();
-        let (resource, subresource) = {
-            let full = rule["resources"][0].as_str().unwrap_or_default();
-            match full.split_once('/') {
-                Some((r, s)) => (r.to_string(), Some(s.to_string())),
-                None => (full.to_string(), None),
-            }
+    let rules = worker_role_rules();
+    let checks = rules.as_array().into_iter().flatten().flat_map(|rule| {
+        let group = rule["apiGroups"][0].as_str().unwrap_or_default().to_string();
+        let resources: Vec<String> =
+            rule["resources"].as_array().into_iter().flatten().filter_map(Value::as_str).map(String::from).collect();
+        let verbs: Vec<String> =
+            rule["verbs"].as_array().into_iter().flatten().filter_map(Value::as_str).map(String::from).collect();
+        resources.into_iter().flat_map(move |full| {
+            let group = group.clone();
+            verbs.clone().into_iter().map(move |verb| (group.clone(), full.clone(), verb))
+        })
+    });
+    for (group, full, verb) in checks {
+        let (resource, subresource) = match full.split_once('/') {
+            Some((r, s)) => (r.to_string(), Some(s.to_string())),
+            None => (full.clone(), None),
         };
-        for verb in rule["verbs"].as_array().into_iter().flatten().filter_map(Value::as_str) {
-            let review = SubjectAccessReview {
-                spec: SubjectAccessReviewSpec {
-                    user: Some(user.clone()),
-                    resource_attributes: Some(ResourceAttributes {
-                        group: Some(group.to_string()),
-                        resource: Some(resource.clone()),
-                        subresource: subresource.clone(),
-                        verb: Some(verb.to_string()),
-                        ..Default::default()
-                    }),
+        let review = SubjectAccessReview {
+            spec: SubjectAccessReviewSpec {
+                user: Some(user.clone()),
+                resource_attributes: Some(ResourceAttributes {
+                    group: Some(group.clone()),
+                    resource: Some(resource),
+                    subresource,
+                    verb: Some(verb.clone()),
                     ..Default::default()
-                },
+                }),
                 ..Default::default()
-            };
-            let allowed = reviews
-                .create(&PostParams::default(), &review)
-                .await
-                .map(|r| r.status.is_some_and(|s| s.allowed))
-                .unwrap_or(false);
-            if !allowed {
-                let what = subresource.as_ref().map(|s| format!("{resource}/{s}")).unwrap_or_else(|| resource.clone());
-                problems.push(format!("{worker}: {NAMESPACE}/{SERVICE_ACCOUNT} may not {verb} {what}.{group}"));
-            }
+            },
+            ..Default::default()
+        };
+        let allowed = reviews
+            .create(&PostParams::default(), &review)
+            .await
+            .map(|r| r.status.is_some_and(|s| s.allowed))
+            .unwrap_or(false);
+        if !allowed {
+            problems.push(format!("{worker}: {NAMESPACE}/{SERVICE_ACCOUNT} may not {verb} {full}.{group}"));
         }
     }
     problems

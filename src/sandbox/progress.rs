@@ -9,31 +9,23 @@ use tokio::task::JoinHandle;
 #[derive(Clone, Copy, Debug)]
 pub struct Progress {
     tty: bool,
-    quiet: bool,
 }
 
 impl Progress {
     pub fn stderr() -> Self {
-        Progress { tty: std::io::stderr().is_terminal(), quiet: false }
-    }
-
-    /// No output at all (library callers and tests that print their own).
-    pub fn quiet() -> Self {
-        Progress { tty: false, quiet: true }
+        Progress { tty: std::io::stderr().is_terminal() }
     }
 
     pub fn line(&self, message: impl AsRef<str>) {
-        if !self.quiet {
-            eprintln!("{}", message.as_ref());
-        }
+        eprintln!("{}", message.as_ref());
     }
 
     /// Starts a step; finish it with [`Step::done`]. Long steps tick while they run.
     pub fn step(&self, message: impl Into<String>) -> Step {
         let message = message.into();
         let started = Instant::now();
-        let ticker = (!self.quiet).then(|| spawn_ticker(message.clone(), started, self.tty));
-        if !self.quiet && !self.tty {
+        let ticker = Some(spawn_ticker(message.clone(), started, self.tty));
+        if !self.tty {
             eprintln!("• {message} ...");
         }
         Step { message, started, ticker, progress: *self }

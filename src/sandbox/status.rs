@@ -9,6 +9,7 @@ use super::health::Prober;
 use kube::ResourceExt;
 use kube::api::Api;
 
+use super::layout::ADMIN_KUBECONFIG;
 use super::multikueue::{self, ClusterConnection, Connections};
 use super::state::{Phase, Role, SandboxState};
 use crate::api::kueue::{ADMITTED, EVICTED, FINISHED, Workload};
@@ -120,9 +121,7 @@ impl StatusReport {
 
 async fn multikueue_status(cluster_dir: &Path) -> MultiKueueStatus {
     let read = async {
-        let client = crate::kube_util::client_for(&cluster_dir.join("admin.kubeconfig"), "admin")
-            .await
-            .map_err(|e| e.to_string())?;
+        let client = admin_client(cluster_dir).await?;
         let connections = multikueue::connections(&client).await.map_err(|e| e.to_string())?;
         let workloads = Api::<Workload>::all(client).list(&Default::default()).await.map_err(|e| e.to_string())?;
         Ok::<_, String>((connections, workloads.items.iter().map(placement).collect()))
@@ -145,8 +144,12 @@ async fn multikueue_status(cluster_dir: &Path) -> MultiKueueStatus {
     }
 }
 
+async fn admin_client(cluster_dir: &Path) -> Result<kube::Client, String> {
+    crate::kube_util::client_for(&cluster_dir.join(ADMIN_KUBECONFIG), "admin").await.map_err(|e| e.to_string())
+}
+
 async fn worker_preflight(name: &str, dir: &Path) -> Vec<String> {
-    match crate::kube_util::client_for(&dir.join("admin.kubeconfig"), "admin").await {
+    match admin_client(dir).await {
         Ok(client) => multikueue::preflight(name, &client).await,
         Err(e) => vec![format!("{name}: unreachable: {e}")],
     }

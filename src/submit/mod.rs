@@ -1,6 +1,7 @@
 //! `submit`: check every document first, write nothing if any fails, then apply them in
 //! dependency order with server-side apply, and optionally wait for the jobs to finish.
 
+pub mod appwrapper;
 pub mod documents;
 
 use std::collections::BTreeSet;
@@ -17,7 +18,8 @@ use crate::api::kueue::QUEUE_NAME_LABEL;
 use crate::kube_util::FIELD_MANAGER;
 
 /// Kinds that Kueue queues, and that `--queue` and `--wait` apply to.
-pub const JOB_KINDS: [(&str, &str); 2] = [("batch", "Job"), ("kueue-ext.dev", "ExternalJob")];
+pub const JOB_KINDS: [(&str, &str); 3] =
+    [("batch", "Job"), ("kueue-ext.dev", "ExternalJob"), ("kueue-ext.dev", "WrappedJob")];
 
 /// Apply order: what others refer to goes first.
 fn rank(kind: &str) -> u8 {
@@ -47,12 +49,17 @@ pub struct Planned {
     pub doc: Document,
     pub resource: ApiResource,
     pub namespaced: bool,
-    /// A job that was submitted before: it is left alone, as re-applying its manifest would
-    /// fight the admission Kueue injected (and running jobs keep their pod templates).
-    pub already_submitted: bool,
+    /// The object exists on the cluster already.
+    pub exists: bool,
 }
 
 impl Planned {
+    /// A job that was submitted before: it is left alone, as re-applying its manifest would
+    /// fight the admission Kueue injected (and running jobs keep their pod templates).
+    pub fn already_submitted(&self) -> bool {
+        self.exists && is_job(&self.doc.object)
+    }
+
     /// `kind.group/name`, as kubectl prints objects.
     pub fn display_name(&self) -> String {
         let kind = self.resource.kind.to_lowercase();
@@ -126,10 +133,8 @@ pub async fn plan(client: &Client, docs: Vec<Document>, defaults: &Defaults<'_>)
                 problems.push(problem);
             }
         }
-        let mut p = Planned { doc, resource, namespaced, already_submitted: false };
-        if is_job(&p.doc.object) {
-            p.already_submitted = matches!(p.api(client).get_opt(p.name()).await, Ok(Some(_)));
-        }
+        let mut p = Planned { doc, resource, namespaced, exists: false };
+        p.exists = matches!(p.api(client).get_opt(p.name()).await, Ok(Some(_)));
         planned.push(p);
     }
     planned.sort_by_key(|p| rank(&p.resource.kind));
@@ -141,7 +146,7 @@ pub async fn plan(client: &Client, docs: Vec<Document>, defaults: &Defaults<'_>)
         }
         let namespace = p.doc.object["metadata"]["namespace"].as_str().unwrap_or_default();
         // An object in a namespace this batch creates cannot be dry-run before it exists.
-        if p.already_submitted || (p.namespaced && batch_namespaces.contains(namespace)) {
+        if p.already_submitted() || (p.namespaced && batch_namespaces.contains(namespace)) {
             continue;
         }
         if let Err(err) = apply_one(client, p, true).await {
@@ -196,8 +201,16 @@ pub async fn apply_one(client: &Client, planned: &Planned, dry_run: bool) -> Res
     planned.api(client).patch(planned.name(), &params, &Patch::Apply(&planned.doc.object)).await
 }
 
-/// Whether a job object has finished, and how.
+/// Whether a job object has finished, and how: a WrappedJob by its phase, as AppWrapper tells
+/// it, the other kinds by their `Complete` or `Failed` condition.
 pub fn job_outcome(obj: &Value) -> Option<bool> {
+    if obj["kind"] == "WrappedJob" {
+        return match obj["status"]["phase"].as_str()? {
+            "Succeeded" => Some(true),
+            "Failed" => Some(false),
+            _ => None,
+        };
+    }
     let conditions = obj["status"]["conditions"].as_array()?;
     let holds = |kind: &str| conditions.iter().any(|c| c["type"] == kind && c["status"] == "True");
     if holds("Complete") {
@@ -224,6 +237,7 @@ mod tests {
     fn job_kinds_are_recognised_by_group_and_kind() {
         assert!(is_job(&json!({"apiVersion": "batch/v1", "kind": "Job"})));
         assert!(is_job(&json!({"apiVersion": "kueue-ext.dev/v1alpha1", "kind": "ExternalJob"})));
+        assert!(is_job(&json!({"apiVersion": "kueue-ext.dev/v1alpha1", "kind": "WrappedJob"})));
         assert!(!is_job(&json!({"apiVersion": "example.com/v1", "kind": "Job"})));
     }
 
@@ -234,5 +248,9 @@ mod tests {
         assert_eq!(job_outcome(&done), Some(true));
         assert_eq!(job_outcome(&failed), Some(false));
         assert_eq!(job_outcome(&json!({})), None);
+        let wrapped = |phase: &str| json!({"kind": "WrappedJob", "status": {"phase": phase}});
+        assert_eq!(job_outcome(&wrapped("Succeeded")), Some(true));
+        assert_eq!(job_outcome(&wrapped("Failed")), Some(false));
+        assert_eq!(job_outcome(&wrapped("Resetting")), None, "a reset is not the end");
     }
 }

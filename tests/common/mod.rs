@@ -221,6 +221,44 @@ pub fn down_leaves_nothing(sandbox: &Sandbox) {
     }
 }
 
+/// A flavor whose node label the kwok nodes carry, queues with 4 CPU of quota that preempt by
+/// priority, and two priority classes.
+pub const SMALL_QUEUES: &str = r#"
+apiVersion: kueue.x-k8s.io/v1beta2
+kind: ResourceFlavor
+metadata: {name: kwok-flavor}
+spec: {nodeLabels: {type: kwok}}
+---
+apiVersion: kueue.x-k8s.io/v1beta2
+kind: ClusterQueue
+metadata: {name: small-cq}
+spec:
+  namespaceSelector: {}
+  preemption: {withinClusterQueue: LowerPriority}
+  resourceGroups:
+  - coveredResources: [cpu, memory]
+    flavors:
+    - name: kwok-flavor
+      resources:
+      - {name: cpu, nominalQuota: "4"}
+      - {name: memory, nominalQuota: 16Gi}
+---
+apiVersion: kueue.x-k8s.io/v1beta2
+kind: LocalQueue
+metadata: {name: small, namespace: default}
+spec: {clusterQueue: small-cq}
+---
+apiVersion: kueue.x-k8s.io/v1beta2
+kind: WorkloadPriorityClass
+metadata: {name: low}
+value: 10
+---
+apiVersion: kueue.x-k8s.io/v1beta2
+kind: WorkloadPriorityClass
+metadata: {name: high}
+value: 1000
+"#;
+
 /// A batch/v1 Job in `default` on `user-queue`: `pods` pods of `cpu` CPU that run for `run` on kwok.
 pub fn batch_job(name: &str, pods: u32, cpu: &str, run: &str) -> String {
     format!(
@@ -245,4 +283,56 @@ spec:
         resources: {{requests: {{cpu: "{cpu}", memory: 1Gi}}}}
 "#
     )
+}
+
+/// The recorded controller process of the manager: its pid and the command it was started with.
+pub fn controller_process(sandbox: &Sandbox) -> (i32, Vec<String>) {
+    let state: Value = serde_json::from_slice(&std::fs::read(sandbox.dir.join("state.json")).unwrap()).unwrap();
+    let components = state["clusters"][0]["components"].as_array().unwrap();
+    let component = components.iter().find(|c| c["name"] == "kueue-ext-controller").unwrap();
+    let command = component["command"].as_array().unwrap().iter().map(|a| a.as_str().unwrap().to_string()).collect();
+    (component["process"]["pid"].as_i64().unwrap() as i32, command)
+}
+
+/// The manager's controller, killed with SIGKILL and started again from the command `up`
+/// recorded, as a crash and a restart by a supervisor would. The last replacement is stopped
+/// when the test ends.
+pub struct ControllerRestarts {
+    command: Vec<String>,
+    pid: i32,
+    replacement: Option<std::process::Child>,
+    log: std::fs::File,
+}
+
+impl ControllerRestarts {
+    pub fn new(sandbox: &Sandbox) -> Self {
+        let (pid, command) = controller_process(sandbox);
+        let log = std::fs::File::create(sandbox.dir.join("manager/logs/kueue-ext-controller-restarted.log")).unwrap();
+        ControllerRestarts { command, pid, replacement: None, log }
+    }
+
+    pub fn kill_and_restart(&mut self) {
+        nix::sys::signal::kill(nix::unistd::Pid::from_raw(self.pid), nix::sys::signal::Signal::SIGKILL).unwrap();
+        if let Some(mut old) = self.replacement.take() {
+            let _ = old.wait();
+        }
+        std::thread::sleep(Duration::from_secs(1));
+        let child = Command::new(&self.command[0])
+            .args(&self.command[1..])
+            .stdout(self.log.try_clone().unwrap())
+            .stderr(self.log.try_clone().unwrap())
+            .spawn()
+            .unwrap();
+        self.pid = child.id() as i32;
+        self.replacement = Some(child);
+    }
+}
+
+impl Drop for ControllerRestarts {
+    fn drop(&mut self) {
+        if let Some(mut child) = self.replacement.take() {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
 }

@@ -11,6 +11,7 @@ use crate::api::external_job::ExternalJob;
 use crate::api::kueue::PodSet;
 use crate::jobframework::generic_job::{Finished, GenericJob};
 use crate::jobframework::podset::{self, PodSetInfo, PodSetInfoError};
+use crate::jobframework::workload;
 
 pub const COMPLETE: &str = "Complete";
 pub const FAILED: &str = "Failed";
@@ -72,7 +73,7 @@ impl GenericJob for ExternalJob {
                 name: p.name.clone(),
                 count: p.count,
                 min_count: p.min_count,
-                template: with_schema_defaults(p.template.clone()),
+                template: workload::with_schema_defaults(p.template.clone()),
             })
             .collect()
     }
@@ -99,22 +100,6 @@ impl GenericJob for ExternalJob {
     fn set_managed_by(&mut self, controller: &str) {
         self.spec.managed_by = Some(controller.to_string());
     }
-}
-
-/// The template as the Workload CRD's schema defaults it (container port protocol `TCP`): the
-/// Workload stores the defaulted form, and equivalence compares containers field by field.
-fn with_schema_defaults(
-    mut template: k8s_openapi::api::core::v1::PodTemplateSpec,
-) -> k8s_openapi::api::core::v1::PodTemplateSpec {
-    if let Some(spec) = template.spec.as_mut() {
-        let init = spec.init_containers.iter_mut().flatten();
-        for container in spec.containers.iter_mut().chain(init) {
-            for port in container.ports.iter_mut().flatten() {
-                port.protocol.get_or_insert_with(|| "TCP".to_string());
-            }
-        }
-    }
-    template
 }
 
 #[cfg(test)]

@@ -1,0 +1,316 @@
+//! The cluster side of a WrappedJob: what exists of its components and pods, and the calls
+//! that create and delete them. The decisions are `lifecycle`'s; this module only looks and acts.
+
+use std::collections::HashMap;
+
+use k8s_openapi::api::core::v1::Pod;
+use kube::api::{Api, DeleteParams, DynamicObject, ListParams, PostParams};
+use kube::{Client, ResourceExt};
+use serde_json::Value;
+
+use super::kinds::{Kinds, Served};
+use super::lifecycle::{Completion, FailedExit, Observed, ObservedComponent, Outcome, PodCounts, completion_of};
+use super::podsets;
+use crate::api::wrapped_job::{ComponentFailure, WRAPPED_JOB_LABEL, WrappedJob};
+
+/// Annotation on each created component naming its index in `spec.components`, so it is found
+/// again whatever its name (`generateName`) and even if its creation was never recorded.
+pub const COMPONENT_INDEX_ANNOTATION: &str = "kueue-ext.dev/component-index";
+
+/// The apiVersion and kind of a component template.
+pub fn type_of(template: &Value) -> (&str, &str) {
+    (template["apiVersion"].as_str().unwrap_or_default(), template["kind"].as_str().unwrap_or_default())
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    #[error("{action} {what}: {source}")]
+    Kube {
+        action: &'static str,
+        what: String,
+        #[source]
+        source: kube::Error,
+    },
+}
+
+fn kube_err(action: &'static str, what: impl Into<String>) -> impl FnOnce(kube::Error) -> Error {
+    let what = what.into();
+    move |source| Error::Kube { action, what, source }
+}
+
+/// Lists the job's components (by label, owner and index) and its pods.
+pub async fn observe(client: &Client, kinds: &Kinds, job: &WrappedJob) -> Result<Observed, Error> {
+    let namespace = job.namespace().unwrap_or_default();
+    let selector = ListParams::default().labels(&format!("{WRAPPED_JOB_LABEL}={}", job.name_any()));
+    let uid = job.uid().unwrap_or_default();
+    let mut listed: HashMap<(String, String), Vec<DynamicObject>> = HashMap::new();
+    let mut components = Vec::with_capacity(job.spec.components.len());
+    for (index, component) in job.spec.components.iter().enumerate() {
+        let (api_version, kind) = type_of(&component.template);
+        let key = (api_version.to_string(), kind.to_string());
+        if !listed.contains_key(&key) {
+            let objects = match kinds.served(api_version, kind).await.map_err(kube_err("discover", kind))? {
+                Some(Served { resource, .. }) => {
+                    let api: Api<DynamicObject> = Api::namespaced_with(client.clone(), &namespace, &resource);
+                    api.list(&selector).await.map_err(kube_err("list", resource.plural.clone()))?.items
+                }
+                None => Vec::new(),
+            };
+            listed.insert(key.clone(), objects);
+        }
+        let mine = listed[&key].iter().find(|o| {
+            o.owner_references().iter().any(|r| r.controller == Some(true) && r.uid == uid)
+                && o.annotations().get(COMPONENT_INDEX_ANNOTATION) == Some(&index.to_string())
+        });
+        components.push(match mine {
+            Some(object) => {
+                let value = serde_json::to_value(object).unwrap_or_default();
+                let (completion, outcome) = classify(api_version, kind, &value);
+                ObservedComponent::Present {
+                    name: object.name_any(),
+                    deleting: object.metadata.deletion_timestamp.is_some(),
+                    completion,
+                    outcome,
+                }
+            }
+            None => ObservedComponent::Missing,
+        });
+    }
+    let pods: Api<Pod> = Api::namespaced(client.clone(), &namespace);
+    let pods = pods.list(&selector).await.map_err(kube_err("list pods of", job.name_any()))?.items;
+    Ok(Observed { components, pods: count_pods(&pods) })
+}
+
+/// Whether a component of this kind ends on its own, and how it is doing, from its status.
+pub fn classify(api_version: &str, kind: &str, object: &Value) -> (Completion, Outcome) {
+    let group = api_version.split_once('/').map_or("", |(g, _)| g);
+    let condition = |type_: &str| {
+        let conditions = object["status"]["conditions"].as_array().into_iter().flatten();
+        conditions.into_iter().find(|c| c["type"] == type_ && c["status"] == "True")
+    };
+    let failure = |c: &Value| ComponentFailure {
+        reason: c["reason"].as_str().unwrap_or_default().to_string(),
+        message: c["message"].as_str().unwrap_or_default().to_string(),
+    };
+    // Conditions that report success and failure, by kind.
+    let reported = match (group, kind) {
+        ("batch", "Job") => Some(("Complete", "Failed")),
+        ("jobset.x-k8s.io", "JobSet") => Some(("Completed", "Failed")),
+        ("kubeflow.org", "PyTorchJob") => Some(("Succeeded", "Failed")),
+        _ => None,
+    };
+    let outcome = match (group, kind, reported) {
+        (_, _, Some((succeeded, failed))) => match (condition(succeeded), condition(failed)) {
+            (Some(_), _) => Outcome::Succeeded,
+            (None, Some(c)) => Outcome::Failed(failure(c)),
+            (None, None) => Outcome::Running,
+        },
+        ("", "Pod", _) => match object["status"]["phase"].as_str() {
+            Some("Succeeded") => Outcome::Succeeded,
+            Some("Failed") => Outcome::Failed(failure(&object["status"])),
+            _ => Outcome::Running,
+        },
+        ("apps", "Deployment" | "StatefulSet", _) => {
+            condition("ReplicaFailure").map_or(Outcome::Running, |c| Outcome::Degraded(failure(c)))
+        }
+        _ => Outcome::Running,
+    };
+    (completion_of(api_version, kind), outcome)
+}
+
+/// Pods by phase; a pod being deleted counts only as terminating.
+pub fn count_pods(pods: &[Pod]) -> PodCounts {
+    let mut counts = PodCounts::default();
+    for pod in pods {
+        if pod.metadata.deletion_timestamp.is_some() {
+            counts.terminating += 1;
+            continue;
+        }
+        let status = pod.status.as_ref();
+        match status.and_then(|s| s.phase.as_deref()) {
+            Some("Running") => counts.running += 1,
+            Some("Succeeded") => counts.succeeded += 1,
+            Some("Failed") => {
+                counts.failed += 1;
+                let containers = status.and_then(|s| s.container_statuses.as_deref()).unwrap_or_default();
+                counts.exits.extend(containers.iter().filter_map(|c| {
+                    let code = c.state.as_ref()?.terminated.as_ref()?.exit_code;
+                    (code != 0).then(|| FailedExit { pod: pod.name_any(), container: c.name.clone(), code })
+                }));
+            }
+            _ => counts.pending += 1,
+        }
+    }
+    counts
+}
+
+/// Why a create failed, and whether trying again can help.
+pub struct CreateFailure {
+    pub fatal: bool,
+    pub message: String,
+}
+
+/// Creates component `index` (admission infos injected, labelled, owned by the job). An object
+/// of that name that this job already controls counts as created.
+pub async fn create(client: &Client, kinds: &Kinds, job: &WrappedJob, index: usize) -> Result<(), CreateFailure> {
+    let fatal = |message: String| CreateFailure { fatal: true, message };
+    let component = &job.spec.components[index];
+    let (api_version, kind) = type_of(&component.template);
+    let pod_sets = podsets::component_pod_sets(index, component).map_err(|e| fatal(e.to_string()))?;
+    let mut object = podsets::object_to_create(job, index, &pod_sets).map_err(|e| fatal(e.to_string()))?;
+    object["metadata"]["annotations"][COMPONENT_INDEX_ANNOTATION] = Value::String(index.to_string());
+    let resource = match kinds.served(api_version, kind).await {
+        Ok(Some(served)) => served.resource,
+        Ok(None) => return Err(fatal(format!("the API server serves no {kind} in {api_version}"))),
+        Err(err) => return Err(CreateFailure { fatal: false, message: err.to_string() }),
+    };
+    let object: DynamicObject =
+        serde_json::from_value(object).map_err(|e| fatal(format!("the component is not an object: {e}")))?;
+    let api: Api<DynamicObject> = Api::namespaced_with(client.clone(), &job.namespace().unwrap_or_default(), &resource);
+    match api.create(&PostParams::default(), &object).await {
+        Ok(_) => Ok(()),
+        Err(kube::Error::Api(status)) if status.is_already_exists() => {
+            let name = object.name_any();
+            let existing =
+                api.get_opt(&name).await.map_err(|e| CreateFailure { fatal: false, message: e.to_string() })?;
+            let uid = job.uid().unwrap_or_default();
+            match existing {
+                Some(o) if o.owner_references().iter().any(|r| r.controller == Some(true) && r.uid == uid) => Ok(()),
+                _ => Err(fatal(format!("{} {name} exists and is not controlled by this WrappedJob", resource.kind))),
+            }
+        }
+        // Invalid objects and unknown kinds stay so; anything else (quota, a busy API server) may pass later.
+        Err(kube::Error::Api(status)) => {
+            Err(CreateFailure { fatal: matches!(status.code, 400 | 404 | 422), message: status.message.clone() })
+        }
+        Err(err) => Err(CreateFailure { fatal: false, message: err.to_string() }),
+    }
+}
+
+/// Deletes components by index (what is already gone is fine); children go in the background.
+pub async fn delete(
+    client: &Client,
+    kinds: &Kinds,
+    job: &WrappedJob,
+    names: &[(usize, String)],
+    forceful: bool,
+) -> Result<(), Error> {
+    let params = if forceful { DeleteParams::background().grace_period(0) } else { DeleteParams::background() };
+    for (index, name) in names {
+        let (api_version, kind) = type_of(&job.spec.components[*index].template);
+        let Some(Served { resource, .. }) =
+            kinds.served(api_version, kind).await.map_err(kube_err("discover", kind))?
+        else {
+            continue;
+        };
+        let api: Api<DynamicObject> =
+            Api::namespaced_with(client.clone(), &job.namespace().unwrap_or_default(), &resource);
+        match api.delete(name, &params).await {
+            Err(kube::Error::Api(s)) if s.is_not_found() => {}
+            other => {
+                other.map_err(kube_err("delete", format!("{kind} {name}")))?;
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Deletes every pod of the job without grace: the last resort of the deletion protocol.
+pub async fn delete_pods(client: &Client, job: &WrappedJob) -> Result<(), Error> {
+    let pods: Api<Pod> = Api::namespaced(client.clone(), &job.namespace().unwrap_or_default());
+    let selector = ListParams::default().labels(&format!("{WRAPPED_JOB_LABEL}={}", job.name_any()));
+    for pod in pods.list(&selector).await.map_err(kube_err("list pods of", job.name_any()))? {
+        match pods.delete(&pod.name_any(), &DeleteParams::default().grace_period(0)).await {
+            Err(kube::Error::Api(s)) if s.is_not_found() => {}
+            other => {
+                other.map_err(kube_err("delete pod", pod.name_any()))?;
+            }
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn kinds_are_classified_by_how_they_end() {
+        let job = |conditions: Value| json!({"status": {"conditions": conditions}});
+        let cases = [
+            (
+                "batch/v1",
+                "Job",
+                job(json!([{"type": "Complete", "status": "True"}])),
+                Completion::RunsToCompletion,
+                Outcome::Succeeded,
+            ),
+            (
+                "batch/v1",
+                "Job",
+                job(json!([{"type": "Complete", "status": "False"}])),
+                Completion::RunsToCompletion,
+                Outcome::Running,
+            ),
+            (
+                "batch/v1",
+                "Job",
+                job(
+                    json!([{"type": "Failed", "status": "True", "reason": "BackoffLimitExceeded", "message": "too many"}]),
+                ),
+                Completion::RunsToCompletion,
+                Outcome::Failed(ComponentFailure { reason: "BackoffLimitExceeded".into(), message: "too many".into() }),
+            ),
+            ("v1", "Pod", json!({"status": {"phase": "Succeeded"}}), Completion::RunsToCompletion, Outcome::Succeeded),
+            (
+                "jobset.x-k8s.io/v1alpha2",
+                "JobSet",
+                job(json!([{"type": "Completed", "status": "True"}])),
+                Completion::RunsToCompletion,
+                Outcome::Succeeded,
+            ),
+            ("apps/v1", "Deployment", json!({}), Completion::RunsUntilDeleted, Outcome::Running),
+            (
+                "apps/v1",
+                "Deployment",
+                job(
+                    json!([{"type": "ReplicaFailure", "status": "True", "reason": "FailedCreate", "message": "forbidden"}]),
+                ),
+                Completion::RunsUntilDeleted,
+                Outcome::Degraded(ComponentFailure { reason: "FailedCreate".into(), message: "forbidden".into() }),
+            ),
+            ("v1", "Service", json!({}), Completion::RunsUntilDeleted, Outcome::Running),
+            ("example.com/v1", "Widget", json!({}), Completion::Unknown, Outcome::Running),
+        ];
+        for (api_version, kind, object, completion, outcome) in cases {
+            assert_eq!(classify(api_version, kind, &object), (completion, outcome), "{kind} {object}");
+        }
+    }
+
+    #[test]
+    fn pods_are_counted_by_phase_with_their_exit_codes() {
+        let pod = |name: &str, phase: &str, code: Option<i32>, deleting: bool| -> Pod {
+            let mut value = json!({"metadata": {"name": name}, "status": {"phase": phase}});
+            if let Some(code) = code {
+                value["status"]["containerStatuses"] = json!([{"name": "main", "image": "x", "ready": false, "restartCount": 0, "state": {"terminated": {"exitCode": code}}}]);
+            }
+            if deleting {
+                value["metadata"]["deletionTimestamp"] = json!("2026-01-01T00:00:00Z");
+            }
+            serde_json::from_value(value).unwrap()
+        };
+        let counts = count_pods(&[
+            pod("a", "Pending", None, false),
+            pod("b", "Running", None, false),
+            pod("c", "Running", None, true),
+            pod("d", "Succeeded", Some(0), false),
+            pod("e", "Failed", Some(3), false),
+        ]);
+        assert_eq!(
+            (counts.pending, counts.running, counts.terminating, counts.succeeded, counts.failed),
+            (1, 1, 1, 1, 1)
+        );
+        assert_eq!(counts.exits, [FailedExit { pod: "e".into(), container: "main".into(), code: 3 }]);
+    }
+}

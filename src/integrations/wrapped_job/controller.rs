@@ -1,0 +1,148 @@
+//! One reconcile of a WrappedJob: look at its components and pods, let `lifecycle` decide,
+//! write the status first (so nothing is created unrecorded), act, then let the jobframework
+//! keep its Workload in step.
+
+use std::time::Duration;
+
+use kube::ResourceExt;
+use kube::api::{Api, Patch, PatchParams};
+use kube::runtime::controller::Action;
+use kube::runtime::events::EventType;
+use serde_json::json;
+use tracing::warn;
+
+use super::components;
+use super::kinds::Kinds;
+use super::lifecycle::{self, Act, ObservedComponent, Step};
+use super::podsets;
+use super::settings::Settings;
+use crate::api::kueue::MULTIKUEUE_CONTROLLER;
+use crate::api::wrapped_job::{ComponentStatus, WRAPPED_JOB_FINALIZER, WrappedJob};
+use crate::jobframework::reconciler::{self, Context, Error};
+
+pub async fn reconcile(job: &WrappedJob, ctx: &Context, kinds: &Kinds) -> Result<Action, Error> {
+    // On a MultiKueue manager a worker runs the job and Kueue mirrors its status here.
+    if job.spec.managed_by.as_deref() == Some(MULTIKUEUE_CONTROLLER) {
+        return reconciler::reconcile(job, ctx).await;
+    }
+    let (settings, ignored) = Settings::from_annotations(job.annotations());
+    for bad in ignored {
+        warn!(job = %job.name_any(), annotation = %bad.annotation, "ignored: {}", bad.why);
+    }
+    let observed = components::observe(&ctx.client, kinds, job).await.map_err(|e| wrapped_err(job, e))?;
+    let step = lifecycle::step(job, &shape(job), &observed, &settings, time::OffsetDateTime::now_utc());
+    let requeue = step.requeue;
+    let current = act(job, ctx, kinds, step, &observed).await?;
+    let framework = reconciler::reconcile(&current, ctx).await?;
+    Ok(match requeue {
+        Some(after) => Action::requeue(after.max(Duration::from_millis(50))),
+        None => framework,
+    })
+}
+
+/// What each component is and which pod sets it has, as the webhook validated them.
+fn shape(job: &WrappedJob) -> Vec<ComponentStatus> {
+    job.spec
+        .components
+        .iter()
+        .enumerate()
+        .map(|(index, component)| {
+            let (api_version, kind) = components::type_of(&component.template);
+            ComponentStatus {
+                name: component.template["metadata"]["name"].as_str().unwrap_or_default().to_string(),
+                kind: kind.to_string(),
+                api_version: api_version.to_string(),
+                pod_sets: podsets::component_pod_sets(index, component).unwrap_or_default(),
+                ..ComponentStatus::default()
+            }
+        })
+        .collect()
+}
+
+/// Carries out a step and returns the job as it now is.
+async fn act(
+    job: &WrappedJob,
+    ctx: &Context,
+    kinds: &Kinds,
+    step: Step,
+    observed: &lifecycle::Observed,
+) -> Result<WrappedJob, Error> {
+    let api: Api<WrappedJob> = Api::namespaced(ctx.client.clone(), &job.namespace().unwrap_or_default());
+    let mut current = job.clone();
+    if step.actions.contains(&Act::AddFinalizer) {
+        current = set_finalizer(&api, &current, true).await?;
+    }
+    if current.status.as_ref() != Some(&step.status) {
+        current = write_status(&api, &current, &step.status).await?;
+    }
+    for note in &step.notes {
+        let kind = if note.warning { EventType::Warning } else { EventType::Normal };
+        reconciler::publish(ctx, job, kind, note.reason, note.message.clone()).await;
+    }
+    for action in &step.actions {
+        match action {
+            Act::Create(index) => {
+                if let Err(failure) = components::create(&ctx.client, kinds, &current, *index).await {
+                    let now = time::OffsetDateTime::now_utc();
+                    let failed = lifecycle::create_failed(&current, *index, failure.fatal, &failure.message, now);
+                    current = write_status(&api, &current, &failed.status).await?;
+                    let kind = if failure.fatal { EventType::Warning } else { EventType::Normal };
+                    let note = format!("component {index}: {}", failure.message);
+                    reconciler::publish(ctx, job, kind, "CreateFailed", note).await;
+                    if failure.fatal {
+                        break;
+                    }
+                }
+            }
+            Act::Delete { components: indices, forceful } => {
+                let names: Vec<(usize, String)> = indices
+                    .iter()
+                    .filter_map(|&i| match observed.components.get(i) {
+                        Some(ObservedComponent::Present { name, .. }) => Some((i, name.clone())),
+                        _ => None,
+                    })
+                    .collect();
+                components::delete(&ctx.client, kinds, &current, &names, *forceful)
+                    .await
+                    .map_err(|e| wrapped_err(job, e))?;
+            }
+            Act::DeletePods => components::delete_pods(&ctx.client, &current).await.map_err(|e| wrapped_err(job, e))?,
+            Act::RemoveFinalizer => current = set_finalizer(&api, &current, false).await?,
+            Act::AddFinalizer => {}
+        }
+    }
+    Ok(current)
+}
+
+/// Writes the status as a merge patch pinned to the resourceVersion read: a concurrent change
+/// is a conflict to retry, never a lost update.
+async fn write_status(
+    api: &Api<WrappedJob>,
+    job: &WrappedJob,
+    status: &crate::api::wrapped_job::WrappedJobStatus,
+) -> Result<WrappedJob, Error> {
+    let patch = json!({"metadata": {"resourceVersion": job.resource_version()}, "status": status});
+    api.patch_status(&job.name_any(), &PatchParams::default(), &Patch::Merge(patch))
+        .await
+        .map_err(|source| Error::Kube { action: "update status of", kind: "WrappedJob", name: job.name_any(), source })
+}
+
+async fn set_finalizer(api: &Api<WrappedJob>, job: &WrappedJob, present: bool) -> Result<WrappedJob, Error> {
+    let mut finalizers: Vec<String> = job.finalizers().to_vec();
+    finalizers.retain(|f| f != WRAPPED_JOB_FINALIZER);
+    if present {
+        finalizers.push(WRAPPED_JOB_FINALIZER.to_string());
+    }
+    let patch = json!({"metadata": {"resourceVersion": job.resource_version(), "finalizers": finalizers}});
+    api.patch(&job.name_any(), &PatchParams::default(), &Patch::Merge(patch)).await.map_err(|source| Error::Kube {
+        action: if present { "add finalizer to" } else { "remove finalizer from" },
+        kind: "WrappedJob",
+        name: job.name_any(),
+        source,
+    })
+}
+
+fn wrapped_err(job: &WrappedJob, err: components::Error) -> Error {
+    let components::Error::Kube { action, what, source } = err;
+    Error::Kube { action, kind: "component of WrappedJob", name: format!("{} ({what})", job.name_any()), source }
+}

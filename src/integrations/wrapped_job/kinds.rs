@@ -1,0 +1,49 @@
+//! Which API resource serves each component kind, from discovery. Kinds rarely change, so
+//! answers are kept for the life of the process; a kind not found is asked again (a CRD
+//! installed after a refusal must be usable at once). Shared by the webhook and the controller.
+
+use std::collections::HashMap;
+use std::sync::{Mutex, PoisonError};
+
+use kube::Client;
+use kube::api::{ApiResource, GroupVersionKind};
+use kube::discovery::{self, Scope};
+use kube::error::DiscoveryError;
+
+/// A kind the API server serves.
+#[derive(Clone, Debug)]
+pub struct Served {
+    pub resource: ApiResource,
+    pub namespaced: bool,
+}
+
+pub struct Kinds {
+    client: Client,
+    found: Mutex<HashMap<(String, String), Served>>,
+}
+
+impl Kinds {
+    pub fn new(client: Client) -> Self {
+        Kinds { client, found: Mutex::default() }
+    }
+
+    /// `None` when nothing serves `kind` in `api_version` (`group/version`, or `version` for
+    /// the core group).
+    pub async fn served(&self, api_version: &str, kind: &str) -> Result<Option<Served>, kube::Error> {
+        let key = (api_version.to_string(), kind.to_string());
+        if let Some(served) = self.found.lock().unwrap_or_else(PoisonError::into_inner).get(&key) {
+            return Ok(Some(served.clone()));
+        }
+        let (group, version) = api_version.split_once('/').unwrap_or(("", api_version));
+        let (resource, capabilities) =
+            match discovery::pinned_kind(&self.client, &GroupVersionKind::gvk(group, version, kind)).await {
+                Ok(found) => found,
+                Err(kube::Error::Discovery(DiscoveryError::MissingKind(_))) => return Ok(None),
+                Err(kube::Error::Api(status)) if status.is_not_found() => return Ok(None),
+                Err(err) => return Err(err),
+            };
+        let served = Served { resource, namespaced: capabilities.scope == Scope::Namespaced };
+        self.found.lock().unwrap_or_else(PoisonError::into_inner).insert(key, served.clone());
+        Ok(Some(served))
+    }
+}
