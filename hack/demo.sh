@@ -15,7 +15,7 @@ kubectl=("$("$plugin" toolchain path)/kubectl" --kubeconfig "$state_dir/kubeconf
 for cluster in manager worker1 worker2; do
   echo
   echo "=== $cluster"
-  "${kubectl[@]}" --context "kueue-ext-$cluster" get jobs,externaljobs,workloads -n default
+  "${kubectl[@]}" --context "kueue-ext-$cluster" get jobs,externaljobs,wrappedjobs,workloads -n default
 done
 echo
 "$plugin" status

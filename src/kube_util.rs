@@ -56,10 +56,29 @@ pub async fn client_for(kubeconfig: &Path, context: &str) -> anyhow::Result<Clie
     client_from(config, context).await
 }
 
+/// A client for requests: a response that stalls for 30 s fails rather than hanging a command.
 pub async fn client_from(kubeconfig: Kubeconfig, context: &str) -> anyhow::Result<Client> {
+    configured_client(kubeconfig, context, Some(REQUEST_READ_TIMEOUT)).await
+}
+
+/// A client for watches (controllers, `watch`): no read timeout. A watch may be quiet for
+/// minutes, and a read timeout would break it every time; kube-runtime's `Controller` backs off
+/// all its triggers on any watch error, so idle watches erroring every 30 s stall it for good.
+/// The API server ends each watch itself (`timeoutSeconds`) and the watcher resumes it.
+pub async fn watching_client_from(kubeconfig: Kubeconfig, context: &str) -> anyhow::Result<Client> {
+    configured_client(kubeconfig, context, None).await
+}
+
+const REQUEST_READ_TIMEOUT: Duration = Duration::from_secs(30);
+
+async fn configured_client(
+    kubeconfig: Kubeconfig,
+    context: &str,
+    read_timeout: Option<Duration>,
+) -> anyhow::Result<Client> {
     let options = KubeConfigOptions { context: Some(context.to_string()), ..Default::default() };
     let mut config = Config::from_custom_kubeconfig(kubeconfig, &options).await?;
-    config.read_timeout = Some(Duration::from_secs(30));
+    config.read_timeout = read_timeout;
     Ok(Client::try_from(config)?)
 }
 

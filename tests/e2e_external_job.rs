@@ -6,8 +6,8 @@ mod common;
 use std::time::Duration;
 
 use common::{
-    ControllerRestarts, SMALL_QUEUES, Sandbox, api, apply_yaml, condition_is, controller_process, eventually, text,
-    workloads, workloads_owned_by,
+    Restarts, SMALL_QUEUES, Sandbox, api, apply_yaml, condition_is, controller_process, eventually, text, workloads,
+    workloads_owned_by,
 };
 use k8s_openapi::api::core::v1::Pod;
 use kube::Client;
@@ -270,7 +270,7 @@ async fn killing_the_controller_mid_run_loses_nothing_and_duplicates_nothing() {
         let job = job.replace(", kueue.x-k8s.io/priority-class: low", "");
         uids.push(apply_yaml(&client, &job).await.remove(0)["metadata"]["uid"].as_str().unwrap().to_string());
     }
-    let mut controller = ControllerRestarts::new(&sandbox);
+    let mut controller = Restarts::controller(&sandbox);
     for _ in 0..2 {
         tokio::time::sleep(Duration::from_secs(2)).await;
         controller.kill_and_restart();

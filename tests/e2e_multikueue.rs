@@ -7,10 +7,13 @@ mod common;
 use std::time::Duration;
 
 use common::{
-    Sandbox, api, apply_yaml, batch_job, condition_is, down_leaves_nothing, eventually, text, workloads_owned_by,
+    Restarts, Sandbox, api, apply_yaml, batch_job, condition_is, down_leaves_nothing, eventually, text,
+    workloads_owned_by,
 };
 use k8s_openapi::api::batch::v1::Job;
-use kube::api::Api;
+use k8s_openapi::api::core::v1::Pod;
+use kube::Client;
+use kube::api::{Api, ListParams};
 use serde_json::Value;
 
 /// Five pods of 4 CPU for 20 s: 20 of a worker's 32 CPU, so two such Jobs never fit on one.
@@ -149,6 +152,75 @@ async fn multikueue_dispatches_jobs_to_workers_and_reports_back() {
     })
     .await;
 
+    // A WrappedJob too: the worker copy creates its components there and its phase comes back.
+    let wrapped = apply_yaml(&manager, &wrapped_job("wrapped-train", "4s")).await.remove(0);
+    assert_eq!(wrapped["spec"]["managedBy"], "kueue.x-k8s.io/multikueue", "our webhook hands it to MultiKueue");
+    let uid = wrapped["metadata"]["uid"].as_str().unwrap().to_string();
+    let wrappeds = api(&manager, "kueue-ext.dev/v1alpha1", "WrappedJob", "wrappedjobs", Some("default"));
+    let succeeded = eventually("the manager's WrappedJob to report Succeeded", Duration::from_secs(90), || async {
+        let job = serde_json::to_value(wrappeds.get("wrapped-train").await.map_err(|e| e.to_string())?).unwrap();
+        if job["status"]["phase"] == "Succeeded" { Ok(job) } else { Err(format!("{:#}", job["status"])) }
+    })
+    .await;
+    // The worker's status, copied back: its components were created there.
+    let components = succeeded["status"]["componentStatus"].as_array().unwrap();
+    let deployed: Vec<(&str, &str)> = components
+        .iter()
+        .map(|c| (c["name"].as_str().unwrap(), c["conditions"][0]["reason"].as_str().unwrap_or_default()))
+        .collect();
+    assert_eq!(
+        deployed,
+        [
+            ("wrapped-train-work", "ComponentCreatedSuccessfully"),
+            ("wrapped-train-server", "ComponentCreatedSuccessfully")
+        ]
+    );
+    eventually("its manager Workload to be Finished on a worker", Duration::from_secs(30), || async {
+        match workloads_owned_by(&manager, "default", &uid).await?.as_slice() {
+            [w] if condition_is(w, "Finished", "True") && w["status"]["clusterName"].is_string() => Ok(()),
+            other => Err(format!("{other:?}")),
+        }
+    })
+    .await;
+    let on_manager = api(&manager, "batch/v1", "Job", "jobs", Some("default"));
+    assert!(on_manager.get_opt("wrapped-train-work").await.unwrap().is_none(), "nothing runs on the manager");
+
+    // Deleting a manager job mid-run deletes the worker copy, its Workload and its pods.
+    apply_yaml(&manager, &wrapped_job("doomed", "120s")).await;
+    let worker = eventually("doomed to run on a worker", Duration::from_secs(120), || async {
+        let job = serde_json::to_value(wrappeds.get("doomed").await.map_err(|e| e.to_string())?).unwrap();
+        let uid = job["metadata"]["uid"].as_str().unwrap_or_default().to_string();
+        let found = workloads_owned_by(&manager, "default", &uid).await?;
+        let placed = match found.as_slice() {
+            [w] => w["status"]["clusterName"].as_str().map(String::from),
+            _ => None,
+        };
+        match placed {
+            Some(worker) if job["status"]["phase"] == "Running" => Ok(worker),
+            _ => Err(format!("job status {:#}; workloads {found:#?}", job["status"])),
+        }
+    })
+    .await;
+    let remote = sandbox.client(&worker).await;
+    let pods: Api<Pod> = Api::namespaced(remote.clone(), "default");
+    let selector = ListParams::default().labels("kueue-ext.dev/wrapped-job=doomed");
+    assert!(!pods.list(&selector).await.unwrap().items.is_empty(), "its pods run on {worker}");
+    wrappeds.delete("doomed", &Default::default()).await.unwrap();
+    let copies = api(&remote, "kueue-ext.dev/v1alpha1", "WrappedJob", "wrappedjobs", Some("default"));
+    eventually("the worker copy, its Workload and its pods to be gone", Duration::from_secs(90), || async {
+        let copy = copies.get_opt("doomed").await.map_err(|e| e.to_string())?;
+        let left = pods.list(&selector).await.map_err(|e| e.to_string())?.items.len();
+        let workloads =
+            common::workloads(&remote, "default").list(&Default::default()).await.map_err(|e| e.to_string())?;
+        let workload = workloads.items.iter().any(|w| w.metadata.name.as_deref().is_some_and(|n| n.contains("doomed")));
+        if copy.is_none() && left == 0 && !workload {
+            Ok(())
+        } else {
+            Err(format!("copy: {}, pods: {left}, workload: {workload}", copy.is_some()))
+        }
+    })
+    .await;
+
     // A worker that loses one of our CRDs is named, with what it lacks.
     let crds: Api<k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition> =
         Api::all(sandbox.client("worker2").await);
@@ -160,6 +232,66 @@ async fn multikueue_dispatches_jobs_to_workers_and_reports_back() {
 
     down_leaves_nothing(&sandbox);
     assert_eq!(contexts_in(&user_kubeconfig), ["kind-dev"], "down removes the merged contexts");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn jobs_of_a_lost_worker_run_elsewhere_once_and_its_copies_are_collected() {
+    let sandbox = Sandbox::up(&[]);
+    let manager = sandbox.client("manager").await;
+    let externals = api(&manager, "kueue-ext.dev/v1alpha1", "ExternalJob", "externaljobs", Some("default"));
+    let job =
+        EXTERNAL_JOB.replace("name: ext-train", "name: survivor").replace("run-duration: 10s", "run-duration: 20s");
+    let uid = apply_yaml(&manager, &job).await.remove(0)["metadata"]["uid"].as_str().unwrap().to_string();
+    let placed = |uid: String| {
+        let manager = manager.clone();
+        async move {
+            match workloads_owned_by(&manager, "default", &uid).await?.as_slice() {
+                [w] => w["status"]["clusterName"].as_str().map(String::from).ok_or_else(|| "not placed".to_string()),
+                other => Err(format!("{} workloads", other.len())),
+            }
+        }
+    };
+    let lost = eventually("survivor to run on a worker", Duration::from_secs(60), || placed(uid.clone())).await;
+    let lost_index = if lost == "worker1" { 1 } else { 2 };
+    let copies =
+        |worker: Client| api(&worker, "kueue-ext.dev/v1alpha1", "ExternalJob", "externaljobs", Some("default"));
+    let lost_client = sandbox.client(&lost).await;
+    eventually("its copy to run on the worker", Duration::from_secs(30), || async {
+        let copy = copies(lost_client.clone()).get_opt("survivor").await.map_err(|e| e.to_string())?;
+        let suspended = copy.as_ref().map(|c| c.data["spec"]["suspend"] == true);
+        if suspended == Some(false) { Ok(()) } else { Err(format!("suspended: {suspended:?}")) }
+    })
+    .await;
+
+    // The worker's API server goes away mid-run.
+    let mut api_server = Restarts::of(&sandbox, lost_index, "kube-apiserver");
+    api_server.kill();
+    let moved = eventually("survivor to be dispatched to the other worker", Duration::from_secs(150), || async {
+        let now = placed(uid.clone()).await?;
+        if now != lost { Ok(now) } else { Err(format!("still on {now}")) }
+    })
+    .await;
+    eventually("survivor to complete on the manager", Duration::from_secs(120), || async {
+        let job = serde_json::to_value(externals.get("survivor").await.map_err(|e| e.to_string())?).unwrap();
+        if condition_is(&job, "Complete", "True") { Ok(job) } else { Err(format!("{:#}", job["status"])) }
+    })
+    .await;
+    let done = serde_json::to_value(externals.get("survivor").await.unwrap()).unwrap();
+    let succeeded: i64 =
+        done["status"]["podSets"].as_array().unwrap().iter().map(|p| p["succeeded"].as_i64().unwrap()).sum();
+    assert_eq!(succeeded, 3, "run to completion once, on {moved}: {:#}", done["status"]);
+
+    // When the worker returns, MultiKueue collects the copy it left there.
+    api_server.start();
+    let returned = sandbox.client(&lost).await;
+    eventually("the stale copy on the returned worker to be deleted", Duration::from_secs(150), || async {
+        match copies(returned.clone()).get_opt("survivor").await {
+            Ok(None) => Ok(()),
+            Ok(Some(_)) => Err("still there".to_string()),
+            Err(e) => Err(e.to_string()),
+        }
+    })
+    .await;
 }
 
 const EXTERNAL_JOB: &str = r#"
@@ -182,3 +314,49 @@ spec:
           image: registry.invalid/train
           resources: {requests: {cpu: "1", memory: 1Gi}}
 "#;
+
+/// A WrappedJob of a 2-pod Job running for `run` and a Deployment serving it.
+fn wrapped_job(name: &str, run: &str) -> String {
+    format!(
+        r#"
+apiVersion: kueue-ext.dev/v1alpha1
+kind: WrappedJob
+metadata:
+  name: {name}
+  namespace: default
+  labels: {{kueue.x-k8s.io/queue-name: user-queue}}
+spec:
+  components:
+  - template:
+      apiVersion: batch/v1
+      kind: Job
+      metadata: {{name: {name}-work}}
+      spec:
+        parallelism: 2
+        completions: 2
+        template:
+          metadata:
+            annotations: {{kueue-ext.dev/run-duration: {run}}}
+          spec:
+            restartPolicy: Never
+            containers:
+            - name: work
+              image: registry.invalid/work
+              resources: {{requests: {{cpu: "1", memory: 1Gi}}}}
+  - template:
+      apiVersion: apps/v1
+      kind: Deployment
+      metadata: {{name: {name}-server}}
+      spec:
+        replicas: 1
+        selector: {{matchLabels: {{app: {name}-server}}}}
+        template:
+          metadata: {{labels: {{app: {name}-server}}}}
+          spec:
+            containers:
+            - name: server
+              image: registry.invalid/server
+              resources: {{requests: {{cpu: 500m, memory: 1Gi}}}}
+"#
+    )
+}

@@ -20,6 +20,12 @@ async fn submit_runs_the_samples_and_refuses_bad_batches_whole() {
         "externaljob.kueue-ext.dev/train-small succeeded",
         "externaljob.kueue-ext.dev/urgent succeeded",
         "externaljob.kueue-ext.dev/too-big pending: couldn't assign flavors to pod set main",
+        "AppWrapper from-appwrapper is submitted as a WrappedJob",
+        "wrappedjob.kueue-ext.dev/train-with-server succeeded",
+        "wrappedjob.kueue-ext.dev/from-appwrapper succeeded",
+        "wrappedjob.kueue-ext.dev/declared-pod-sets succeeded",
+        "wrappedjob.kueue-ext.dev/mk-wrapped succeeded",
+        "externaljob.kueue-ext.dev/mk-external succeeded",
     ] {
         assert!(out.contains(line), "missing {line:?} in:\n{out}");
     }
@@ -27,6 +33,8 @@ async fn submit_runs_the_samples_and_refuses_bad_batches_whole() {
     assert!(pending.contains("is waiting for quota in queue user-queue") && pending.contains("cpu"), "{pending}");
     let done = text(&sandbox.run("explain", &["externaljob/train-small"]));
     assert!(done.contains("has finished: Complete"), "{done}");
+    let wrapped = text(&sandbox.run("explain", &["wj/train-with-server"]));
+    assert!(wrapped.contains("WrappedJob default/train-with-server has finished"), "{wrapped}");
     let batch = text(&sandbox.run("explain", &["job/sample-job"]));
     assert!(batch.contains("Job default/sample-job has finished: Complete"), "{batch}");
 

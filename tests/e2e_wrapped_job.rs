@@ -5,9 +5,7 @@ mod common;
 
 use std::time::Duration;
 
-use common::{
-    ControllerRestarts, SMALL_QUEUES, Sandbox, api, apply_yaml, condition_is, eventually, workloads_owned_by,
-};
+use common::{Restarts, SMALL_QUEUES, Sandbox, api, apply_yaml, condition_is, eventually, workloads_owned_by};
 use k8s_openapi::api::core::v1::Pod;
 use kube::api::{Api, DeleteParams, DynamicObject, ListParams, Patch, PatchParams};
 use kube::{Client, ResourceExt};
@@ -352,7 +350,7 @@ async fn restarting_the_controller_in_every_phase_loses_and_leaks_nothing() {
     let flaky = [job_component("crash-flaky-work", 1, "250m", "1s", r#", kueue-ext.dev/exit-code: "1""#)];
     let flaky_uid = uid(&apply_yaml(&client, &wrapped_job("crash-flaky", "low", fast, &flaky)).await.remove(0));
 
-    let mut controller = ControllerRestarts::new(&sandbox);
+    let mut controller = Restarts::controller(&sandbox);
     for _ in 0..5 {
         tokio::time::sleep(Duration::from_millis(1500)).await;
         controller.kill_and_restart();

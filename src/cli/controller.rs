@@ -38,7 +38,7 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
         Some(path) => {
             let config = kube::config::Kubeconfig::read_from(path)?;
             let context = args.context.clone().or_else(|| config.current_context.clone()).unwrap_or_default();
-            crate::kube_util::client_from(config, &context).await?
+            crate::kube_util::watching_client_from(config, &context).await?
         }
         None => kube::Client::try_default().await?,
     };

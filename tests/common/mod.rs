@@ -285,38 +285,50 @@ spec:
     )
 }
 
-/// The recorded controller process of the manager: its pid and the command it was started with.
-pub fn controller_process(sandbox: &Sandbox) -> (i32, Vec<String>) {
+/// The pid and command line `up` recorded for `component` of cluster `cluster` (0: the manager).
+pub fn recorded_process(sandbox: &Sandbox, cluster: usize, component: &str) -> (i32, Vec<String>) {
     let state: Value = serde_json::from_slice(&std::fs::read(sandbox.dir.join("state.json")).unwrap()).unwrap();
-    let components = state["clusters"][0]["components"].as_array().unwrap();
-    let component = components.iter().find(|c| c["name"] == "kueue-ext-controller").unwrap();
-    let command = component["command"].as_array().unwrap().iter().map(|a| a.as_str().unwrap().to_string()).collect();
-    (component["process"]["pid"].as_i64().unwrap() as i32, command)
+    let components = state["clusters"][cluster]["components"].as_array().unwrap();
+    let found = components.iter().find(|c| c["name"] == component).unwrap_or_else(|| panic!("no {component}"));
+    let command = found["command"].as_array().unwrap().iter().map(|a| a.as_str().unwrap().to_string()).collect();
+    (found["process"]["pid"].as_i64().unwrap() as i32, command)
 }
 
-/// The manager's controller, killed with SIGKILL and started again from the command `up`
+/// The recorded controller process of the manager: its pid and the command it was started with.
+pub fn controller_process(sandbox: &Sandbox) -> (i32, Vec<String>) {
+    recorded_process(sandbox, 0, "kueue-ext-controller")
+}
+
+/// A component of the sandbox killed with SIGKILL and started again from the command `up`
 /// recorded, as a crash and a restart by a supervisor would. The last replacement is stopped
-/// when the test ends.
-pub struct ControllerRestarts {
+/// when the test ends (`down` knows only the processes `up` started).
+pub struct Restarts {
     command: Vec<String>,
     pid: i32,
     replacement: Option<std::process::Child>,
     log: std::fs::File,
 }
 
-impl ControllerRestarts {
-    pub fn new(sandbox: &Sandbox) -> Self {
-        let (pid, command) = controller_process(sandbox);
-        let log = std::fs::File::create(sandbox.dir.join("manager/logs/kueue-ext-controller-restarted.log")).unwrap();
-        ControllerRestarts { command, pid, replacement: None, log }
+impl Restarts {
+    pub fn of(sandbox: &Sandbox, cluster: usize, component: &str) -> Self {
+        let (pid, command) = recorded_process(sandbox, cluster, component);
+        let log = sandbox.dir.join(format!("{component}-{cluster}-restarted.log"));
+        Restarts { command, pid, replacement: None, log: std::fs::File::create(log).unwrap() }
     }
 
-    pub fn kill_and_restart(&mut self) {
+    /// The manager's controller.
+    pub fn controller(sandbox: &Sandbox) -> Self {
+        Restarts::of(sandbox, 0, "kueue-ext-controller")
+    }
+
+    pub fn kill(&mut self) {
         nix::sys::signal::kill(nix::unistd::Pid::from_raw(self.pid), nix::sys::signal::Signal::SIGKILL).unwrap();
         if let Some(mut old) = self.replacement.take() {
             let _ = old.wait();
         }
-        std::thread::sleep(Duration::from_secs(1));
+    }
+
+    pub fn start(&mut self) {
         let child = Command::new(&self.command[0])
             .args(&self.command[1..])
             .stdout(self.log.try_clone().unwrap())
@@ -326,9 +338,15 @@ impl ControllerRestarts {
         self.pid = child.id() as i32;
         self.replacement = Some(child);
     }
+
+    pub fn kill_and_restart(&mut self) {
+        self.kill();
+        std::thread::sleep(Duration::from_secs(1));
+        self.start();
+    }
 }
 
-impl Drop for ControllerRestarts {
+impl Drop for Restarts {
     fn drop(&mut self) {
         if let Some(mut child) = self.replacement.take() {
             let _ = child.kill();

@@ -208,6 +208,8 @@ struct Machine<'a> {
 impl<'a> Machine<'a> {
     fn new(job: &WrappedJob, settings: &'a Settings, now: OffsetDateTime) -> Self {
         let has_finalizer = job.metadata.finalizers.iter().flatten().any(|f| f == WRAPPED_JOB_FINALIZER);
+        // Kubernetes writes condition times in whole seconds.
+        let now = now.replace_nanosecond(0).unwrap_or(now);
         Machine {
             status: job.status.clone().unwrap_or_default(),
             settings,
