@@ -7,8 +7,8 @@ mod common;
 use std::time::Duration;
 
 use common::{
-    Restarts, Sandbox, api, apply_yaml, batch_job, condition_is, down_leaves_nothing, eventually, text,
-    workloads_owned_by,
+    Restarts, Sandbox, api, apply_yaml, batch_job, condition_is, deployment_component, down_leaves_nothing, eventually,
+    job_component, text, workloads_owned_by,
 };
 use k8s_openapi::api::batch::v1::Job;
 use k8s_openapi::api::core::v1::Pod;
@@ -317,46 +317,9 @@ spec:
 
 /// A WrappedJob of a 2-pod Job running for `run` and a Deployment serving it.
 fn wrapped_job(name: &str, run: &str) -> String {
-    format!(
-        r#"
-apiVersion: kueue-ext.dev/v1alpha1
-kind: WrappedJob
-metadata:
-  name: {name}
-  namespace: default
-  labels: {{kueue.x-k8s.io/queue-name: user-queue}}
-spec:
-  components:
-  - template:
-      apiVersion: batch/v1
-      kind: Job
-      metadata: {{name: {name}-work}}
-      spec:
-        parallelism: 2
-        completions: 2
-        template:
-          metadata:
-            annotations: {{kueue-ext.dev/run-duration: {run}}}
-          spec:
-            restartPolicy: Never
-            containers:
-            - name: work
-              image: registry.invalid/work
-              resources: {{requests: {{cpu: "1", memory: 1Gi}}}}
-  - template:
-      apiVersion: apps/v1
-      kind: Deployment
-      metadata: {{name: {name}-server}}
-      spec:
-        replicas: 1
-        selector: {{matchLabels: {{app: {name}-server}}}}
-        template:
-          metadata: {{labels: {{app: {name}-server}}}}
-          spec:
-            containers:
-            - name: server
-              image: registry.invalid/server
-              resources: {{requests: {{cpu: 500m, memory: 1Gi}}}}
-"#
-    )
+    let components = [
+        job_component(&format!("{name}-work"), 2, "1", run, ""),
+        deployment_component(&format!("{name}-server"), 1, "500m"),
+    ];
+    common::wrapped_job(name, "user-queue", "", "", &components)
 }

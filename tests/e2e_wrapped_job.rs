@@ -3,78 +3,21 @@
 
 mod common;
 
+/// Priorities of the small queue's WorkloadPriorityClasses.
+const LOW: &str = ", kueue.x-k8s.io/priority-class: low";
+const HIGH: &str = ", kueue.x-k8s.io/priority-class: high";
+
 use std::time::Duration;
 
-use common::{Restarts, SMALL_QUEUES, Sandbox, api, apply_yaml, condition_is, eventually, workloads_owned_by};
+use common::{
+    Restarts, SMALL_QUEUES, Sandbox, api, apply_yaml, condition_is, deployment_component, eventually, job_component,
+    workloads_owned_by, wrapped_job,
+};
 use k8s_openapi::api::core::v1::Pod;
 use kube::api::{Api, DeleteParams, DynamicObject, ListParams, Patch, PatchParams};
 use kube::{Client, ResourceExt};
 use kueue_ext::jobframework::naming::workload_name;
 use serde_json::{Value, json};
-
-/// A batch Job component of `pods` pods of `cpu` that run for `run` on kwok; `pod_annotations`
-/// adds to the pod template's (e.g. an exit code).
-fn job_component(name: &str, pods: u32, cpu: &str, run: &str, pod_annotations: &str) -> String {
-    format!(
-        r#"
-  - template:
-      apiVersion: batch/v1
-      kind: Job
-      metadata: {{name: {name}}}
-      spec:
-        parallelism: {pods}
-        completions: {pods}
-        backoffLimit: 0
-        template:
-          metadata:
-            annotations: {{kueue-ext.dev/run-duration: {run}{pod_annotations}}}
-          spec:
-            restartPolicy: Never
-            containers:
-            - name: main
-              image: registry.invalid/work
-              resources: {{requests: {{cpu: "{cpu}", memory: 1Gi}}}}"#
-    )
-}
-
-/// A Deployment component: its pods run until it is deleted.
-fn deployment_component(name: &str, replicas: u32, cpu: &str) -> String {
-    format!(
-        r#"
-  - template:
-      apiVersion: apps/v1
-      kind: Deployment
-      metadata: {{name: {name}}}
-      spec:
-        replicas: {replicas}
-        selector: {{matchLabels: {{app: {name}}}}}
-        template:
-          metadata: {{labels: {{app: {name}}}}}
-          spec:
-            containers:
-            - name: server
-              image: registry.invalid/server
-              resources: {{requests: {{cpu: "{cpu}", memory: 1Gi}}}}"#
-    )
-}
-
-/// A WrappedJob on the `small` queue; `annotations` are its own (settings under kueue-ext.dev/).
-fn wrapped_job(name: &str, priority: &str, annotations: &str, components: &[String]) -> String {
-    format!(
-        r#"
-apiVersion: kueue-ext.dev/v1alpha1
-kind: WrappedJob
-metadata:
-  name: {name}
-  namespace: default
-  labels: {{kueue.x-k8s.io/queue-name: small, kueue.x-k8s.io/priority-class: {priority}}}
-  annotations: {{{annotations}}}
-spec:
-  components:{}
-"#,
-        components.concat()
-    )
-}
 
 fn wrapped_jobs(client: &Client) -> Api<DynamicObject> {
     api(client, "kueue-ext.dev/v1alpha1", "WrappedJob", "wrappedjobs", Some("default"))
@@ -125,7 +68,7 @@ async fn a_job_and_a_deployment_run_as_one_workload() {
 
     let components =
         [job_component("pipeline-work", 2, "500m", "4s", ""), deployment_component("pipeline-server", 1, "500m")];
-    let created = apply_yaml(&client, &wrapped_job("pipeline", "low", "", &components)).await.remove(0);
+    let created = apply_yaml(&client, &wrapped_job("pipeline", "small", LOW, "", &components)).await.remove(0);
     assert_eq!(created["spec"]["suspend"], true, "the webhook suspends a queued WrappedJob");
     let uid = uid(&created);
 
@@ -179,12 +122,12 @@ async fn failures_reset_then_fail_and_release_quota_only_when_pods_are_gone() {
     let fast = r#"kueue-ext.dev/failureGracePeriodDuration: 1s, kueue-ext.dev/retryPausePeriodDuration: 2s, kueue-ext.dev/retryLimit: "1""#;
 
     let flaky = [job_component("flaky-work", 1, "500m", "2s", r#", kueue-ext.dev/exit-code: "1""#)];
-    let flaky_uid = uid(&apply_yaml(&client, &wrapped_job("flaky", "low", fast, &flaky)).await.remove(0));
+    let flaky_uid = uid(&apply_yaml(&client, &wrapped_job("flaky", "small", LOW, fast, &flaky)).await.remove(0));
     let terminal = format!(r#"{fast}, kueue-ext.dev/terminalExitCodes: "42""#);
     let doomed = [job_component("doomed-work", 1, "500m", "2s", r#", kueue-ext.dev/exit-code: "42""#)];
-    apply_yaml(&client, &wrapped_job("doomed", "low", &terminal, &doomed)).await;
+    apply_yaml(&client, &wrapped_job("doomed", "small", LOW, &terminal, &doomed)).await;
     let long = [job_component("orphaned-work", 1, "500m", "60s", "")];
-    apply_yaml(&client, &wrapped_job("orphaned", "low", fast, &long)).await;
+    apply_yaml(&client, &wrapped_job("orphaned", "small", LOW, fast, &long)).await;
 
     // A failed pod resets the job; the reset keeps the quota.
     eventually("flaky to be reset once", Duration::from_secs(60), || async {
@@ -230,10 +173,11 @@ async fn a_preempted_job_is_suspended_and_later_completes() {
     apply_yaml(&client, SMALL_QUEUES).await;
 
     let low =
-        apply_yaml(&client, &wrapped_job("low", "low", "", &[job_component("low-work", 4, "1", "15s", "")])).await;
+        apply_yaml(&client, &wrapped_job("low", "small", LOW, "", &[job_component("low-work", 4, "1", "15s", "")]))
+            .await;
     let low_uid = uid(&low[0]);
     wait_phase(&client, "low", "Running", Duration::from_secs(60)).await;
-    apply_yaml(&client, &wrapped_job("high", "high", "", &[job_component("high-work", 2, "1", "3s", "")])).await;
+    apply_yaml(&client, &wrapped_job("high", "small", HIGH, "", &[job_component("high-work", 2, "1", "3s", "")])).await;
 
     wait_phase(&client, "low", "Suspended", Duration::from_secs(60)).await;
     assert!(batch_jobs(&client).get_opt("low-work").await.unwrap().is_none(), "the evicted job's components are gone");
@@ -284,13 +228,13 @@ async fn nobody_wraps_what_they_could_not_create() {
     apply_yaml(&admin, ALICE_MAY_WRAP_JOBS).await;
     let alice = impersonating(&sandbox, "alice").await;
 
-    let server = wrapped_job("alice-server", "low", "", &[deployment_component("alice-server", 1, "100m")]);
+    let server = wrapped_job("alice-server", "small", LOW, "", &[deployment_component("alice-server", 1, "100m")]);
     let denied = create_as(&alice, &server).await.expect_err("alice may not create Deployments");
     assert!(denied.contains("alice") && denied.contains("deployments"), "{denied}");
     assert!(denied.contains("spec.components[0].template"), "{denied}");
 
     // Parked on a queue that does not exist, the job stays suspended and its template editable.
-    let work = wrapped_job("alice-work", "low", "", &[job_component("alice-work", 1, "100m", "1s", "")])
+    let work = wrapped_job("alice-work", "small", LOW, "", &[job_component("alice-work", 1, "100m", "1s", "")])
         .replace("queue-name: small", "queue-name: parked");
     create_as(&alice, &work).await.expect("alice may wrap a Job");
     // Editing the template later is checked again, for the user who edits.
@@ -311,12 +255,12 @@ async fn nobody_wraps_what_they_could_not_create() {
       kind: WrappedJob
       metadata: {name: inner}
       spec: {components: []}"#;
-    let err = create_as(&admin, &wrapped_job("outer", "low", "", &[nested.to_string()])).await.unwrap_err();
+    let err = create_as(&admin, &wrapped_job("outer", "small", LOW, "", &[nested.to_string()])).await.unwrap_err();
     assert!(err.contains("spec.components[0].template") && err.contains("Forbidden"), "{err}");
 
     let elsewhere = job_component("elsewhere", 1, "100m", "1s", "")
         .replace("metadata: {name: elsewhere}", "metadata: {name: elsewhere, namespace: kube-system}");
-    let err = create_as(&admin, &wrapped_job("elsewhere", "low", "", &[elsewhere])).await.unwrap_err();
+    let err = create_as(&admin, &wrapped_job("elsewhere", "small", LOW, "", &[elsewhere])).await.unwrap_err();
     assert!(err.contains("spec.components[0].template.metadata.namespace"), "{err}");
 
     // The controller itself may not create Roles: refused at admission, not stuck later.
@@ -328,7 +272,7 @@ async fn nobody_wraps_what_they_could_not_create() {
       rules: []
     podSets: []"#;
     let both = [job_component("with-role", 1, "100m", "1s", ""), role.to_string()];
-    let err = create_as(&admin, &wrapped_job("with-role", "low", "", &both)).await.unwrap_err();
+    let err = create_as(&admin, &wrapped_job("with-role", "small", LOW, "", &both)).await.unwrap_err();
     assert!(err.contains("spec.components[1].template") && err.contains("no RBAC"), "{err}");
 }
 
@@ -345,10 +289,10 @@ async fn restarting_the_controller_in_every_phase_loses_and_leaks_nothing() {
             job_component(&format!("{name}-work"), 1, "500m", "3s", ""),
             deployment_component(&format!("{name}-server"), 1, "250m"),
         ];
-        uids.push(uid(&apply_yaml(&client, &wrapped_job(&name, "low", "", &components)).await.remove(0)));
+        uids.push(uid(&apply_yaml(&client, &wrapped_job(&name, "small", LOW, "", &components)).await.remove(0)));
     }
     let flaky = [job_component("crash-flaky-work", 1, "250m", "1s", r#", kueue-ext.dev/exit-code: "1""#)];
-    let flaky_uid = uid(&apply_yaml(&client, &wrapped_job("crash-flaky", "low", fast, &flaky)).await.remove(0));
+    let flaky_uid = uid(&apply_yaml(&client, &wrapped_job("crash-flaky", "small", LOW, fast, &flaky)).await.remove(0));
 
     let mut controller = Restarts::controller(&sandbox);
     for _ in 0..5 {

@@ -285,6 +285,71 @@ spec:
     )
 }
 
+/// A batch Job component of `pods` pods of `cpu` that run for `run` on kwok; `pod_annotations`
+/// adds to the pod template's (e.g. an exit code).
+pub fn job_component(name: &str, pods: u32, cpu: &str, run: &str, pod_annotations: &str) -> String {
+    format!(
+        r#"
+  - template:
+      apiVersion: batch/v1
+      kind: Job
+      metadata: {{name: {name}}}
+      spec:
+        parallelism: {pods}
+        completions: {pods}
+        backoffLimit: 0
+        template:
+          metadata:
+            annotations: {{kueue-ext.dev/run-duration: {run}{pod_annotations}}}
+          spec:
+            restartPolicy: Never
+            containers:
+            - name: main
+              image: registry.invalid/work
+              resources: {{requests: {{cpu: "{cpu}", memory: 1Gi}}}}"#
+    )
+}
+
+/// A Deployment component: its pods run until it is deleted.
+pub fn deployment_component(name: &str, replicas: u32, cpu: &str) -> String {
+    format!(
+        r#"
+  - template:
+      apiVersion: apps/v1
+      kind: Deployment
+      metadata: {{name: {name}}}
+      spec:
+        replicas: {replicas}
+        selector: {{matchLabels: {{app: {name}}}}}
+        template:
+          metadata: {{labels: {{app: {name}}}}}
+          spec:
+            containers:
+            - name: server
+              image: registry.invalid/server
+              resources: {{requests: {{cpu: "{cpu}", memory: 1Gi}}}}"#
+    )
+}
+
+/// A WrappedJob in `default` on `queue`; `labels` and `annotations` add to its own (settings
+/// are annotations under kueue-ext.dev/).
+pub fn wrapped_job(name: &str, queue: &str, labels: &str, annotations: &str, components: &[String]) -> String {
+    format!(
+        r#"
+apiVersion: kueue-ext.dev/v1alpha1
+kind: WrappedJob
+metadata:
+  name: {name}
+  namespace: default
+  labels: {{kueue.x-k8s.io/queue-name: {queue}{labels}}}
+  annotations: {{{annotations}}}
+spec:
+  components:{}
+"#,
+        components.concat()
+    )
+}
+
 /// The pid and command line `up` recorded for `component` of cluster `cluster` (0: the manager).
 pub fn recorded_process(sandbox: &Sandbox, cluster: usize, component: &str) -> (i32, Vec<String>) {
     let state: Value = serde_json::from_slice(&std::fs::read(sandbox.dir.join("state.json")).unwrap()).unwrap();
