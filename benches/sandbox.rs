@@ -4,7 +4,9 @@
 //!    creating three bare clusters from the same binaries (`--runtime binary`, in parallel).
 //! 2. N ExternalJobs (this project's Rust integration) vs N batch/v1 Jobs (Kueue's Go
 //!    integration) of the same shape on one cluster: time until all are admitted and all finished.
-//! 3. Peak RSS of our controller vs Kueue's manager during (2).
+//! 3. N WrappedJobs, each a Job and a Deployment, until all succeeded (the Deployment stopped),
+//!    against the batch/v1 Jobs of (2): what wrapping two components costs over Kueue's own Job.
+//! 4. Peak RSS of our controller vs Kueue's manager during (2) and (3).
 //!
 //! `cargo bench --bench sandbox`; `KUEUE_EXT_BENCH_JOBS` (default 200) and
 //! `KUEUE_EXT_BENCH_RUNS` (default 3) size it. Prints a table and writes target/bench/sandbox.json.
@@ -117,6 +119,17 @@ fn job(kind: &str, i: usize) -> Value {
         "Job" => json!({"apiVersion": "batch/v1", "kind": "Job",
             "metadata": {"name": format!("go-{i}"), "namespace": "default", "labels": labels},
             "spec": {"parallelism": 1, "completions": 1, "template": template}}),
+        // A Job and the Deployment serving it: succeeded once the Job has and the Deployment is gone.
+        "WrappedJob" => json!({"apiVersion": "kueue-ext.dev/v1alpha1", "kind": "WrappedJob",
+        "metadata": {"name": format!("wrapped-{i}"), "namespace": "default", "labels": labels},
+        "spec": {"components": [
+            {"template": {"apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": format!("wrapped-{i}-work")},
+                "spec": {"template": template}}},
+            {"template": {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": format!("wrapped-{i}-server")},
+                "spec": {"selector": {"matchLabels": {"app": format!("wrapped-{i}")}}, "template": {
+                    "metadata": {"labels": {"app": format!("wrapped-{i}")}},
+                    "spec": {"containers": [{"name": "s", "image": "bench", "resources": {"requests": {"cpu": "100m", "memory": "64Mi"}}}]}}}}},
+        ]}}),
         _ => json!({"apiVersion": "kueue-ext.dev/v1alpha1", "kind": "ExternalJob",
             "metadata": {"name": format!("rust-{i}"), "namespace": "default", "labels": labels},
             "spec": {"podSets": [{"name": "main", "count": 1, "template": template}]}}),
@@ -124,7 +137,11 @@ fn job(kind: &str, i: usize) -> Value {
 }
 
 fn workload_prefix(kind: &str) -> &'static str {
-    if kind == "Job" { "job-go-" } else { "externaljob-rust-" }
+    match kind {
+        "Job" => "job-go-",
+        "WrappedJob" => "wrappedjob-wrapped-",
+        _ => "externaljob-rust-",
+    }
 }
 
 /// Submits `n` jobs of `kind` and returns (seconds to all admitted, seconds to all finished).
@@ -201,6 +218,13 @@ async fn bench_throughput(runs: usize, n: usize) -> Vec<Row> {
             unit: "s",
         },
         Row {
+            name: format!("{n} WrappedJobs (Job + Deployment): all finished"),
+            ours: vec![],
+            peer: vec![],
+            peer_name: "batch/v1 Job of 1 pod (Kueue, Go)".into(),
+            unit: "s",
+        },
+        Row {
             name: "peak RSS during the run".into(),
             ours: vec![],
             peer: vec![],
@@ -223,12 +247,15 @@ async fn bench_throughput(runs: usize, n: usize) -> Vec<Row> {
         let mut peaks = [0u64, 0u64];
         let (go_admit, go_finish) = throughput(&client, "Job", n, &[controller, kueue], &mut peaks).await;
         let (rust_admit, rust_finish) = throughput(&client, "ExternalJob", n, &[controller, kueue], &mut peaks).await;
+        let (_, wrapped_finish) = throughput(&client, "WrappedJob", n, &[controller, kueue], &mut peaks).await;
         rows[0].ours.push(rust_admit);
         rows[0].peer.push(go_admit);
         rows[1].ours.push(rust_finish);
         rows[1].peer.push(go_finish);
-        rows[2].ours.push(peaks[0] as f64 / 1024.0);
-        rows[2].peer.push(peaks[1] as f64 / 1024.0);
+        rows[2].ours.push(wrapped_finish);
+        rows[2].peer.push(go_finish);
+        rows[3].ours.push(peaks[0] as f64 / 1024.0);
+        rows[3].peer.push(peaks[1] as f64 / 1024.0);
         run(Command::new(BIN).args(["down", "--state-dir"]).arg(&state));
     }
     rows

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Brings a sandbox up and runs the samples: installs the plugin, starts a manager and two
-# workers with Kueue and MultiKueue, submits samples/ and shows where everything ran.
+# workers with Kueue and MultiKueue, submits samples/ and shows where everything ran, ending in
+# the `watch` view.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -19,3 +20,5 @@ for cluster in manager worker1 worker2; do
 done
 echo
 "$plugin" status
+# On a terminal the live view (q quits); otherwise the same table, printed once.
+"$plugin" watch

@@ -19,6 +19,9 @@ if cargo tree --locked -i aws-lc-rs >/dev/null 2>&1; then
   exit 1
 fi
 
+step "tmux (the watch end-to-end test drives the real TUI in it)"
+command -v tmux || apt-get install -y tmux || { apt-get update && apt-get install -y tmux; }
+
 step "toolchain (cold: builds Kubernetes, etcd, kwok and Kueue once)"
 cargo build --locked
 target/debug/kubectl-kueue_ext toolchain install

@@ -1,233 +1,276 @@
-//! `explain`: why a job is (not) running, in words, from the job, its Workload and its queues.
-//! A pure function of what was read, so every sentence has a test.
+//! `explain`: why a job is (not) running, in words, from the joined model — the same rows the
+//! `watch` views draw, so the detail view and `kubectl kueue-ext explain` say the same thing.
+//! Sentences follow the runbook Kueue users follow by hand: queue → Workload → quota →
+//! admission checks → MultiKueue worker → the copy there and its pods.
 
-use crate::api::condition::{self, Condition};
-use crate::api::kueue::{ADMITTED, EVICTED, FINISHED, QUOTA_RESERVED, Workload};
-use crate::api::wrapped_job::UNHEALTHY;
+mod quota;
+#[cfg(test)]
+mod tests;
 
-/// What `explain` read about one job.
-pub struct Facts<'a> {
-    /// `ExternalJob default/train`.
-    pub job: String,
-    pub queue: Option<&'a str>,
-    pub suspended: bool,
-    pub managed_by: Option<&'a str>,
-    pub job_conditions: &'a [Condition],
-    /// `status.phase`, for kinds that tell their state by phase (WrappedJob, as AppWrapper).
-    pub phase: Option<&'a str>,
-    pub workload: Option<&'a Workload>,
-    /// Whether the LocalQueue the job names exists (None: not checked).
-    pub local_queue_exists: Option<bool>,
-}
-
-fn active<'a>(conditions: &'a [Condition], kind: &str) -> Option<&'a Condition> {
-    condition::find(conditions, kind).filter(|c| c.is_true())
-}
+use crate::api::condition::Condition;
+use crate::api::kueue::{FINISHED, MULTIKUEUE_CONTROLLER, PODS_READY, QUOTA_RESERVED};
+use crate::tui::model::{JobRow, Mirror, Model, WorkloadFacts, WorkloadState, message_or_reason};
+use crate::tui::snapshot::PodCounts;
 
 /// The explanation, most important sentence first.
-pub fn explain(facts: &Facts<'_>) -> Vec<String> {
+pub fn explain(row: &JobRow, model: &Model) -> Vec<String> {
     let mut out = Vec::new();
-    let job = &facts.job;
-    if let Some(done) = finished(facts) {
-        out.push(format!("{job} has finished: {done}."));
+    let job = row.key.to_string();
+    if let Some((_, how)) = &row.job.outcome {
+        out.push(format!("{job} has finished: {how}."));
         return out;
     }
-    let Some(queue) = facts.queue else {
+    let Some(queue) = row.queue.as_deref() else {
         out.push(format!("{job} names no queue (label kueue.x-k8s.io/queue-name), so Kueue does not manage it."));
         return out;
     };
-    if facts.local_queue_exists == Some(false) {
-        out.push(format!(
-            "LocalQueue {queue} does not exist in the job's namespace: Kueue cannot admit the job until it does \
-             (kubectl get localqueues)."
-        ));
-    }
-    let Some(wl) = facts.workload else {
+    queues(row, queue, model, &mut out);
+    let Some(wl) = &row.workload else {
         out.push(format!(
             "{job} has no Workload yet: the integration's controller creates one; if this lasts, check that it runs \
              (kubectl kueue-ext status)."
         ));
         return out;
     };
-    let name = wl.metadata.name.as_deref().unwrap_or_default();
-    let conditions = wl.conditions();
-    if let Some(finished) = active(conditions, FINISHED) {
+    let name = &wl.name;
+    if let Some(finished) = wl.condition(FINISHED).filter(|c| c.is_true()) {
         out.push(format!("Workload {name} is finished: {}.", message_or_reason(finished)));
         return out;
     }
-    if let Some(evicted) = active(conditions, EVICTED) {
-        out.push(format!("Workload {name} was evicted ({}): {}.", evicted.reason, evicted.message));
+    if !wl.active {
+        out.push(format!(
+            "Workload {name} is deactivated (spec.active: false): Kueue admits it only once reactivated."
+        ));
     }
-    let cluster_queue = wl.admission().map(|a| a.cluster_queue.clone());
-    match condition::find(conditions, QUOTA_RESERVED) {
-        Some(c) if c.is_true() => {
-            out.push(format!("Quota is reserved in ClusterQueue {}.", cluster_queue.unwrap_or_default()));
-        }
-        Some(c) => {
-            out.push(format!("Workload {name} is waiting for quota in queue {queue}: {}.", message_or_reason(c)))
-        }
-        None => out.push(format!("Workload {name} has not been evaluated by Kueue yet (is Kueue running?).")),
+    if let Some(evicted) = wl.eviction() {
+        eviction(wl, evicted, &mut out);
     }
-    let checks = wl.status.as_ref().map(|s| s.admission_checks.as_slice()).unwrap_or_default();
-    for check in checks.iter().filter(|c| c.state != "Ready") {
-        let message = if check.message.is_empty() { String::new() } else { format!(": {}", check.message) };
-        out.push(format!("Admission check {} is {}{message}.", check.name, check.state));
+    reservation(row, wl, queue, model, &mut out);
+    // Admission checks start once quota is reserved; before that their state says nothing.
+    if wl.is(QUOTA_RESERVED) {
+        checks(wl, model, &mut out);
     }
-    if wl.is(ADMITTED) {
-        match (wl.status.as_ref().and_then(|s| s.cluster_name.as_deref()), facts.managed_by) {
-            (Some(worker), _) => out.push(format!("Admitted; MultiKueue runs it on worker cluster {worker}.")),
-            (None, Some(controller)) => out.push(format!("Admitted; {controller} is to run it.")),
-            (None, None) if facts.suspended => out
-                .push("Admitted, but the job is still suspended: the integration's controller starts it next.".into()),
-            (None, None) => out.push("Admitted and running.".into()),
+    if wl.state() == WorkloadState::Admitted {
+        admitted(row, wl, &mut out);
+    } else {
+        for mirror in &row.mirrors {
+            mirror_waiting(mirror, &mut out);
         }
-    } else if !facts.suspended {
-        out.push("The job is not suspended although Kueue has not admitted it: the controller will stop it.".into());
+        if !row.job.suspended {
+            out.push(
+                "The job is not suspended although Kueue has not admitted it: the controller will stop it.".into(),
+            );
+        }
     }
     out
 }
 
-/// How the job ended, if it has: `Complete (All pods succeeded)`, `Failed (…)`, `Succeeded`.
-fn finished(facts: &Facts<'_>) -> Option<String> {
-    let conditions = facts.job_conditions;
-    if let Some(done) = active(conditions, "Complete").or_else(|| active(conditions, "Failed")) {
-        return Some(format!("{} ({})", done.type_, message_or_reason(done)));
-    }
-    match facts.phase? {
-        "Succeeded" => Some("Succeeded".into()),
-        // A failed WrappedJob keeps the failure that ended it in its Unhealthy condition.
-        "Failed" => Some(match active(conditions, UNHEALTHY) {
-            Some(why) => format!("Failed ({})", message_or_reason(why)),
-            None => "Failed".into(),
-        }),
-        _ => None,
-    }
-}
-
-fn message_or_reason(c: &Condition) -> &str {
-    if c.message.is_empty() { &c.reason } else { &c.message }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::api::kueue::{Admission, AdmissionCheckState, WorkloadSpec, WorkloadStatus};
-
-    fn workload(conditions: Vec<Condition>, checks: Vec<AdmissionCheckState>, cluster: Option<&str>) -> Workload {
-        let mut wl = Workload::new("externaljob-train-12345", WorkloadSpec::default());
-        wl.status = Some(WorkloadStatus {
-            conditions,
-            admission: Some(Admission { cluster_queue: "cluster-queue".into(), pod_set_assignments: vec![] }),
-            admission_checks: checks,
-            cluster_name: cluster.map(String::from),
-        });
-        wl
-    }
-
-    fn facts<'a>(wl: Option<&'a Workload>, conditions: &'a [Condition]) -> Facts<'a> {
-        Facts {
-            job: "ExternalJob default/train".into(),
-            queue: Some("user-queue"),
-            suspended: true,
-            managed_by: None,
-            job_conditions: conditions,
-            phase: None,
-            workload: wl,
-            local_queue_exists: Some(true),
+/// The LocalQueue the job names and the ClusterQueue behind it, when either keeps it out.
+fn queues(row: &JobRow, queue: &str, model: &Model, out: &mut Vec<String>) {
+    let cluster = &row.key.cluster;
+    let readable = |kind: &str| model.cluster(cluster).is_none_or(|c| !c.problems.contains_key(kind));
+    let Some(lq) = model.local_queue(cluster, &row.key.namespace, queue) else {
+        if readable("LocalQueue") {
+            out.push(format!(
+                "LocalQueue {queue} does not exist in namespace {}: Kueue cannot admit the job until it does \
+                 (kubectl get localqueues -n {}).",
+                row.key.namespace, row.key.namespace
+            ));
         }
+        return;
+    };
+    if let Some(policy) = &lq.stop_policy {
+        out.push(format!(
+            "LocalQueue {queue} is stopped (stopPolicy {policy}): it admits nothing new until resumed \
+             (kubectl kueue resume localqueue {queue} -n {}).",
+            lq.namespace
+        ));
+    } else if let Some(active) = lq.active.as_ref().filter(|c| !c.is_true()) {
+        out.push(format!("LocalQueue {queue} is inactive ({}): {}.", active.reason, active.message));
     }
-
-    #[test]
-    fn a_job_without_queue_is_not_managed() {
-        let mut f = facts(None, &[]);
-        f.queue = None;
-        assert!(explain(&f)[0].contains("names no queue"));
-    }
-
-    #[test]
-    fn a_missing_local_queue_and_workload_are_named() {
-        let mut f = facts(None, &[]);
-        f.local_queue_exists = Some(false);
-        let lines = explain(&f);
-        assert!(lines[0].contains("LocalQueue user-queue does not exist"), "{lines:?}");
-        assert!(lines[1].contains("has no Workload yet"), "{lines:?}");
-    }
-
-    #[test]
-    fn waiting_for_quota_quotes_kueue() {
-        let wl = workload(
-            vec![Condition::new(QUOTA_RESERVED, false, "Pending", "insufficient quota for cpu")],
-            vec![],
-            None,
-        );
-        let lines = explain(&facts(Some(&wl), &[]));
-        assert_eq!(
-            lines,
-            ["Workload externaljob-train-12345 is waiting for quota in queue user-queue: insufficient quota for cpu."]
-        );
-    }
-
-    #[test]
-    fn pending_admission_checks_and_the_chosen_worker_are_told() {
-        let check = AdmissionCheckState {
-            name: "multikueue".into(),
-            state: "Pending".into(),
-            message: "dispatching".into(),
-            pod_set_updates: vec![],
-        };
-        let reserved = workload(vec![Condition::new(QUOTA_RESERVED, true, "QuotaReserved", "")], vec![check], None);
-        let lines = explain(&facts(Some(&reserved), &[]));
-        assert!(lines.contains(&"Admission check multikueue is Pending: dispatching.".to_string()), "{lines:?}");
-
-        let admitted = workload(
-            vec![
-                Condition::new(QUOTA_RESERVED, true, "QuotaReserved", ""),
-                Condition::new(ADMITTED, true, "Admitted", ""),
-            ],
-            vec![],
-            Some("worker2"),
-        );
-        let lines = explain(&facts(Some(&admitted), &[]));
-        assert_eq!(lines.last().unwrap(), "Admitted; MultiKueue runs it on worker cluster worker2.");
-    }
-
-    #[test]
-    fn evictions_and_endings_are_reported() {
-        let evicted = workload(
-            vec![Condition::new(EVICTED, true, "Preempted", "Preempted to accommodate a higher priority Workload")],
-            vec![],
-            None,
-        );
-        assert!(explain(&facts(Some(&evicted), &[]))[0].contains("was evicted (Preempted)"));
-        let done = [Condition::new("Complete", true, "Completed", "All pods succeeded")];
-        assert_eq!(
-            explain(&facts(None, &done)),
-            ["ExternalJob default/train has finished: Complete (All pods succeeded)."]
-        );
-    }
-
-    #[test]
-    fn a_wrapped_job_ends_by_its_phase() {
-        let unhealthy = [Condition::new(UNHEALTHY, true, "FailedComponent", "component 0 (Job train-0) failed")];
-        let cases: [(&str, &[Condition], Option<&str>); 4] = [
-            ("Succeeded", &[], Some("WrappedJob default/train has finished: Succeeded.")),
-            (
-                "Failed",
-                &unhealthy,
-                Some("WrappedJob default/train has finished: Failed (component 0 (Job train-0) failed)."),
-            ),
-            ("Failed", &[], Some("WrappedJob default/train has finished: Failed.")),
-            ("Resetting", &unhealthy, None),
-        ];
-        for (phase, conditions, expected) in cases {
-            let mut f = facts(None, conditions);
-            f.job = "WrappedJob default/train".into();
-            f.phase = Some(phase);
-            let first = explain(&f).into_iter().next();
-            match expected {
-                Some(line) => assert_eq!(first.as_deref(), Some(line), "{phase}"),
-                None => assert!(!first.unwrap_or_default().contains("has finished"), "{phase}"),
+    let cq_name = row.workload.as_ref().and_then(WorkloadFacts::cluster_queue).unwrap_or(&lq.cluster_queue);
+    match model.cluster_queue(cluster, cq_name) {
+        None if readable("ClusterQueue") => {
+            out.push(format!("ClusterQueue {cq_name}, which LocalQueue {queue} feeds, does not exist."))
+        }
+        None => {}
+        Some(cq) => {
+            if let Some(policy) = &cq.stop_policy {
+                out.push(format!("ClusterQueue {cq_name} is stopped (stopPolicy {policy}): it admits nothing new."));
+            } else if let Some(active) = cq.active.as_ref().filter(|c| !c.is_true()) {
+                out.push(format!("ClusterQueue {cq_name} is inactive ({}): {}.", active.reason, active.message));
             }
         }
+    }
+}
+
+fn eviction(wl: &WorkloadFacts, evicted: &Condition, out: &mut Vec<String>) {
+    out.push(format!("Workload {} was evicted ({}): {}.", wl.name, evicted.reason, evicted.message));
+    let requeue = match (wl.requeue_count, wl.requeue_at.as_deref()) {
+        (Some(n), Some(at)) => format!(" (requeue {n}, at {at})"),
+        (Some(n), None) => format!(" (requeue {n})"),
+        _ => String::new(),
+    };
+    match evicted.reason.as_str() {
+        "PodsReadyTimeout" => out.push(format!(
+            "Its pods were not all ready within the waitForPodsReady timeout; Kueue released its quota and \
+             requeues it{requeue}."
+        )),
+        "Preempted" => {
+            if let Some(preempted) = wl.condition("Preempted").filter(|c| c.is_true()) {
+                out.push(format!("Preempted {}: {}.", preempted.reason, preempted.message));
+            }
+        }
+        _ if !requeue.is_empty() => out.push(format!("Kueue requeues it{requeue}.")),
+        _ => {}
+    }
+}
+
+fn reservation(row: &JobRow, wl: &WorkloadFacts, queue: &str, model: &Model, out: &mut Vec<String>) {
+    let name = &wl.name;
+    match wl.condition(QUOTA_RESERVED) {
+        // Once admitted, where it runs says more than where its quota is.
+        Some(c) if c.is_true() && wl.state() == WorkloadState::Admitted => {}
+        Some(c) if c.is_true() => {
+            out.push(format!("Quota is reserved in ClusterQueue {}.", wl.cluster_queue().unwrap_or_default()))
+        }
+        Some(c) => {
+            out.push(format!("Workload {name} is waiting for quota in queue {queue}: {}.", message_or_reason(c)));
+            out.extend(quota::kueue_sentences(wl));
+            let cq = model
+                .local_queue(&row.key.cluster, &row.key.namespace, queue)
+                .and_then(|lq| model.cluster_queue(&row.key.cluster, &lq.cluster_queue));
+            if let Some(cq) = cq {
+                out.extend(quota::queue_sentences(wl, cq));
+            }
+        }
+        None => out.push(format!("Workload {name} has not been evaluated by Kueue yet (is Kueue running?).")),
+    }
+}
+
+fn checks(wl: &WorkloadFacts, model: &Model, out: &mut Vec<String>) {
+    for check in wl.checks.iter().filter(|c| c.state != "Ready") {
+        let message = if check.message.is_empty() { String::new() } else { format!(": {}", check.message) };
+        out.push(format!("Admission check {} is {}{message}.", check.name, check.state));
+        let Some(ac) = model.admission_check(&wl.cluster, &check.name) else { continue };
+        if let Some(active) = ac.active.as_ref().filter(|c| !c.is_true()) {
+            out.push(format!("AdmissionCheck {} is not active ({}): {}.", ac.name, active.reason, active.message));
+        }
+        if ac.controller == MULTIKUEUE_CONTROLLER {
+            for cluster in model.clusters.iter().filter(|c| c.connection.as_ref().is_some_and(|a| !a.is_true())) {
+                if let Some(connection) = &cluster.connection {
+                    out.push(format!(
+                        "MultiKueue cannot use worker {} ({}): {}.",
+                        cluster.name, connection.reason, connection.message
+                    ));
+                }
+            }
+        }
+    }
+}
+
+/// `2 running, 1 pending` (pods of one copy), or `None` when it has none.
+fn pods_in_words(pods: PodCounts) -> Option<String> {
+    let parts: Vec<String> =
+        [("pending", pods.pending), ("running", pods.running), ("succeeded", pods.succeeded), ("failed", pods.failed)]
+            .iter()
+            .filter(|(_, n)| *n > 0)
+            .map(|(word, n)| format!("{n} {word}"))
+            .collect();
+    (!parts.is_empty()).then(|| parts.join(", "))
+}
+
+fn pods_ready(wl: &WorkloadFacts, where_: &str, out: &mut Vec<String>) {
+    if let Some(ready) = wl.condition(PODS_READY).filter(|c| !c.is_true()) {
+        out.push(format!(
+            "Pods{where_} are not ready yet ({}): {}; Kueue evicts the job if they are not ready within the \
+             waitForPodsReady timeout.",
+            ready.reason,
+            message_or_reason(ready)
+        ));
+    }
+}
+
+fn admitted(row: &JobRow, wl: &WorkloadFacts, out: &mut Vec<String>) {
+    match (wl.cluster_name.as_deref(), row.job.managed_by.as_deref()) {
+        (Some(worker), _) => {
+            out.push(format!("Admitted; MultiKueue runs it on worker cluster {worker}."));
+            match row.mirror().filter(|m| m.cluster == worker) {
+                Some(mirror) => mirror_running(mirror, out),
+                None => out.push(format!("Worker {worker} is not watched here, so its copy is not shown.")),
+            }
+        }
+        (None, Some(controller)) => out.push(format!("Admitted; {controller} is to run it.")),
+        (None, None) if row.job.suspended => {
+            out.push("Admitted, but the job is still suspended: the integration's controller starts it next.".into())
+        }
+        (None, None) => {
+            match pods_in_words(row.job.pods) {
+                Some(pods) => out.push(format!("Admitted and running; pods: {pods}.")),
+                None => out.push("Admitted and running.".into()),
+            }
+            pods_ready(wl, "", out);
+        }
+    }
+}
+
+/// The copy on the worker MultiKueue chose, once the manager's Workload is admitted.
+fn mirror_running(mirror: &Mirror, out: &mut Vec<String>) {
+    let worker = &mirror.cluster;
+    if let Some(why) = &mirror.unreachable {
+        out.push(format!("Worker {worker} cannot be read from here ({why}), so its copy is not shown."));
+        return;
+    }
+    let Some(copy) = &mirror.job else {
+        out.push(match mirror.workload.as_ref().map(WorkloadFacts::state) {
+            Some(WorkloadState::Admitted) => {
+                format!("Its Workload is admitted on {worker}; MultiKueue creates the job copy there next.")
+            }
+            _ => format!("Its copy on {worker} does not exist yet."),
+        });
+        return;
+    };
+    if let Some((_, how)) = &copy.outcome {
+        out.push(format!("The copy on {worker} has finished: {how}; MultiKueue copies the result back."));
+    } else if copy.suspended {
+        out.push(format!("The copy on {worker} is still suspended."));
+        if let Some(remote) = &mirror.workload {
+            remote_reason(worker, remote, out);
+        }
+    } else {
+        match pods_in_words(copy.pods) {
+            Some(pods) => out.push(format!("On {worker}, pods: {pods}.")),
+            None => out.push(format!("The copy on {worker} runs; no pod yet.")),
+        }
+        if let Some(remote) = &mirror.workload {
+            pods_ready(remote, &format!(" on {worker}"), out);
+        }
+    }
+}
+
+/// A copy on a nominated worker, while the manager waits for one worker to admit it.
+fn mirror_waiting(mirror: &Mirror, out: &mut Vec<String>) {
+    match (&mirror.unreachable, &mirror.workload) {
+        (Some(why), _) => out.push(format!("Worker {} cannot be read from here ({why}).", mirror.cluster)),
+        (None, Some(remote)) => remote_reason(&mirror.cluster, remote, out),
+        (None, None) => {}
+    }
+}
+
+/// Why the Workload copy on a worker is not admitted there, in that Kueue's words.
+fn remote_reason(worker: &str, remote: &WorkloadFacts, out: &mut Vec<String>) {
+    if let Some(evicted) = remote.eviction() {
+        out.push(format!("On {worker} its copy was evicted ({}): {}.", evicted.reason, evicted.message));
+    }
+    match remote.condition(QUOTA_RESERVED) {
+        Some(c) if c.is_true() => {
+            let waiting: Vec<_> =
+                remote.checks.iter().filter(|c| c.state != "Ready").map(|c| c.name.as_str()).collect();
+            if !waiting.is_empty() {
+                out.push(format!("On {worker} its copy waits for admission checks {}.", waiting.join(", ")));
+            }
+        }
+        Some(c) => out.push(format!("On {worker} its copy waits for quota: {}.", message_or_reason(c))),
+        None => out.push(format!("On {worker} its copy has not been evaluated by Kueue yet.")),
     }
 }

@@ -13,3 +13,4 @@ pub mod kube_util;
 pub mod manifests;
 pub mod sandbox;
 pub mod submit;
+pub mod tui;

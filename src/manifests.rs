@@ -1,6 +1,7 @@
 //! The install manifests of this project, generated from code: CRDs, the controller's
-//! namespace, ServiceAccount and least-privilege RBAC, the RBAC Kueue needs on our kinds, and
-//! the webhook configurations. `manifests/` holds the same YAML; a test keeps them in sync.
+//! namespace, ServiceAccount and least-privilege RBAC, the RBAC Kueue needs on our kinds, the
+//! controller's Deployment and webhook Service, and the webhook configurations. `manifests/`
+//! holds the same YAML; a test keeps them in sync.
 
 use kube::CustomResourceExt;
 use serde_json::{Value, json};
@@ -17,6 +18,16 @@ const LEADER_ROLE: &str = "kueue-ext-leader-election";
 /// manager, mirrors the worker copy's status into `/status`).
 const KUEUE_ROLE: &str = "kueue-ext-kueue-access";
 const KUEUE_SERVICE_ACCOUNT: (&str, &str) = ("kueue-system", "kueue-controller-manager");
+
+/// The in-cluster controller: its Deployment, the Service in front of its webhooks, and the
+/// Secret with the webhook's serving certificate (`tls.crt`, `tls.key`), made at install.
+pub const DEPLOYMENT: &str = "kueue-ext-controller";
+pub const WEBHOOK_SERVICE: &str = "kueue-ext-webhook";
+pub const WEBHOOK_CERT_SECRET: &str = "kueue-ext-webhook-cert";
+const WEBHOOK_PORT: u16 = 9443;
+const CERT_DIR: &str = "/certs";
+/// The image `manifests/` names; an install replaces it with the image it built.
+pub const DEFAULT_IMAGE: &str = concat!("kueue-ext/controller:v", env!("CARGO_PKG_VERSION"));
 
 pub const MUTATING_WEBHOOK: &str = "kueue-ext-mutating-webhook-configuration";
 pub const VALIDATING_WEBHOOK: &str = "kueue-ext-validating-webhook-configuration";
@@ -122,19 +133,100 @@ pub fn rbac() -> Vec<Value> {
     ]
 }
 
+/// The container's arguments: the `controller` command, serving on every pod address with the
+/// certificate Secret mounted, in-cluster credentials (no kubeconfig), leader election on.
+pub fn controller_args() -> Vec<String> {
+    vec![
+        "controller".into(),
+        format!("--listen=0.0.0.0:{WEBHOOK_PORT}"),
+        format!("--cert-dir={CERT_DIR}"),
+        "--log-format=json".into(),
+        "--leader-elect".into(),
+    ]
+}
+
+const SELECTOR: (&str, &str) = ("app.kubernetes.io/name", DEPLOYMENT);
+
+/// The controller's Deployment, running `image` as its ServiceAccount with no privileges.
+/// Ready once its webhook server answers `/readyz`.
+pub fn deployment(image: &str) -> Value {
+    let probe =
+        |path: &str| json!({"httpGet": {"path": path, "port": "webhook", "scheme": "HTTPS"}, "periodSeconds": 5});
+    json!({
+        "apiVersion": "apps/v1", "kind": "Deployment",
+        "metadata": {"name": DEPLOYMENT, "namespace": NAMESPACE, "labels": {SELECTOR.0: SELECTOR.1}},
+        "spec": {
+            "replicas": 1,
+            "selector": {"matchLabels": {SELECTOR.0: SELECTOR.1}},
+            "template": {
+                "metadata": {"labels": {SELECTOR.0: SELECTOR.1}},
+                "spec": {
+                    "serviceAccountName": SERVICE_ACCOUNT,
+                    "securityContext": {"runAsNonRoot": true, "seccompProfile": {"type": "RuntimeDefault"}},
+                    "containers": [{
+                        "name": "controller",
+                        "image": image,
+                        "imagePullPolicy": "IfNotPresent",
+                        "args": controller_args(),
+                        "ports": [{"name": "webhook", "containerPort": WEBHOOK_PORT, "protocol": "TCP"}],
+                        "readinessProbe": probe("/readyz"),
+                        "livenessProbe": probe("/healthz"),
+                        "resources": {"requests": {"cpu": "100m", "memory": "64Mi"}, "limits": {"memory": "256Mi"}},
+                        "securityContext": {
+                            "allowPrivilegeEscalation": false,
+                            "readOnlyRootFilesystem": true,
+                            "capabilities": {"drop": ["ALL"]},
+                        },
+                        "volumeMounts": [{"name": "certs", "mountPath": CERT_DIR, "readOnly": true}],
+                    }],
+                    "volumes": [{"name": "certs", "secret": {"secretName": WEBHOOK_CERT_SECRET}}],
+                },
+            },
+        },
+    })
+}
+
+/// The Service the webhook configurations call (port 443 to the container's webhook port).
+pub fn service() -> Value {
+    json!({
+        "apiVersion": "v1", "kind": "Service",
+        "metadata": {"name": WEBHOOK_SERVICE, "namespace": NAMESPACE},
+        "spec": {
+            "selector": {SELECTOR.0: SELECTOR.1},
+            "ports": [{"name": "webhook", "port": 443, "targetPort": "webhook", "protocol": "TCP"}],
+        },
+    })
+}
+
+/// DNS names the webhook's serving certificate must carry for the API server to call it.
+pub fn webhook_dns_names() -> Vec<String> {
+    vec![
+        WEBHOOK_SERVICE.to_string(),
+        format!("{WEBHOOK_SERVICE}.{NAMESPACE}"),
+        format!("{WEBHOOK_SERVICE}.{NAMESPACE}.svc"),
+        format!("{WEBHOOK_SERVICE}.{NAMESPACE}.svc.cluster.local"),
+    ]
+}
+
 /// Where the API server reaches the webhooks.
 pub enum Endpoint<'a> {
     /// A local process: `https://127.0.0.1:<port>` with the CA that signed its certificate.
     Url { base: String, ca_bundle_b64: &'a str },
-    /// In-cluster Service `kueue-ext-system/kueue-ext-webhook`, CA injected at install.
-    Service,
+    /// The in-cluster [`service`], with the CA that signed its certificate once installed
+    /// (`None` in `manifests/`, which leaves it to the installer).
+    Service { ca_bundle_b64: Option<&'a str> },
 }
 
 fn client_config(endpoint: &Endpoint<'_>, path: &str) -> Value {
     match endpoint {
         Endpoint::Url { base, ca_bundle_b64 } => json!({"url": format!("{base}{path}"), "caBundle": ca_bundle_b64}),
-        Endpoint::Service => {
-            json!({"service": {"name": "kueue-ext-webhook", "namespace": NAMESPACE, "path": path, "port": 443}})
+        Endpoint::Service { ca_bundle_b64 } => {
+            let mut config =
+                json!({"service": {"name": WEBHOOK_SERVICE, "namespace": NAMESPACE, "path": path, "port": 443}});
+            if let Some(ca) = ca_bundle_b64 {
+                config["caBundle"] = json!(ca);
+            }
+            config
         }
     }
 }
@@ -187,7 +279,8 @@ pub fn files() -> Vec<(&'static str, String)> {
     vec![
         ("crds.yaml", yaml(crds())),
         ("rbac.yaml", yaml(rbac())),
-        ("webhooks.yaml", yaml(webhooks(&Endpoint::Service))),
+        ("deployment.yaml", yaml(vec![deployment(DEFAULT_IMAGE), service()])),
+        ("webhooks.yaml", yaml(webhooks(&Endpoint::Service { ca_bundle_b64: None }))),
     ]
 }
 
@@ -223,5 +316,25 @@ mod tests {
         assert_eq!(mutating["failurePolicy"], "Fail");
         assert_eq!(mutating["clientConfig"]["url"], format!("https://127.0.0.1:9{MUTATE_EXTERNAL_JOB}"));
         assert_eq!(hooks[1]["webhooks"][0]["rules"][0]["operations"], json!(["CREATE", "UPDATE"]));
+        let in_cluster = webhooks(&Endpoint::Service { ca_bundle_b64: Some("Q0E=") });
+        let config = &in_cluster[1]["webhooks"][1]["clientConfig"];
+        assert_eq!(config["caBundle"], "Q0E=");
+        assert_eq!(config["service"]["name"], WEBHOOK_SERVICE);
+        assert_eq!(service()["spec"]["ports"][0]["port"], config["service"]["port"]);
+    }
+
+    #[test]
+    fn the_deployment_runs_unprivileged_behind_its_service() {
+        let deployment = deployment("example/controller:v1");
+        let pod = &deployment["spec"]["template"]["spec"];
+        let container = &pod["containers"][0];
+        assert_eq!(container["image"], "example/controller:v1");
+        assert_eq!(pod["serviceAccountName"], SERVICE_ACCOUNT);
+        assert_eq!(container["readinessProbe"]["httpGet"]["path"], "/readyz");
+        assert!(container["resources"]["requests"]["cpu"].is_string());
+        assert_eq!(container["securityContext"]["readOnlyRootFilesystem"], true);
+        assert_eq!(pod["volumes"][0]["secret"]["secretName"], WEBHOOK_CERT_SECRET);
+        assert_eq!(service()["spec"]["selector"], deployment["spec"]["selector"]["matchLabels"]);
+        assert_eq!(deployment["spec"]["template"]["metadata"]["labels"], deployment["spec"]["selector"]["matchLabels"]);
     }
 }

@@ -1,13 +1,13 @@
+//! `explain KIND/NAME`: the "Why" of the `watch` detail view, printed. It reads the clusters
+//! through the same watches and the same join, so both always say the same thing.
+
 use std::process::ExitCode;
 
-use kube::ResourceExt;
-use kube::api::{Api, ApiResource, DynamicObject};
-
-use super::cluster::ClusterArgs;
-use crate::api::condition::Condition;
-use crate::api::kueue::{LocalQueue, PREBUILT_WORKLOAD_LABEL, QUEUE_NAME_LABEL, Workload};
-use crate::explain::{Facts, explain};
-use crate::jobframework::naming::workload_name;
+use super::watch::{Clusters, SETTLE};
+use crate::explain::explain;
+use crate::tui::model::{join, problems_text};
+use crate::tui::snapshot::{JobKind, Role};
+use crate::tui::source::Source;
 
 #[derive(Debug, clap::Args)]
 pub struct Args {
@@ -15,69 +15,51 @@ pub struct Args {
     /// `job/NAME` (batch/v1).
     pub job: String,
     #[command(flatten)]
-    pub cluster: ClusterArgs,
+    pub clusters: Clusters,
+    /// Namespace [default: the context's, else default]
+    #[arg(short, long)]
+    pub namespace: Option<String>,
 }
-
-/// Group, version, kind and plural of a job kind.
-type JobKind = (&'static str, &'static str, &'static str, &'static str);
 
 /// The kind and name of a job reference.
 fn kind_of(reference: &str) -> Result<(JobKind, &str), String> {
     let (kind, name) = reference.split_once('/').unwrap_or(("externaljob", reference));
-    let resolved = match kind.to_lowercase().as_str() {
-        "externaljob" | "externaljobs" | "ej" | "externaljob.kueue-ext.dev" => {
-            ("kueue-ext.dev", "v1alpha1", "ExternalJob", "externaljobs")
-        }
-        "wrappedjob" | "wrappedjobs" | "wj" | "wrappedjob.kueue-ext.dev" => {
-            ("kueue-ext.dev", "v1alpha1", "WrappedJob", "wrappedjobs")
-        }
-        "job" | "jobs" | "job.batch" => ("batch", "v1", "Job", "jobs"),
-        other => {
-            return Err(format!("unknown job kind {other:?}: use externaljob/NAME, wrappedjob/NAME or job/NAME"));
-        }
-    };
-    Ok((resolved, name))
+    match JobKind::from_alias(kind) {
+        Some(kind) => Ok((kind, name)),
+        None => Err(format!("unknown job kind {kind:?}: use externaljob/NAME, wrappedjob/NAME or job/NAME")),
+    }
 }
 
 pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
-    let ((group, version, kind, plural), name) = kind_of(&args.job).map_err(anyhow::Error::msg)?;
-    let (client, namespace) = args.cluster.connect().await?;
-    let resource = ApiResource {
-        group: group.into(),
-        version: version.into(),
-        api_version: format!("{group}/{version}"),
-        kind: kind.into(),
-        plural: plural.into(),
+    let (kind, name) = kind_of(&args.job).map_err(anyhow::Error::msg)?;
+    let targets = args.clusters.targets()?;
+    let namespace = match &args.namespace {
+        Some(namespace) => namespace.clone(),
+        None => targets.manager_namespace().unwrap_or_else(|| "default".into()),
     };
-    let jobs: Api<DynamicObject> = Api::namespaced_with(client.clone(), &namespace, &resource);
-    let Some(job) = jobs.get_opt(name).await? else {
-        eprintln!("{kind} {namespace}/{name} not found");
+    let mut source = Source::start(targets, Some(&namespace)).await;
+    source.settle(SETTLE).await;
+    let snapshot = source.snapshot();
+    let model = join(&snapshot);
+    let matching = |row: &&crate::tui::model::JobRow| {
+        row.key.kind == kind && row.key.namespace == namespace && row.key.name == name
+    };
+    // The user's copy on the manager first; a job that lives only on a worker otherwise.
+    let manager = model.clusters.iter().find(|c| c.role == Role::Manager).map(|c| c.name.as_str());
+    let row = model
+        .jobs
+        .iter()
+        .filter(matching)
+        .find(|row| Some(row.key.cluster.as_str()) == manager)
+        .or_else(|| model.jobs.iter().find(matching));
+    let Some(row) = row else {
+        eprintln!("{} {namespace}/{name} not found", kind.name());
+        for cluster in snapshot.clusters.iter().filter(|c| !c.reachable) {
+            eprintln!("(cluster {} could not be read: {})", cluster.name, problems_text(&cluster.problems));
+        }
         return Ok(ExitCode::FAILURE);
     };
-    let queue = job.labels().get(QUEUE_NAME_LABEL).cloned();
-    let workload_name = job
-        .annotations()
-        .get(PREBUILT_WORKLOAD_LABEL)
-        .cloned()
-        .unwrap_or_else(|| workload_name(kind, group, name, &job.uid().unwrap_or_default()));
-    let workload = Api::<Workload>::namespaced(client.clone(), &namespace).get_opt(&workload_name).await?;
-    let local_queue_exists = match &queue {
-        Some(q) => Some(Api::<LocalQueue>::namespaced(client, &namespace).get_opt(q).await?.is_some()),
-        None => None,
-    };
-    let conditions: Vec<Condition> =
-        serde_json::from_value(job.data["status"]["conditions"].clone()).unwrap_or_default();
-    let facts = Facts {
-        job: format!("{kind} {namespace}/{name}"),
-        queue: queue.as_deref(),
-        suspended: job.data["spec"]["suspend"] == true,
-        managed_by: job.data["spec"]["managedBy"].as_str(),
-        job_conditions: &conditions,
-        phase: job.data["status"]["phase"].as_str(),
-        workload: workload.as_ref(),
-        local_queue_exists,
-    };
-    for line in explain(&facts) {
+    for line in explain(row, &model) {
         println!("{line}");
     }
     Ok(ExitCode::SUCCESS)
@@ -89,13 +71,10 @@ mod tests {
 
     #[test]
     fn job_references_resolve_like_kubectl() {
-        assert_eq!(kind_of("train").unwrap().0.2, "ExternalJob");
-        assert_eq!(kind_of("job/sample").unwrap(), (("batch", "v1", "Job", "jobs"), "sample"));
+        assert_eq!(kind_of("train").unwrap(), (JobKind::ExternalJob, "train"));
+        assert_eq!(kind_of("job/sample").unwrap(), (JobKind::Job, "sample"));
         for reference in ["wrappedjob/train", "wj/train", "WrappedJobs/train"] {
-            assert_eq!(
-                kind_of(reference).unwrap(),
-                (("kueue-ext.dev", "v1alpha1", "WrappedJob", "wrappedjobs"), "train")
-            );
+            assert_eq!(kind_of(reference).unwrap(), (JobKind::WrappedJob, "train"));
         }
         assert!(kind_of("pod/x").unwrap_err().contains("unknown job kind"));
     }

@@ -9,6 +9,7 @@ mod status;
 mod submit;
 mod toolchain;
 mod up;
+mod watch;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -50,6 +51,8 @@ pub enum Command {
     Submit(submit::Args),
     /// Say why a job is or is not running: its queue, Workload, quota, admission checks, worker.
     Explain(explain::Args),
+    /// Watch every job across the manager and its workers: Workload, admission checks, worker, pods.
+    Watch(watch::Args),
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -82,6 +85,7 @@ pub async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Manifests(args) => manifests::run(args).await,
         Command::Submit(args) => submit::run(args).await,
         Command::Explain(args) => explain::run(args).await,
+        Command::Watch(args) => watch::run(args).await,
     }
 }
 

@@ -56,14 +56,15 @@ fn table(report: &StatusReport) -> String {
         for c in &cluster.components {
             let role =
                 serde_json::to_value(cluster.role).ok().and_then(|v| v.as_str().map(String::from)).unwrap_or_default();
+            let pid = c.pid.map_or_else(|| "-".to_string(), |pid| pid.to_string());
             out.push_str(&format!(
                 "{:<10} {:<8} {:<24} {:<6} {:<8} {}\n",
                 cluster.name,
                 role,
                 c.name,
                 yes_no(c.ready),
-                c.pid,
-                c.log.display()
+                pid,
+                c.log
             ));
             if let Some(reason) = &c.reason {
                 out.push_str(&format!("{:>45}{reason}\n", "↳ "));

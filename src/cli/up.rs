@@ -1,8 +1,9 @@
+use std::path::PathBuf;
 use std::process::ExitCode;
 
 use crate::sandbox::kwok::NodePool;
 use crate::sandbox::progress::{Progress, human_duration};
-use crate::sandbox::{self, UpOptions, UpOutcome};
+use crate::sandbox::{self, KindOptions, RuntimeKind, UpOptions, UpOutcome};
 
 use super::SandboxArgs;
 
@@ -16,7 +17,8 @@ pub struct Args {
     /// Port of the manager's kube-apiserver on 127.0.0.1 [default: a free port]
     #[arg(long, value_name = "PORT")]
     pub api_server_port: Option<u16>,
-    /// Fake (kwok) nodes per cluster that runs pods.
+    /// Fake (kwok) nodes per cluster that runs pods (on kind: one real worker node, and these
+    /// only size the default queues).
     #[arg(long, default_value_t = 4)]
     pub nodes: u32,
     /// CPU of each fake node.
@@ -29,9 +31,56 @@ pub struct Args {
     /// kind does; `down` removes them again.
     #[arg(long)]
     pub merge_kubeconfig: bool,
-    /// Extra flag for one component on every cluster, e.g. `kube-apiserver=--v=4` (repeatable).
+    /// Extra flag for one component on every cluster, e.g. `kube-apiserver=--v=4` (repeatable;
+    /// process runtime).
     #[arg(long = "component-arg", value_name = "COMPONENT=FLAG", value_parser = parse_component_arg)]
     pub component_args: Vec<(String, String)>,
+    /// How clusters run: kind clusters in Docker, or local processes [default: kind where a
+    /// Docker daemon answers and `kind` is on PATH, else process]
+    #[arg(long, value_enum, value_name = "RUNTIME")]
+    pub runtime: Option<Runtime>,
+    #[command(flatten)]
+    pub kind: KindArgs,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Runtime {
+    Kind,
+    Process,
+}
+
+/// Settings of the kind runtime; the defaults are the versions it is tested with.
+#[derive(Debug, clap::Args)]
+#[command(next_help_heading = "kind runtime")]
+pub struct KindArgs {
+    /// Node image of the kind clusters.
+    #[arg(long, env = "KUEUE_EXT_KIND_NODE_IMAGE", default_value = sandbox::NODE_IMAGE, value_name = "IMAGE")]
+    pub kind_node_image: String,
+    /// kind release required on PATH (any patch release of its minor line).
+    #[arg(long, env = "KUEUE_EXT_KIND_VERSION", default_value = sandbox::KIND_VERSION, value_name = "VERSION")]
+    pub kind_version: String,
+    /// Static build of this plugin to run as the in-cluster controller [default: this
+    /// executable, when it is static]; `hack/build-static.sh` makes one.
+    #[arg(long, env = "KUEUE_EXT_CONTROLLER_BINARY", value_name = "FILE")]
+    pub controller_binary: Option<PathBuf>,
+    /// Kueue's release manifests: a URL or a local file.
+    #[arg(long, env = "KUEUE_EXT_KUEUE_MANIFESTS", default_value = sandbox::KUEUE_MANIFESTS_URL, value_name = "URL|FILE")]
+    pub kueue_manifests: String,
+    /// sha256 the Kueue manifests must have.
+    #[arg(long, env = "KUEUE_EXT_KUEUE_MANIFESTS_SHA256", default_value = sandbox::KUEUE_MANIFESTS_SHA256, value_name = "HEX")]
+    pub kueue_manifests_sha256: String,
+}
+
+impl From<KindArgs> for KindOptions {
+    fn from(args: KindArgs) -> Self {
+        KindOptions {
+            node_image: args.kind_node_image,
+            kind_version: args.kind_version,
+            controller_binary: args.controller_binary,
+            kueue_manifests: args.kueue_manifests,
+            kueue_manifests_sha256: args.kueue_manifests_sha256,
+        }
+    }
 }
 
 fn parse_component_arg(text: &str) -> Result<(String, String), String> {
@@ -50,6 +99,11 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
         nodes: NodePool { count: args.nodes, cpu: args.node_cpu, memory: args.node_memory },
         component_args: args.component_args,
         merge_kubeconfig: args.merge_kubeconfig.then(crate::sandbox::kubeconfig::user_default_path),
+        runtime: args.runtime.map(|r| match r {
+            Runtime::Kind => RuntimeKind::Kind,
+            Runtime::Process => RuntimeKind::Process,
+        }),
+        kind: args.kind.into(),
     };
     match sandbox::up(&options, &Progress::stderr()).await? {
         UpOutcome::AlreadyUp(state) => {
@@ -79,5 +133,34 @@ mod tests {
         );
         assert!(parse_component_arg("kubelet=--v=2").unwrap_err().contains("unknown component"));
         assert!(parse_component_arg("--v=2").is_err());
+    }
+
+    #[derive(Debug, clap::Parser)]
+    struct UpOnly {
+        #[command(flatten)]
+        args: Args,
+    }
+
+    #[test]
+    fn runtime_and_kind_settings_default_to_the_pins() {
+        use clap::Parser;
+        let parsed = UpOnly::try_parse_from(["up"]).unwrap().args;
+        assert_eq!(parsed.runtime, None);
+        assert_eq!(KindOptions::from(parsed.kind), KindOptions::default());
+        let parsed = UpOnly::try_parse_from([
+            "up",
+            "--runtime",
+            "kind",
+            "--kind-node-image",
+            "kindest/node:v1.36.9",
+            "--kind-version",
+            "v0.33.0",
+        ])
+        .unwrap()
+        .args;
+        assert_eq!(parsed.runtime, Some(Runtime::Kind));
+        let options = KindOptions::from(parsed.kind);
+        assert_eq!((options.node_image.as_str(), options.kind_version.as_str()), ("kindest/node:v1.36.9", "v0.33.0"));
+        assert!(UpOnly::try_parse_from(["up", "--runtime", "docker"]).is_err());
     }
 }

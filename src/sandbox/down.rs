@@ -1,19 +1,20 @@
-//! `down`: stop every process the sandbox recorded and remove everything it wrote.
+//! `down`: stop (or delete) everything the sandbox recorded and remove everything it wrote.
 
 use std::path::Path;
-use std::time::Duration;
-
-use futures::future::join_all;
 
 use super::error::SandboxError;
+use super::kind::{BollardDocker, KindCli, KindError, KindRuntime};
+use super::process_runtime::ProcessRuntime;
+use super::runtime::{ClusterRuntime, RuntimeKind};
 use super::state::SandboxState;
-
-/// How long a component gets to exit on SIGTERM before SIGKILL.
-const GRACE: Duration = Duration::from_secs(10);
 
 #[derive(Debug, PartialEq)]
 pub enum DownOutcome {
-    Removed { processes: usize },
+    /// `stopped` counts processes (process runtime) or kind clusters (kind runtime).
+    Removed {
+        runtime: Option<RuntimeKind>,
+        stopped: usize,
+    },
     NothingThere,
 }
 
@@ -23,23 +24,29 @@ pub async fn down(dir: &Path) -> Result<DownOutcome, SandboxError> {
         Ok(None) if dir.exists() => {
             // A dir without a record (e.g. `up` died before its first save): nothing runs.
             std::fs::remove_dir_all(dir).map_err(SandboxError::io(dir))?;
-            return Ok(DownOutcome::Removed { processes: 0 });
+            return Ok(DownOutcome::Removed { runtime: None, stopped: 0 });
         }
         Ok(None) => return Ok(DownOutcome::NothingThere),
         Err(e) => return Err(SandboxError::io(dir)(e)),
     };
-    let processes = stop_processes(&state).await;
+    let stopped = match state.runtime {
+        RuntimeKind::Process => ProcessRuntime::recorded().teardown(&state).await?,
+        RuntimeKind::Kind => kind_runtime(&state)?.teardown(&state).await?,
+    };
     undo_outside_changes(&state);
     std::fs::remove_dir_all(dir).map_err(SandboxError::io(dir))?;
-    Ok(DownOutcome::Removed { processes })
+    Ok(DownOutcome::Removed { runtime: Some(state.runtime), stopped })
 }
 
-/// Stops every recorded process (all at once: nothing is kept, so order does not matter, and
-/// waiting for each in turn would only add up grace periods). Returns how many were running.
-pub async fn stop_processes(state: &SandboxState) -> usize {
-    let running: Vec<_> = state.processes_in_stop_order().into_iter().filter(|(_, c)| c.process.is_running()).collect();
-    join_all(running.iter().map(|(_, c)| c.process.stop(GRACE))).await;
-    running.len()
+/// The kind runtime that deletes the recorded clusters; it needs the kind CLI when there are any.
+fn kind_runtime(state: &SandboxState) -> Result<KindRuntime<KindCli, BollardDocker>, KindError> {
+    let clusters: Vec<&str> = state.clusters.iter().filter_map(|c| c.kind_cluster.as_deref()).collect();
+    let kind = match KindCli::from_path() {
+        Some(kind) => kind,
+        None if clusters.is_empty() => KindCli::new("kind".into()),
+        None => return Err(KindError::KindMissingForDown { clusters: clusters.join(", ") }),
+    };
+    Ok(KindRuntime::recorded(kind, BollardDocker::connect()))
 }
 
 /// Undoes what the sandbox changed outside its state dir: the files, then the (then empty)

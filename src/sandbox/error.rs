@@ -1,5 +1,6 @@
 use std::path::PathBuf;
 
+use super::kind::KindError;
 use super::toolchain::ToolchainError;
 
 type BoxError = Box<dyn std::error::Error + Send + Sync>;
@@ -9,6 +10,10 @@ type BoxError = Box<dyn std::error::Error + Send + Sync>;
 pub enum SandboxError {
     #[error(transparent)]
     Toolchain(#[from] ToolchainError),
+    #[error(transparent)]
+    Kind(#[from] KindError),
+    #[error("{0}")]
+    Usage(String),
     #[error("port {port} for {what} is already in use on 127.0.0.1; free it or choose another port")]
     PortInUse { port: u16, what: String },
     #[error("{component} of cluster {cluster} exited during start-up; its log {log} ends with:\n{tail}")]

@@ -1,6 +1,7 @@
 //! This project's controller in a sandbox cluster, installed as a real install would be: its CRDs,
-//! namespace, ServiceAccount and RBAC from `manifests`, webhooks registered by URL with a
-//! caBundle, and the process running with that ServiceAccount's token (not as admin).
+//! namespace, ServiceAccount and RBAC from `manifests` (every runtime), and for the process
+//! runtime webhooks registered by URL with a caBundle and the process running with that
+//! ServiceAccount's token (not as admin).
 
 use std::path::{Path, PathBuf};
 
@@ -31,12 +32,18 @@ fn io(path: &Path) -> impl FnOnce(std::io::Error) -> InstallError + '_ {
     move |source| InstallError::Io { path: path.to_path_buf(), source }
 }
 
-/// Applies our manifests and writes the controller's kubeconfig and serving certificate.
-pub async fn install(client: &Client, layout: &Layout) -> Result<(), InstallError> {
+/// Our CRDs, namespace, ServiceAccount and RBAC: the same on every runtime.
+pub async fn install_definitions(client: &Client) -> Result<(), ApplyError> {
     kube_util::apply_crds(client, &manifests::crds()).await?;
     for obj in manifests::rbac() {
         kube_util::apply(client, &obj).await?;
     }
+    Ok(())
+}
+
+/// Applies our manifests and writes the controller's kubeconfig and serving certificate.
+pub async fn install(client: &Client, layout: &Layout) -> Result<(), InstallError> {
+    install_definitions(client).await?;
     let ca_pem = std::fs::read_to_string(&layout.pki.ca_cert).map_err(io(&layout.pki.ca_cert))?;
     let endpoint = Endpoint::Url {
         base: format!("https://127.0.0.1:{}", layout.ports.controller),

@@ -1,9 +1,11 @@
 //! The local sandbox: a manager cluster and worker clusters, each a real control plane with
-//! Kueue, run as local processes (the `process` runtime).
+//! Kueue, run as local processes (the `process` runtime) or as kind clusters (the `kind`
+//! runtime), behind one `ClusterRuntime` trait (`runtime.rs`).
 
 pub mod fsutil;
 pub mod health;
 pub mod integration;
+mod kind;
 pub mod kubeconfig;
 pub mod kueue;
 pub mod kwok;
@@ -12,9 +14,11 @@ pub mod multikueue;
 pub mod pki;
 pub mod ports;
 pub mod process;
+mod process_runtime;
 pub mod progress;
 pub mod queues;
 mod recorder;
+mod runtime;
 pub mod state;
 pub mod toolchain;
 
@@ -25,6 +29,8 @@ mod up;
 
 pub use down::{DownOutcome, down};
 pub use error::SandboxError;
+pub use kind::{KIND_VERSION, KUEUE_MANIFESTS_SHA256, KUEUE_MANIFESTS_URL, KindError, KindOptions, NODE_IMAGE};
+pub use runtime::RuntimeKind;
 pub use status::{ClusterStatus, ComponentStatus, StatusReport, status};
 pub use up::{UpOptions, UpOutcome, up};
 

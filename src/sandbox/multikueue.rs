@@ -59,6 +59,8 @@ fn worker_rbac() -> Vec<Value> {
 pub struct Worker<'a> {
     pub name: &'a str,
     pub client: &'a Client,
+    /// Its API server as the manager's Kueue reaches it: loopback for local processes,
+    /// `https://<node>-control-plane:6443` on kind's Docker network.
     pub server: String,
     pub ca_pem: &'a str,
 }
@@ -110,16 +112,21 @@ async fn worker_kubeconfig(worker: &Worker<'_>) -> Result<String, WiringError> {
     let token = kube_util::service_account_token(worker.client, NAMESPACE, SERVICE_ACCOUNT, TOKEN_SECONDS)
         .await
         .map_err(|source| WiringError::Token { worker: worker.name.to_string(), source })?;
+    render_worker_kubeconfig(worker, &token).map_err(|message| WiringError::Apply {
+        worker: worker.name.to_string(),
+        source: ApplyError::Invalid { kind: "Secret".into(), name: secret_name(worker.name), message },
+    })
+}
+
+/// The kubeconfig the manager's Kueue uses for a worker: its server, its CA, the token.
+fn render_worker_kubeconfig(worker: &Worker<'_>, token: &str) -> Result<String, String> {
     let entry = Entry {
         context: worker.name,
         server: worker.server.clone(),
         ca_pem: worker.ca_pem,
-        credentials: Credentials::Token(&token),
+        credentials: Credentials::Token(token),
     };
-    serde_saphyr::to_string(&kubeconfig::render(&[entry])).map_err(|e| WiringError::Apply {
-        worker: worker.name.to_string(),
-        source: ApplyError::Invalid { kind: "Secret".into(), name: secret_name(worker.name), message: e.to_string() },
-    })
+    serde_saphyr::to_string(&kubeconfig::render(&[entry])).map_err(|e| e.to_string())
 }
 
 fn manager_objects_for(worker: &str, kubeconfig: &str) -> Vec<Value> {
@@ -157,6 +164,27 @@ mod tests {
             }
             assert!(!rule["resources"].as_array().unwrap().contains(&json!("secrets")));
         }
+    }
+
+    #[tokio::test]
+    async fn worker_kubeconfig_names_the_server_the_manager_reaches() {
+        // A client is needed only to build a Worker; it is never called.
+        let config = kube::Config::new("https://127.0.0.1:1".parse().unwrap());
+        let client = Client::try_from(config).unwrap();
+        let worker = Worker {
+            name: "worker1",
+            client: &client,
+            server: "https://kueue-ext-worker1-control-plane:6443".into(),
+            ca_pem: "CA",
+        };
+        let yaml = render_worker_kubeconfig(&worker, "t0ken").unwrap();
+        let parsed = kube::config::Kubeconfig::from_yaml(&yaml).unwrap();
+        let cluster = parsed.clusters[0].cluster.as_ref().unwrap();
+        assert_eq!(cluster.server.as_deref(), Some("https://kueue-ext-worker1-control-plane:6443"));
+        assert_eq!(parsed.contexts[0].name, "worker1");
+        let user = parsed.auth_infos[0].auth_info.as_ref().unwrap();
+        assert!(user.client_certificate_data.is_none(), "a ServiceAccount token, never admin certificates");
+        assert!(yaml.contains("token: t0ken"));
     }
 
     #[test]

@@ -30,6 +30,13 @@ pub struct Pki {
     pub service_account_pub: String,
 }
 
+/// A serving certificate for an in-cluster Service and the CA the API server must trust.
+pub struct ServiceCertificate {
+    pub ca_pem: String,
+    pub cert_pem: String,
+    pub key_pem: String,
+}
+
 /// Where [`Pki::write`] put each file.
 #[derive(Clone, Debug)]
 pub struct PkiPaths {
@@ -130,6 +137,27 @@ impl Pki {
         })
     }
 
+    /// A CA and a serving certificate it signed for `dns_names` (an in-cluster Service).
+    pub fn service_certificate(common_name: &str, dns_names: &[String]) -> Result<ServiceCertificate, rcgen::Error> {
+        let mut ca_params = CertificateParams::default();
+        ca_params.distinguished_name = subject(&format!("{common_name}-ca"), None);
+        ca_params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
+        ca_params.key_usages = vec![KeyUsagePurpose::KeyCertSign, KeyUsagePurpose::DigitalSignature];
+        validity(&mut ca_params);
+        let ca = CertifiedIssuer::self_signed(ca_params, KeyPair::generate()?)?;
+        let mut serving = CertificateParams::default();
+        serving.distinguished_name = subject(common_name, None);
+        for name in dns_names {
+            serving.subject_alt_names.push(SanType::DnsName(name.as_str().try_into()?));
+        }
+        serving.key_usages = vec![KeyUsagePurpose::DigitalSignature, KeyUsagePurpose::KeyEncipherment];
+        serving.extended_key_usages = vec![ExtendedKeyUsagePurpose::ServerAuth];
+        validity(&mut serving);
+        let key = KeyPair::generate()?;
+        let cert = serving.signed_by(&key, &ca)?;
+        Ok(ServiceCertificate { ca_pem: ca.pem(), cert_pem: cert.pem(), key_pem: key.serialize_pem() })
+    }
+
     /// Writes every file into `dir`; private keys get mode 0600.
     pub fn write(&self, dir: &Path) -> std::io::Result<PkiPaths> {
         std::fs::create_dir_all(dir)?;
@@ -162,6 +190,15 @@ mod tests {
         assert!(pki.serving_key.contains("PRIVATE KEY"));
         assert!(pki.service_account_pub.starts_with("-----BEGIN PUBLIC KEY-----"));
         assert_ne!(pki.admin_key, pki.serving_key);
+    }
+
+    #[test]
+    fn service_certificate_is_signed_for_the_service_names() {
+        let names = vec!["svc".to_string(), "svc.ns.svc".to_string()];
+        let cert = Pki::service_certificate("svc", &names).unwrap();
+        assert!(cert.ca_pem.starts_with("-----BEGIN CERTIFICATE-----"));
+        assert!(cert.key_pem.contains("PRIVATE KEY"));
+        assert_ne!(cert.ca_pem, cert.cert_pem);
     }
 
     #[test]

@@ -6,6 +6,7 @@ use std::sync::{Arc, Mutex};
 
 use super::KUBECONFIG_FILE;
 use super::error::SandboxError;
+use super::runtime::{ClusterRuntime, RuntimeKind};
 use super::state::{Cluster, Component, Phase, Role, SandboxState};
 
 /// The sandbox record, saved after every change so a crash mid-`up` leaves a record `down` can use.
@@ -15,10 +16,10 @@ pub struct Recorder {
 }
 
 impl Recorder {
-    pub fn new(dir: &Path, workers: u32) -> Self {
+    pub fn new(dir: &Path, workers: u32, runtime: RuntimeKind) -> Self {
         let state = SandboxState {
             name: "kueue-ext".into(),
-            runtime: "process".into(),
+            runtime,
             phase: Phase::Starting,
             workers,
             kubeconfig: dir.join(KUBECONFIG_FILE),
@@ -64,11 +65,17 @@ impl Recorder {
         Ok(self.state.lock().unwrap_or_else(|p| p.into_inner()).clone())
     }
 
-    /// Stops every process started so far and removes the state, keeping only the logs so the
+    /// Stops everything started so far and removes the state, keeping only the logs so the
     /// error message's log paths stay readable (`down` removes them).
-    pub async fn abandon(&self) {
+    pub async fn abandon(&self, runtime: &impl ClusterRuntime) {
         let mut state = self.state.lock().unwrap_or_else(|p| p.into_inner()).clone();
-        super::down::stop_processes(&state).await;
+        let torn_down = match runtime.teardown(&state).await {
+            Ok(_) => true,
+            Err(err) => {
+                eprintln!("warning: {err}; `kubectl kueue-ext down` tries again");
+                false
+            }
+        };
         super::down::undo_outside_changes(&state);
         for cluster in &state.clusters {
             if let Ok(entries) = std::fs::read_dir(&cluster.dir) {
@@ -84,6 +91,9 @@ impl Recorder {
         state.merged_kubeconfig = None;
         for cluster in &mut state.clusters {
             cluster.components.clear();
+            if torn_down {
+                cluster.kind_cluster = None;
+            }
         }
         let _ = state.save(&self.dir);
     }

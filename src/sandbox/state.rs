@@ -7,6 +7,7 @@ use serde::{Deserialize, Serialize};
 
 use super::fsutil::write_private;
 use super::process::ProcessRecord;
+use super::runtime::RuntimeKind;
 
 pub const STATE_FILE: &str = "state.json";
 
@@ -45,6 +46,9 @@ pub struct Cluster {
     pub dir: PathBuf,
     pub api_server_port: u16,
     pub components: Vec<Component>,
+    /// The kind cluster this sandbox created for it (kind runtime): `down` deletes exactly it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kind_cluster: Option<String>,
 }
 
 #[derive(Clone, Copy, Debug, Serialize, Deserialize, PartialEq, Eq)]
@@ -58,7 +62,7 @@ pub enum Phase {
 #[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
 pub struct SandboxState {
     pub name: String,
-    pub runtime: String,
+    pub runtime: RuntimeKind,
     pub phase: Phase,
     pub workers: u32,
     pub kubeconfig: PathBuf,
@@ -138,10 +142,11 @@ mod tests {
             dir: PathBuf::from(name),
             api_server_port: 6443,
             components: vec![component("etcd"), component("kube-apiserver"), component("kueue")],
+            kind_cluster: None,
         };
         SandboxState {
             name: "kueue-ext".into(),
-            runtime: "process".into(),
+            runtime: RuntimeKind::Process,
             phase: Phase::Starting,
             workers: 1,
             kubeconfig: PathBuf::from("kubeconfig"),
@@ -167,6 +172,19 @@ mod tests {
         let state = state();
         state.save(dir.path()).unwrap();
         assert_eq!(SandboxState::load(dir.path()).unwrap(), Some(state));
+    }
+
+    #[test]
+    fn process_records_carry_no_kind_cluster_and_kind_ones_do() {
+        let mut state = state();
+        let json = serde_json::to_value(&state).unwrap();
+        assert!(json["clusters"][0].get("kind_cluster").is_none(), "process state files keep their shape");
+        assert_eq!(json["runtime"], "process");
+        state.runtime = RuntimeKind::Kind;
+        state.clusters[0].kind_cluster = Some("kueue-ext-manager".into());
+        let back: SandboxState = serde_json::from_value(serde_json::to_value(&state).unwrap()).unwrap();
+        assert_eq!(back.clusters[0].kind_cluster.as_deref(), Some("kueue-ext-manager"));
+        assert_eq!(back.runtime, RuntimeKind::Kind);
     }
 
     #[test]

@@ -5,21 +5,25 @@ use std::path::{Path, PathBuf};
 use serde::Serialize;
 
 use super::error::SandboxError;
-use super::health::Prober;
 use kube::ResourceExt;
 use kube::api::Api;
 
-use super::layout::ADMIN_KUBECONFIG;
+use super::kind::{BollardDocker, KindCli, KindRuntime};
 use super::multikueue::{self, ClusterConnection, Connections};
-use super::state::{Phase, Role, SandboxState};
+use super::process_runtime::ProcessRuntime;
+use super::runtime::{ClusterRuntime, RuntimeKind};
+use super::state::{Cluster, Phase, Role, SandboxState};
 use crate::api::kueue::{ADMITTED, EVICTED, FINISHED, Workload};
 
 #[derive(Debug, Serialize)]
 pub struct ComponentStatus {
     pub name: String,
     pub ready: bool,
-    pub pid: i32,
-    pub log: PathBuf,
+    /// The process, on the process runtime.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub pid: Option<i32>,
+    /// Where its log is: a file, or the command that shows it.
+    pub log: String,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub reason: Option<String>,
 }
@@ -82,7 +86,7 @@ fn placement(wl: &Workload) -> JobPlacement {
 #[derive(Debug, Serialize)]
 pub struct StatusReport {
     pub name: String,
-    pub runtime: String,
+    pub runtime: RuntimeKind,
     pub state_dir: PathBuf,
     pub kubeconfig: PathBuf,
     pub phase: Phase,
@@ -100,7 +104,7 @@ impl StatusReport {
         for cluster in &self.clusters {
             for c in cluster.components.iter().filter(|c| !c.ready) {
                 let reason = c.reason.as_deref().unwrap_or("not ready");
-                out.push(format!("{} of cluster {}: {reason} (log {})", c.name, cluster.name, c.log.display()));
+                out.push(format!("{} of cluster {}: {reason} (log {})", c.name, cluster.name, c.log));
             }
             if let Some(mk) = &cluster.multikueue {
                 if let Some(error) = &mk.error {
@@ -119,9 +123,9 @@ impl StatusReport {
     }
 }
 
-async fn multikueue_status(cluster_dir: &Path) -> MultiKueueStatus {
+async fn multikueue_status(client: Result<kube::Client, String>) -> MultiKueueStatus {
     let read = async {
-        let client = admin_client(cluster_dir).await?;
+        let client = client?;
         let connections = multikueue::connections(&client).await.map_err(|e| e.to_string())?;
         let workloads = Api::<Workload>::all(client).list(&Default::default()).await.map_err(|e| e.to_string())?;
         Ok::<_, String>((connections, workloads.items.iter().map(placement).collect()))
@@ -144,14 +148,10 @@ async fn multikueue_status(cluster_dir: &Path) -> MultiKueueStatus {
     }
 }
 
-async fn admin_client(cluster_dir: &Path) -> Result<kube::Client, String> {
-    crate::kube_util::client_for(&cluster_dir.join(ADMIN_KUBECONFIG), "admin").await.map_err(|e| e.to_string())
-}
-
-async fn worker_preflight(name: &str, dir: &Path) -> Vec<String> {
-    match admin_client(dir).await {
-        Ok(client) => multikueue::preflight(name, &client).await,
-        Err(e) => vec![format!("{name}: unreachable: {e}")],
+async fn worker_preflight(runtime: &impl ClusterRuntime, state: &SandboxState, worker: &Cluster) -> Vec<String> {
+    match runtime.admin_client(state, worker).await {
+        Ok(client) => multikueue::preflight(&worker.name, &client).await,
+        Err(e) => vec![format!("{}: unreachable: {e}", worker.name)],
     }
 }
 
@@ -159,34 +159,28 @@ pub async fn status(dir: &Path) -> Result<StatusReport, SandboxError> {
     let state = SandboxState::load(dir)
         .map_err(SandboxError::io(dir))?
         .ok_or(SandboxError::NotUp { dir: dir.to_path_buf() })?;
+    let report = match state.runtime {
+        RuntimeKind::Process => status_with(&ProcessRuntime::recorded(), dir, state).await,
+        RuntimeKind::Kind => {
+            // Without kind on PATH the clusters can still be checked; only deleting needs it.
+            let kind = KindCli::from_path().unwrap_or_else(|| KindCli::new("kind".into()));
+            status_with(&KindRuntime::recorded(kind, BollardDocker::connect()), dir, state).await
+        }
+    };
+    Ok(report)
+}
+
+async fn status_with(runtime: &impl ClusterRuntime, dir: &Path, state: SandboxState) -> StatusReport {
     let mut clusters = Vec::new();
     for cluster in &state.clusters {
-        let mut prober = Prober::for_cluster_dir(&cluster.dir).ok();
-        let mut components = Vec::new();
-        for component in &cluster.components {
-            let reason = if !component.process.is_running() {
-                Some(format!("process {} is not running", component.process.pid))
-            } else {
-                match prober.as_mut() {
-                    Some(prober) => prober.check(&component.probe).await.err().map(|e| format!("health check: {e}")),
-                    None => Some("the cluster's certificates are missing".into()),
-                }
-            };
-            components.push(ComponentStatus {
-                name: component.name.clone(),
-                ready: reason.is_none(),
-                pid: component.process.pid,
-                log: component.process.log.clone(),
-                reason,
-            });
-        }
+        let components = runtime.components(&state, cluster).await;
         let mut ready = !components.is_empty() && components.iter().all(|c| c.ready);
         let multikueue = if cluster.role == Role::Manager && state.workers > 0 && ready {
-            let mut status = multikueue_status(&cluster.dir).await;
+            let mut status = multikueue_status(runtime.admin_client(&state, cluster).await).await;
             // Checked for every worker: a missing CRD breaks MultiKueue's watch before Kueue
             // says so, and Kueue never says why.
             for worker in state.clusters.iter().filter(|c| c.role == Role::Worker) {
-                status.preflight.extend(worker_preflight(&worker.name, &worker.dir).await);
+                status.preflight.extend(worker_preflight(runtime, &state, worker).await);
             }
             ready = status.error.is_none()
                 && status.preflight.is_empty()
@@ -209,7 +203,7 @@ pub async fn status(dir: &Path) -> Result<StatusReport, SandboxError> {
         });
     }
     let ready = state.phase == Phase::Up && !clusters.is_empty() && clusters.iter().all(|c| c.ready);
-    Ok(StatusReport {
+    StatusReport {
         name: state.name,
         runtime: state.runtime,
         state_dir: dir.to_path_buf(),
@@ -217,5 +211,5 @@ pub async fn status(dir: &Path) -> Result<StatusReport, SandboxError> {
         phase: state.phase,
         ready,
         clusters,
-    })
+    }
 }

@@ -68,6 +68,9 @@ impl Sandbox {
         let dir = self.dir.to_str().expect("utf-8 path");
         let mut args = vec![command, "--state-dir", dir];
         args.extend_from_slice(extra);
+        // The suite runs on the process runtime unless KUEUE_EXT_RUNTIME says (hack/e2e-kind.sh).
+        let runtime = std::env::var("KUEUE_EXT_RUNTIME").unwrap_or_else(|_| "process".into());
+        args.extend(if command == "up" { vec!["--runtime", runtime.as_str()] } else { vec![] });
         Command::new(BIN).args(&args).envs(env.iter().copied()).output().expect("the plugin binary runs")
     }
 

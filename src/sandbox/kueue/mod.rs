@@ -57,7 +57,7 @@ fn io(path: &Path) -> impl FnOnce(std::io::Error) -> KueueError + '_ {
     move |source| KueueError::Io { path: path.to_path_buf(), source }
 }
 
-/// Kueue's Configuration for one sandbox cluster; the manager of workers also runs MultiKueue.
+/// Kueue's Configuration for one process-runtime cluster.
 pub fn configuration(layout: &Layout, multikueue_manager: bool) -> Value {
     let mut config = json!({
         "apiVersion": "config.kueue.x-k8s.io/v1beta2",
@@ -76,18 +76,26 @@ pub fn configuration(layout: &Layout, multikueue_manager: bool) -> Value {
         // mount its Secret, and there is none.
         "internalCertManagement": {"enable": false},
         // The visibility server needs its own aggregated API and fixed cert paths.
-        // MultiKueue's generic adapter for our kinds is gated.
-        "featureGates": {"VisibilityOnDemand": false, "MultiKueueAdaptersForCustomJobs": true},
+        "featureGates": {"VisibilityOnDemand": false},
         "clientConnection": {"qps": 300, "burst": 500},
-        "integrations": {"frameworks": ["batch/job"], "externalFrameworks": EXTERNAL_FRAMEWORKS},
+        "integrations": {"frameworks": ["batch/job"]},
     });
+    configure_for_sandbox(&mut config, multikueue_manager);
+    config
+}
+
+/// What every sandbox's Kueue is told, whatever runs it: our kinds as external frameworks (and
+/// MultiKueue's generic adapter for them, which is gated), and on a manager of workers
+/// MultiKueue with sandbox timings.
+pub fn configure_for_sandbox(config: &mut Value, multikueue_manager: bool) {
+    config["integrations"]["externalFrameworks"] = json!(EXTERNAL_FRAMEWORKS);
+    config["featureGates"]["MultiKueueAdaptersForCustomJobs"] = json!(true);
     if multikueue_manager {
         // Short timings suit a sandbox: a lost worker is given up on after 30s (default 15m),
         // and orphaned remote objects are collected every 30s (default 1m).
         let external: Vec<Value> = EXTERNAL_FRAMEWORKS.iter().map(|name| json!({"name": name})).collect();
         config["multiKueue"] = json!({"gcInterval": "30s", "workerLostTimeout": "30s", "externalFrameworks": external});
     }
-    config
 }
 
 /// Applies Kueue's objects and writes the files the `kueue` process needs. Returns the files

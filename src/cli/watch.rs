@@ -1,0 +1,202 @@
+//! `watch`: every job across the manager and its workers, live (a k9s-like terminal UI), or
+//! printed once (`--once`, and whenever stdout is not a terminal) for scripts and CI.
+
+use std::io::IsTerminal;
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::Duration;
+
+use serde::Serialize;
+
+use super::SandboxArgs;
+use crate::explain::explain;
+use crate::tui::columns::{self, CLUSTER_HEADERS, JOB_HEADERS, QUEUE_HEADERS};
+use crate::tui::model::{ClusterRow, JobRow, Model, QueueRow, join};
+use crate::tui::run;
+use crate::tui::source::{Selection, Source, Targets};
+
+/// How long `--once` (and `explain`) wait for every cluster to answer its first list.
+pub const SETTLE: Duration = Duration::from_secs(15);
+
+/// The clusters to look at: the sandbox's by default, or kubeconfig contexts.
+#[derive(Debug, clap::Args)]
+pub struct Clusters {
+    #[command(flatten)]
+    pub sandbox: SandboxArgs,
+    /// Kubeconfig file [default: the sandbox's when one is up, else $KUBECONFIG or ~/.kube/config]
+    #[arg(long, value_name = "FILE")]
+    pub kubeconfig: Option<PathBuf>,
+    /// Context of the manager cluster [default: kueue-ext-manager in a sandbox, else the current context]
+    #[arg(long)]
+    pub context: Option<String>,
+    /// Context of a worker cluster, as CONTEXT or NAME=CONTEXT where NAME is its MultiKueueCluster
+    /// (repeatable) [default: the sandbox's workers]
+    #[arg(long = "worker-context", value_name = "[NAME=]CONTEXT")]
+    pub worker_contexts: Vec<String>,
+}
+
+impl Clusters {
+    pub fn targets(&self) -> anyhow::Result<Targets> {
+        Targets::resolve(&Selection {
+            state_dir: self.sandbox.dir(),
+            kubeconfig: self.kubeconfig.clone(),
+            context: self.context.clone(),
+            worker_contexts: self.worker_contexts.clone(),
+        })
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Output {
+    /// The jobs table, then queues and clusters.
+    Table,
+    /// The table with where each job lives and the first reason from `explain`.
+    Wide,
+    /// Everything joined, with each job's explanation.
+    Json,
+}
+
+#[derive(Debug, clap::Args)]
+pub struct Args {
+    #[command(flatten)]
+    pub clusters: Clusters,
+    /// Only this namespace [default: all namespaces]
+    #[arg(short, long)]
+    pub namespace: Option<String>,
+    /// Print the joined view once and exit (also what happens when stdout is not a terminal).
+    #[arg(long)]
+    pub once: bool,
+    /// Format of the one-time print.
+    #[arg(short, long, value_enum, default_value_t = Output::Table)]
+    pub output: Output,
+    /// Never suspend, resume or delete from the UI.
+    #[arg(long)]
+    pub readonly: bool,
+}
+
+pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
+    let targets = args.clusters.targets()?;
+    let mut source = Source::start(targets, args.namespace.as_deref()).await;
+    let interactive = !args.once && args.output == Output::Table && std::io::stdout().is_terminal();
+    if interactive {
+        run::run(source, args.readonly).await?;
+        return Ok(ExitCode::SUCCESS);
+    }
+    source.settle(SETTLE).await;
+    let model = join(&source.snapshot());
+    let now = run::now();
+    match args.output {
+        Output::Json => println!("{}", serde_json::to_string_pretty(&Report::new(&source.origin, &model))?),
+        output => {
+            if model.jobs.is_empty() {
+                // As kubectl: the empty result on stderr, so stdout stays parseable.
+                eprintln!("No jobs found.");
+            }
+            print!("{}", tables(&model, now, output == Output::Wide))
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+#[derive(Serialize)]
+struct ExplainedJob<'a> {
+    #[serde(flatten)]
+    row: &'a JobRow,
+    why: Vec<String>,
+}
+
+#[derive(Serialize)]
+struct Report<'a> {
+    origin: &'a str,
+    clusters: &'a [ClusterRow],
+    jobs: Vec<ExplainedJob<'a>>,
+    queues: &'a [QueueRow],
+}
+
+impl<'a> Report<'a> {
+    fn new(origin: &'a str, model: &'a Model) -> Self {
+        let jobs = model.jobs.iter().map(|row| ExplainedJob { row, why: explain(row, model) }).collect();
+        Report { origin, clusters: &model.clusters, jobs, queues: &model.queues }
+    }
+}
+
+/// Rows as aligned columns, kubectl style: each column as wide as its widest cell.
+fn aligned(headers: &[&str], rows: &[Vec<String>]) -> String {
+    let mut widths: Vec<usize> = headers.iter().map(|h| h.chars().count()).collect();
+    for row in rows {
+        for (width, cell) in widths.iter_mut().zip(row) {
+            *width = (*width).max(cell.chars().count());
+        }
+    }
+    let line = |cells: Vec<&str>| {
+        let padded: Vec<String> = cells.iter().zip(&widths).map(|(c, w)| format!("{c:<w$}")).collect();
+        format!("{}\n", padded.join("   ").trim_end())
+    };
+    let mut out = line(headers.to_vec());
+    for row in rows {
+        out.push_str(&line(row.iter().map(String::as_str).collect()));
+    }
+    out
+}
+
+fn tables(model: &Model, now: i64, wide: bool) -> String {
+    let manager = model.clusters.first().map(|c| c.name.as_str()).unwrap_or("manager");
+    let mut headers = JOB_HEADERS.to_vec();
+    if wide {
+        headers.extend(["ON", "WHY"]);
+    }
+    let jobs: Vec<Vec<String>> = model
+        .jobs
+        .iter()
+        .map(|job| {
+            let mut cells = columns::job_cells(job, manager, now).to_vec();
+            if wide {
+                cells.push(job.key.cluster.clone());
+                cells.push(explain(job, model).into_iter().next().unwrap_or_default());
+            }
+            cells
+        })
+        .collect();
+    let mut out = if jobs.is_empty() { String::new() } else { aligned(&headers, &jobs) };
+    let queues: Vec<Vec<String>> = model.queues.iter().map(|q| columns::queue_cells(q).to_vec()).collect();
+    if !out.is_empty() {
+        out.push('\n');
+    }
+    out.push_str(&aligned(&QUEUE_HEADERS, &queues));
+    let clusters: Vec<Vec<String>> = model.clusters.iter().map(|c| columns::cluster_cells(c).to_vec()).collect();
+    out.push('\n');
+    out.push_str(&aligned(&CLUSTER_HEADERS, &clusters));
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::tui::fixtures::{NOW, scene};
+
+    #[test]
+    fn the_table_lines_up_and_explains_in_wide() {
+        let model = join(&scene());
+        let text = tables(&model, NOW, true);
+        let header = text.lines().next().unwrap_or_default();
+        assert!(header.starts_with("NAMESPACE") && header.ends_with("WHY"), "{header}");
+        let training = text.lines().find(|l| l.contains("training")).unwrap_or_default();
+        for cell in
+            ["WrappedJob", "Running", "ADMITTED", "multikueue:Ready", "worker2", "1/3/0/0", "Admitted; MultiKueue"]
+        {
+            assert!(training.contains(cell), "{cell} missing in {training:?}");
+        }
+        assert!(text.contains("CLUSTERQUEUE") && text.contains("default-flavor cpu 0/64 0%"), "{text}");
+    }
+
+    #[test]
+    fn json_carries_each_job_with_its_explanation() {
+        let model = join(&scene());
+        let json = serde_json::to_value(Report::new("sandbox", &model)).unwrap();
+        let training = json["jobs"].as_array().unwrap().iter().find(|j| j["key"]["name"] == "training").unwrap();
+        assert_eq!(training["status"], "Running");
+        assert_eq!(training["mirrors"][0]["cluster"], "worker2");
+        assert_eq!(training["why"][0], "Admitted; MultiKueue runs it on worker cluster worker2.");
+        assert_eq!(json["clusters"][1]["connection"]["status"], "True");
+    }
+}

@@ -1,0 +1,39 @@
+//! This project's controller on a kind cluster, from the same manifests as `manifests/` (its CRDs
+//! and RBAC are applied before Kueue, as on every runtime): a serving certificate Secret made
+//! here, the Deployment of the image we loaded, its Service, and the webhook configurations
+//! trusting the certificate's CA.
+
+use std::time::Duration;
+
+use kube::Client;
+use serde_json::json;
+
+use super::wait;
+use crate::kube_util;
+use crate::manifests::{self, Endpoint};
+use crate::sandbox::kubeconfig::b64;
+use crate::sandbox::pki::Pki;
+
+const READY_TIMEOUT: Duration = Duration::from_secs(180);
+
+/// Installs the controller running `image` and waits until its webhook server is ready.
+pub async fn install(client: &Client, image: &str) -> Result<(), String> {
+    let cert = Pki::service_certificate(manifests::WEBHOOK_SERVICE, &manifests::webhook_dns_names())
+        .map_err(|e| format!("making the webhook certificate: {e}"))?;
+    let secret = json!({
+        "apiVersion": "v1", "kind": "Secret", "type": "kubernetes.io/tls",
+        "metadata": {"name": manifests::WEBHOOK_CERT_SECRET, "namespace": manifests::NAMESPACE},
+        "stringData": {"tls.crt": cert.cert_pem, "tls.key": cert.key_pem, "ca.crt": cert.ca_pem},
+    });
+    let ca_bundle = b64(&cert.ca_pem);
+    let endpoint = Endpoint::Service { ca_bundle_b64: Some(&ca_bundle) };
+    let objects =
+        [secret, manifests::deployment(image), manifests::service()].into_iter().chain(manifests::webhooks(&endpoint));
+    for obj in objects {
+        kube_util::apply(client, &obj).await.map_err(|e| e.to_string())?;
+    }
+    wait::until("the kueue-ext controller to become ready", READY_TIMEOUT, || {
+        wait::deployment_available(client, manifests::NAMESPACE, manifests::DEPLOYMENT)
+    })
+    .await
+}

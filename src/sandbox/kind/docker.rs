@@ -1,0 +1,182 @@
+//! The Docker Engine API behind a trait: bollard on the local socket in real use, a fake in
+//! tests (there is no daemon on the build machines).
+
+use std::future::Future;
+use std::path::Path;
+
+use bollard::query_parameters::{BuildImageOptionsBuilder, ListContainersOptionsBuilder};
+use futures::StreamExt;
+use tokio::io::AsyncWriteExt;
+
+use super::error::KindError;
+
+/// The daemon that answered.
+#[derive(Clone, Debug, PartialEq)]
+pub struct DockerInfo {
+    pub host: String,
+    pub version: String,
+}
+
+/// One node container of a kind cluster.
+#[derive(Clone, Debug, PartialEq)]
+pub struct NodeContainer {
+    pub name: String,
+    pub running: bool,
+}
+
+/// Where bollard connects when `$DOCKER_HOST` is unset.
+const DEFAULT_HOST: &str = "unix:///var/run/docker.sock";
+
+/// Label kind puts on every node container of a cluster.
+pub const KIND_CLUSTER_LABEL: &str = "io.x-k8s.kind.cluster";
+
+pub trait Docker {
+    /// Pings the daemon and reads its version: `DockerMissing` when there is no daemon socket,
+    /// `DockerNotRunning` when one exists but nothing answers.
+    fn ping(&self) -> impl Future<Output = Result<DockerInfo, KindError>>;
+    /// Builds `tag` from a tar build context holding a `Dockerfile`.
+    fn build_image(&self, tag: &str, context: Vec<u8>) -> impl Future<Output = Result<(), KindError>>;
+    /// Writes the image as a `docker save` archive to `to`.
+    fn save_image(&self, tag: &str, to: &Path) -> impl Future<Output = Result<(), KindError>>;
+    /// The node containers of a kind cluster.
+    fn cluster_nodes(&self, cluster: &str) -> impl Future<Output = Result<Vec<NodeContainer>, KindError>>;
+}
+
+/// bollard on `$DOCKER_HOST` or the default socket.
+pub struct BollardDocker {
+    host: String,
+    connection: Result<bollard::Docker, String>,
+}
+
+impl BollardDocker {
+    pub fn connect() -> Self {
+        let host = std::env::var("DOCKER_HOST").unwrap_or_else(|_| DEFAULT_HOST.to_string());
+        BollardDocker { connection: bollard::Docker::connect_with_defaults().map_err(|e| e.to_string()), host }
+    }
+
+    fn docker(&self) -> Result<&bollard::Docker, KindError> {
+        self.connection
+            .as_ref()
+            .map_err(|detail| KindError::DockerMissing { host: self.host.clone(), detail: detail.clone() })
+    }
+
+    fn classify(&self, err: bollard::errors::Error) -> KindError {
+        let host = self.host.clone();
+        match err {
+            bollard::errors::Error::SocketNotFoundError(path) => {
+                KindError::DockerMissing { host, detail: format!("{path} does not exist") }
+            }
+            other => KindError::DockerNotRunning { host, detail: other.to_string() },
+        }
+    }
+}
+
+/// The error a build reports in its progress stream, if any.
+fn build_failure(info: &bollard::models::BuildInfo) -> Option<String> {
+    info.error_detail.as_ref().map(|d| d.message.clone().unwrap_or_else(|| "the build failed".into()))
+}
+
+impl Docker for BollardDocker {
+    async fn ping(&self) -> Result<DockerInfo, KindError> {
+        let docker = self.docker()?;
+        docker.ping().await.map_err(|e| self.classify(e))?;
+        let version = docker.version().await.map_err(|e| self.classify(e))?;
+        Ok(DockerInfo { host: self.host.clone(), version: version.version.unwrap_or_else(|| "unknown".into()) })
+    }
+
+    async fn build_image(&self, tag: &str, context: Vec<u8>) -> Result<(), KindError> {
+        let failed = |detail: String| KindError::ImageBuild { image: tag.to_string(), detail };
+        let options = BuildImageOptionsBuilder::default().dockerfile("Dockerfile").t(tag).rm(true).build();
+        let mut progress =
+            self.docker()?.build_image(options, None, Some(bollard::body_full(bytes::Bytes::from(context))));
+        while let Some(item) = progress.next().await {
+            let info = item.map_err(|e| failed(e.to_string()))?;
+            if let Some(error) = build_failure(&info) {
+                return Err(failed(error));
+            }
+        }
+        Ok(())
+    }
+
+    async fn save_image(&self, tag: &str, to: &Path) -> Result<(), KindError> {
+        let failed = |detail: String| KindError::ImageSave { image: tag.to_string(), path: to.to_path_buf(), detail };
+        // Written under a temporary name: a half-written archive must never look complete.
+        let partial = to.with_extension("partial");
+        let mut file = tokio::fs::File::create(&partial).await.map_err(|e| failed(e.to_string()))?;
+        let mut chunks = self.docker()?.export_image(tag);
+        while let Some(chunk) = chunks.next().await {
+            let chunk = chunk.map_err(|e| failed(e.to_string()))?;
+            file.write_all(&chunk).await.map_err(|e| failed(e.to_string()))?;
+        }
+        file.flush().await.map_err(|e| failed(e.to_string()))?;
+        tokio::fs::rename(&partial, to).await.map_err(|e| failed(e.to_string()))
+    }
+
+    async fn cluster_nodes(&self, cluster: &str) -> Result<Vec<NodeContainer>, KindError> {
+        let filters = std::collections::HashMap::from([("label", vec![format!("{KIND_CLUSTER_LABEL}={cluster}")])]);
+        let options = ListContainersOptionsBuilder::default().all(true).filters(&filters).build();
+        let containers = self.docker()?.list_containers(Some(options)).await.map_err(|e| self.classify(e))?;
+        let mut nodes: Vec<NodeContainer> = containers
+            .into_iter()
+            .map(|c| NodeContainer {
+                name: c
+                    .names
+                    .unwrap_or_default()
+                    .first()
+                    .map(|n| n.trim_start_matches('/').to_string())
+                    .unwrap_or_default(),
+                running: c.state.is_some_and(|s| s.to_string() == "running"),
+            })
+            .collect();
+        nodes.sort_by(|a, b| a.name.cmp(&b.name));
+        Ok(nodes)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn build_errors_are_read_from_the_progress_stream() {
+        let detail = bollard::models::BuildInfo {
+            error_detail: Some(bollard::models::ErrorDetail { code: None, message: Some("no space left".into()) }),
+            ..Default::default()
+        };
+        assert_eq!(build_failure(&detail).as_deref(), Some("no space left"));
+        assert_eq!(build_failure(&bollard::models::BuildInfo::default()), None);
+    }
+
+    #[tokio::test]
+    async fn a_missing_socket_is_docker_missing() {
+        let docker = BollardDocker {
+            host: "unix:///nonexistent/docker.sock".into(),
+            connection: bollard::Docker::connect_with_unix(
+                "unix:///nonexistent/docker.sock",
+                5,
+                bollard::API_DEFAULT_VERSION,
+            )
+            .map_err(|e| e.to_string()),
+        };
+        let err = docker.ping().await.unwrap_err();
+        assert!(matches!(err, KindError::DockerMissing { .. }), "{err:?}");
+        assert!(err.to_string().contains("--runtime process"), "{err}");
+    }
+
+    #[tokio::test]
+    async fn a_socket_nobody_answers_on_is_docker_not_running() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("docker.sock");
+        // A socket file with no listener behind it: what a stopped daemon leaves.
+        drop(std::os::unix::net::UnixListener::bind(&path).unwrap());
+        let host = format!("unix://{}", path.display());
+        let docker = BollardDocker {
+            connection: bollard::Docker::connect_with_unix(&host, 5, bollard::API_DEFAULT_VERSION)
+                .map_err(|e| e.to_string()),
+            host,
+        };
+        let err = docker.ping().await.unwrap_err();
+        assert!(matches!(err, KindError::DockerNotRunning { .. }), "{err:?}");
+        assert!(err.to_string().contains("does not answer"), "{err}");
+    }
+}

@@ -1,0 +1,81 @@
+//! What can go wrong with the kind runtime; every message says what to do next.
+
+use std::path::PathBuf;
+
+use super::versions;
+
+/// Tells the user how to avoid the kind runtime altogether.
+const OR_PROCESS: &str = "or run `kubectl kueue-ext up --runtime process`";
+
+#[derive(Debug, thiserror::Error)]
+pub enum KindError {
+    #[error(
+        "the kind runtime needs Docker, and there is no Docker daemon at {host} ({detail}): install and start Docker, {OR_PROCESS}"
+    )]
+    DockerMissing { host: String, detail: String },
+    #[error(
+        "the kind runtime needs Docker, but the Docker daemon at {host} does not answer ({detail}): start it (e.g. `sudo systemctl start docker`), {OR_PROCESS}"
+    )]
+    DockerNotRunning { host: String, detail: String },
+    #[error(
+        "the kind runtime needs the `kind` CLI on PATH: install kind {} (`go install sigs.k8s.io/kind@{}`), {OR_PROCESS}",
+        versions::KIND,
+        versions::KIND
+    )]
+    KindMissing,
+    #[error(
+        "`kind` is not on PATH, and this sandbox's kind clusters {clusters} can only be deleted with it: put kind on PATH and run `down` again, or delete them with `kind delete cluster --name <name>`"
+    )]
+    KindMissingForDown { clusters: String },
+    #[error("`kind version` printed {output:?}, which names no version; is `{program}` really kind?")]
+    KindVersionUnreadable { program: PathBuf, output: String },
+    #[error(
+        "kind {found} is on PATH, but the kind runtime needs kind {required} (node image {image}): install kind {required}, or pass --kind-version {found} (or set KUEUE_EXT_KIND_VERSION) if you know this kind works with that image"
+    )]
+    KindVersion { found: String, required: String, image: String },
+    #[error(
+        "a kind cluster named {name} exists, and this sandbox did not create it: delete it with `kind delete cluster --name {name}` if you no longer need it, or use another --state-dir only after removing it"
+    )]
+    ClusterExists { name: String },
+    #[error("`{command}` failed ({status}):\n{output}")]
+    Command { command: String, status: String, output: String },
+    #[error("cannot run `{command}`: {source}")]
+    Spawn {
+        command: String,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("building the controller image {image} failed: {detail}")]
+    ImageBuild { image: String, detail: String },
+    #[error("saving the controller image {image} to {path} failed: {detail}")]
+    ImageSave { image: String, path: PathBuf, detail: String },
+    #[error(
+        "loading the controller image {image} into kind cluster {cluster} failed: {detail}. Check that the cluster's nodes run (`docker ps --filter label=io.x-k8s.kind.cluster={cluster}`) and that the disk is not full"
+    )]
+    ImageLoad { image: String, cluster: String, detail: String },
+    #[error(
+        "{path} needs a dynamic loader ({detail}), but the controller image is FROM scratch and has none: build a static binary with `hack/build-static.sh` and pass it with --controller-binary (or KUEUE_EXT_CONTROLLER_BINARY)"
+    )]
+    NotStatic { path: PathBuf, detail: String },
+    #[error("Kueue's release manifests from {source_name}: {detail}")]
+    KueueManifests { source_name: String, detail: String },
+    #[error(
+        "Kueue's release manifests from {source_name} have sha256 {actual}, not the pinned {expected}: the file is damaged or not Kueue {version}; pass the right file with --kueue-manifests, or its digest with --kueue-manifests-sha256 if you trust it"
+    )]
+    KueueDigest { source_name: String, expected: String, actual: String, version: &'static str },
+    #[error("kind's kubeconfig for cluster {cluster}: {detail}")]
+    Kubeconfig { cluster: String, detail: String },
+    #[error("{path}: {source}")]
+    Io {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+}
+
+impl KindError {
+    pub fn io(path: impl Into<PathBuf>) -> impl FnOnce(std::io::Error) -> KindError {
+        let path = path.into();
+        move |source| KindError::Io { path, source }
+    }
+}

@@ -1,0 +1,309 @@
+//! The `kind` runtime: every cluster is a kind cluster in Docker, with Kueue from its pinned
+//! release manifests and this project's controller as an image built with bollard from this
+//! (static) binary and loaded into the nodes. Docker and the kind CLI sit behind traits.
+
+mod cli;
+mod config;
+mod controller;
+mod docker;
+mod download;
+mod error;
+mod image;
+mod kubeconfig;
+mod kueue;
+mod select;
+mod versions;
+mod wait;
+
+#[cfg(test)]
+mod tests;
+
+use std::path::{Path, PathBuf};
+
+use serde_json::Value;
+
+pub use cli::{Kind, KindCli};
+pub use docker::{BollardDocker, Docker};
+pub use error::KindError;
+pub use select::select;
+
+use super::error::SandboxError;
+use super::kubeconfig::{Credentials, Entry};
+use super::progress::Progress;
+use super::recorder::Recorder;
+use super::runtime::{AdminAccess, ClusterPlan, ClusterRuntime, RuntimeKind, StartedCluster};
+use super::state::{Cluster, SandboxState};
+use super::status::ComponentStatus;
+use super::{context_name, integration, kueue::manifests::NAMESPACE as KUEUE_NAMESPACE};
+use crate::kube_util;
+use crate::sandbox::toolchain::versions::KUEUE;
+
+/// What the user may change about the kind runtime; the defaults are the pins.
+#[derive(Clone, Debug, PartialEq)]
+pub struct KindOptions {
+    pub node_image: String,
+    /// The kind release required (same minor line).
+    pub kind_version: String,
+    /// A static build of this plugin for the controller image [default: this executable].
+    pub controller_binary: Option<PathBuf>,
+    /// Kueue's release manifests: a URL or a local file.
+    pub kueue_manifests: String,
+    pub kueue_manifests_sha256: String,
+}
+
+impl Default for KindOptions {
+    fn default() -> Self {
+        KindOptions {
+            node_image: versions::NODE_IMAGE.into(),
+            kind_version: versions::KIND.into(),
+            controller_binary: None,
+            kueue_manifests: versions::KUEUE_MANIFESTS_URL.into(),
+            kueue_manifests_sha256: versions::KUEUE_MANIFESTS_SHA256.into(),
+        }
+    }
+}
+
+pub use versions::{KIND as KIND_VERSION, KUEUE_MANIFESTS_SHA256, KUEUE_MANIFESTS_URL, NODE_IMAGE};
+
+/// sha256 of `bytes`, lowercase hex.
+pub fn sha256_hex(bytes: &[u8]) -> String {
+    ring::digest::digest(&ring::digest::SHA256, bytes).as_ref().iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// kind's own kubeconfig of a cluster, kept in the cluster's dir so the user's is never touched.
+const KIND_KUBECONFIG: &str = "kind.kubeconfig";
+
+/// Everything `prepare` readied for the clusters.
+struct Prepared {
+    node_image: String,
+    /// The controller image's tag and its `docker save` archive.
+    image: String,
+    archive: PathBuf,
+    /// Kueue's release documents, verified.
+    kueue: Vec<Value>,
+}
+
+/// Clusters as kind clusters, through the kind CLI `K` and the Docker API `D`.
+pub struct KindRuntime<K, D> {
+    kind: K,
+    docker: D,
+    prepared: Option<Prepared>,
+}
+
+impl<K: Kind, D: Docker> KindRuntime<K, D> {
+    /// For `status` and `down` of a recorded sandbox.
+    pub fn recorded(kind: K, docker: D) -> Self {
+        KindRuntime { kind, docker, prepared: None }
+    }
+
+    /// Checks kind, refuses clusters of our names that someone else made, builds and saves the
+    /// controller image (once per binary), and fetches Kueue's release: all before any cluster
+    /// exists, so a problem costs nothing to undo.
+    pub async fn prepare(
+        kind: K,
+        docker: D,
+        options: &KindOptions,
+        plans: &[ClusterPlan],
+        cache: &Path,
+        reason: &str,
+        progress: &Progress,
+    ) -> Result<Self, KindError> {
+        let output = kind.version().await?;
+        let found = cli::parse_version(&output).ok_or_else(|| KindError::KindVersionUnreadable {
+            program: kind.program().to_path_buf(),
+            output: output.trim().to_string(),
+        })?;
+        if !versions::compatible(&found, &options.kind_version) {
+            return Err(KindError::KindVersion {
+                found,
+                required: options.kind_version.clone(),
+                image: options.node_image.clone(),
+            });
+        }
+        let existing = kind.clusters().await?;
+        if let Some(name) = plans.iter().map(|p| config::cluster_name(&p.name)).find(|name| existing.contains(name)) {
+            return Err(KindError::ClusterExists { name });
+        }
+        progress.line(format!("Runtime: kind ({reason}; kind {found}, node image {})", options.node_image));
+
+        let (binary_path, binary) = image::controller_binary(options.controller_binary.as_deref())?;
+        let tag = image::tag_for(&binary);
+        let archive = cache.join("images").join(format!("{}.tar", tag.replace(['/', ':'], "_")));
+        if !archive.exists() {
+            let step = progress.step(format!("controller image {tag} from {}", binary_path.display()));
+            docker.build_image(&tag, image::build_context(&binary)).await?;
+            let dir = archive.parent().unwrap_or(cache);
+            std::fs::create_dir_all(dir).map_err(KindError::io(dir))?;
+            docker.save_image(&tag, &archive).await?;
+            step.done();
+        }
+        let kueue =
+            kueue::load(&options.kueue_manifests, &options.kueue_manifests_sha256, &cache.join("kueue")).await?;
+        let prepared = Prepared { node_image: options.node_image.clone(), image: tag, archive, kueue };
+        Ok(KindRuntime { kind, docker, prepared: Some(prepared) })
+    }
+
+    /// Creates the kind cluster, reads its admin access and loads the controller image into its
+    /// nodes: everything before its API server is used.
+    async fn boot(&self, plan: &ClusterPlan, dir: &Path, prepared: &Prepared) -> Result<AdminAccess, KindError> {
+        let name = config::cluster_name(&plan.name);
+        let kubeconfig = dir.join(KIND_KUBECONFIG);
+        self.kind.create_cluster(&name, &config::cluster_config(plan), &prepared.node_image, &kubeconfig).await?;
+        let text = self.kind.kubeconfig(&name).await?;
+        let admin = kubeconfig::admin_access(&text, &name)
+            .map_err(|detail| KindError::Kubeconfig { cluster: name.clone(), detail })?;
+        self.kind.load_image_archive(&name, &prepared.archive).await.map_err(|e| KindError::ImageLoad {
+            image: prepared.image.clone(),
+            cluster: name.clone(),
+            detail: e.to_string(),
+        })?;
+        Ok(admin)
+    }
+}
+
+async fn admin_client(admin: &AdminAccess, context: &str) -> Result<kube::Client, String> {
+    let entry = Entry {
+        context,
+        server: admin.server.clone(),
+        ca_pem: &admin.ca_pem,
+        credentials: Credentials::ClientCert { cert_pem: &admin.cert_pem, key_pem: &admin.key_pem },
+    };
+    let config = serde_json::from_value(super::kubeconfig::render(&[entry])).map_err(|e| e.to_string())?;
+    kube_util::client_from(config, context).await.map_err(|e| e.to_string())
+}
+
+/// A component that is a Deployment: ready when one of its replicas is available.
+async fn deployment_status(
+    client: &Result<kube::Client, String>,
+    name: &str,
+    (namespace, deployment): (&str, &str),
+    kubectl: &str,
+) -> ComponentStatus {
+    let reason = match client {
+        Ok(client) => wait::deployment_available(client, namespace, deployment).await.err(),
+        Err(e) => Some(format!("API server unreachable: {e}")),
+    };
+    ComponentStatus {
+        name: name.into(),
+        ready: reason.is_none(),
+        pid: None,
+        log: format!("{kubectl} -n {namespace} logs deploy/{deployment}"),
+        reason,
+    }
+}
+
+impl<K: Kind, D: Docker> ClusterRuntime for KindRuntime<K, D> {
+    fn kind(&self) -> RuntimeKind {
+        RuntimeKind::Kind
+    }
+
+    async fn start_cluster(
+        &self,
+        plan: &ClusterPlan,
+        recorder: &Recorder,
+        progress: &Progress,
+    ) -> Result<StartedCluster, SandboxError> {
+        let name = plan.name.as_str();
+        let Some(prepared) = &self.prepared else {
+            return Err(SandboxError::step(name, "starting", "the kind runtime was not prepared"));
+        };
+        let kind_name = config::cluster_name(name);
+        let dir = recorder.dir.join(name);
+        std::fs::create_dir_all(&dir).map_err(SandboxError::io(&dir))?;
+        // Recorded before kind runs: a half-created cluster is still ours to delete.
+        recorder.add_cluster(Cluster {
+            name: name.to_string(),
+            role: plan.role,
+            context: context_name(name),
+            dir: dir.clone(),
+            api_server_port: plan.fixed_api_port.unwrap_or_default(),
+            components: Vec::new(),
+            kind_cluster: Some(kind_name.clone()),
+        })?;
+        let step = progress.step(format!("cluster {name}: kind cluster {kind_name}"));
+        let admin = self.boot(plan, &dir, prepared).await.map_err(|e| SandboxError::step(name, "kind", e))?;
+        let port = kubeconfig::server_port(&admin.server).unwrap_or_default();
+        recorder.update(|s| {
+            if let Some(cluster) = s.cluster_mut(name) {
+                cluster.api_server_port = port;
+            }
+        })?;
+        let client = admin_client(&admin, &context_name(name))
+            .await
+            .map_err(|e| SandboxError::step(name, "connecting to its API server", e))?;
+        step.done();
+
+        let step = progress.step(format!("cluster {name}: Kueue {KUEUE}"));
+        // Our kinds exist before Kueue starts, which is told to integrate them.
+        integration::install_definitions(&client)
+            .await
+            .map_err(|e| SandboxError::step(name, "installing kueue-ext's CRDs and RBAC", e))?;
+        let docs = kueue::configured(&prepared.kueue, plan.multikueue_manager)
+            .map_err(|e| SandboxError::step(name, "configuring Kueue", e))?;
+        kueue::install(&client, &docs).await.map_err(|e| SandboxError::step(name, "installing Kueue", e))?;
+        step.done();
+
+        let step = progress.step(format!("cluster {name}: kueue-ext controller {}", prepared.image));
+        controller::install(&client, &prepared.image)
+            .await
+            .map_err(|e| SandboxError::step(name, "installing kueue-ext", e))?;
+        step.done();
+        Ok(StartedCluster {
+            name: name.to_string(),
+            role: plan.role,
+            client,
+            admin,
+            internal_server: config::internal_server(&kind_name),
+        })
+    }
+
+    /// Deletes exactly the kind clusters the state records, and nothing else.
+    async fn teardown(&self, state: &SandboxState) -> Result<usize, SandboxError> {
+        let mut deleted = 0;
+        let mut failures = Vec::new();
+        for cluster in &state.clusters {
+            let Some(kind_name) = &cluster.kind_cluster else { continue };
+            match self.kind.delete_cluster(kind_name, &cluster.dir.join(KIND_KUBECONFIG)).await {
+                Ok(()) => deleted += 1,
+                Err(e) => failures.push(e.to_string()),
+            }
+        }
+        if failures.is_empty() {
+            Ok(deleted)
+        } else {
+            Err(SandboxError::step("all", "deleting kind clusters", failures.join("; ")))
+        }
+    }
+
+    async fn components(&self, state: &SandboxState, cluster: &Cluster) -> Vec<ComponentStatus> {
+        let Some(kind_name) = &cluster.kind_cluster else { return Vec::new() };
+        let mut out = Vec::new();
+        let node = |name: String, reason: Option<String>| ComponentStatus {
+            log: format!("docker logs {name}"),
+            name,
+            ready: reason.is_none(),
+            pid: None,
+            reason,
+        };
+        match self.docker.cluster_nodes(kind_name).await {
+            Ok(nodes) if nodes.is_empty() => {
+                out.push(node(format!("{kind_name}-control-plane"), Some("no such container".into())))
+            }
+            Ok(nodes) => out.extend(nodes.into_iter().map(|n| {
+                let reason = (!n.running).then(|| "container is not running".to_string());
+                node(n.name, reason)
+            })),
+            Err(e) => out.push(node(format!("{kind_name}-control-plane"), Some(e.to_string()))),
+        }
+        let client = self.admin_client(state, cluster).await;
+        let kubectl = format!("kubectl --kubeconfig {} --context {}", state.kubeconfig.display(), cluster.context);
+        out.push(deployment_status(&client, "kueue", (KUEUE_NAMESPACE, "kueue-controller-manager"), &kubectl).await);
+        let ours = (crate::manifests::NAMESPACE, crate::manifests::DEPLOYMENT);
+        out.push(deployment_status(&client, "kueue-ext-controller", ours, &kubectl).await);
+        out
+    }
+
+    async fn admin_client(&self, state: &SandboxState, cluster: &Cluster) -> Result<kube::Client, String> {
+        kube_util::client_for(&state.kubeconfig, &cluster.context).await.map_err(|e| e.to_string())
+    }
+}

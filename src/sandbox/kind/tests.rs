@@ -1,0 +1,439 @@
+//! The kind runtime against a fake kind CLI and a fake Docker: runtime selection, what
+//! `prepare` checks and builds, the calls that create clusters and load the image, and what
+//! `down` deletes.
+
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+
+use super::*;
+use crate::sandbox::kwok::NodePool;
+use crate::sandbox::state::Role;
+
+/// Answers and records of a fake kind CLI.
+#[derive(Default)]
+struct FakeKind {
+    version: String,
+    existing: Vec<String>,
+    fail_load: bool,
+    calls: Mutex<Vec<String>>,
+}
+
+impl FakeKind {
+    fn new(version: &str) -> Self {
+        FakeKind { version: version.into(), ..Default::default() }
+    }
+
+    fn calls(&self) -> Vec<String> {
+        self.calls.lock().unwrap().clone()
+    }
+
+    fn record(&self, call: String) {
+        self.calls.lock().unwrap().push(call);
+    }
+}
+
+fn kind_kubeconfig(name: &str) -> String {
+    use crate::sandbox::kubeconfig::b64;
+    format!(
+        "apiVersion: v1\nkind: Config\nclusters:\n- name: kind-{name}\n  cluster:\n    server: https://127.0.0.1:41000\n    \
+         certificate-authority-data: {}\ncontexts:\n- name: kind-{name}\n  context: {{cluster: kind-{name}, user: kind-{name}}}\n\
+         users:\n- name: kind-{name}\n  user:\n    client-certificate-data: {}\n    client-key-data: {}\n",
+        b64("CA"),
+        b64("CERT"),
+        b64("KEY")
+    )
+}
+
+impl Kind for FakeKind {
+    fn program(&self) -> &Path {
+        Path::new("/fake/kind")
+    }
+
+    async fn version(&self) -> Result<String, KindError> {
+        Ok(self.version.clone())
+    }
+
+    async fn clusters(&self) -> Result<Vec<String>, KindError> {
+        Ok(self.existing.clone())
+    }
+
+    async fn create_cluster(&self, name: &str, config: &str, image: &str, kubeconfig: &Path) -> Result<(), KindError> {
+        let nodes = config.matches("- role:").count();
+        self.record(format!("create {name} image={image} nodes={nodes} kubeconfig={}", kubeconfig.display()));
+        Ok(())
+    }
+
+    async fn kubeconfig(&self, name: &str) -> Result<String, KindError> {
+        self.record(format!("kubeconfig {name}"));
+        Ok(kind_kubeconfig(name))
+    }
+
+    async fn load_image_archive(&self, name: &str, archive: &Path) -> Result<(), KindError> {
+        self.record(format!("load {name} {}", archive.display()));
+        if self.fail_load {
+            return Err(KindError::Command {
+                command: "kind load image-archive".into(),
+                status: "exit status: 1".into(),
+                output: "ERROR: failed to load image: no space left on device".into(),
+            });
+        }
+        Ok(())
+    }
+
+    async fn delete_cluster(&self, name: &str, kubeconfig: &Path) -> Result<(), KindError> {
+        self.record(format!("delete {name} kubeconfig={}", kubeconfig.display()));
+        Ok(())
+    }
+}
+
+/// A fake Docker daemon: answers or not, and records builds and saves.
+#[derive(Default)]
+struct FakeDocker {
+    down: Option<KindError>,
+    built: Mutex<Vec<(String, Vec<u8>)>>,
+    saved: Mutex<Vec<(String, PathBuf)>>,
+}
+
+impl FakeDocker {
+    fn answering() -> Self {
+        FakeDocker::default()
+    }
+
+    fn missing() -> Self {
+        FakeDocker {
+            down: Some(KindError::DockerMissing {
+                host: "unix:///var/run/docker.sock".into(),
+                detail: "/var/run/docker.sock does not exist".into(),
+            }),
+            ..Default::default()
+        }
+    }
+
+    fn not_running() -> Self {
+        FakeDocker {
+            down: Some(KindError::DockerNotRunning {
+                host: "unix:///var/run/docker.sock".into(),
+                detail: "connection refused".into(),
+            }),
+            ..Default::default()
+        }
+    }
+}
+
+fn same_error(err: &KindError) -> KindError {
+    match err {
+        KindError::DockerMissing { host, detail } => {
+            KindError::DockerMissing { host: host.clone(), detail: detail.clone() }
+        }
+        KindError::DockerNotRunning { host, detail } => {
+            KindError::DockerNotRunning { host: host.clone(), detail: detail.clone() }
+        }
+        other => KindError::ImageBuild { image: String::new(), detail: other.to_string() },
+    }
+}
+
+impl Docker for FakeDocker {
+    async fn ping(&self) -> Result<docker::DockerInfo, KindError> {
+        match &self.down {
+            Some(err) => Err(same_error(err)),
+            None => Ok(docker::DockerInfo { host: "unix:///var/run/docker.sock".into(), version: "28.1.1".into() }),
+        }
+    }
+
+    async fn build_image(&self, tag: &str, context: Vec<u8>) -> Result<(), KindError> {
+        self.built.lock().unwrap().push((tag.into(), context));
+        Ok(())
+    }
+
+    async fn save_image(&self, tag: &str, to: &Path) -> Result<(), KindError> {
+        std::fs::write(to, b"docker save archive").unwrap();
+        self.saved.lock().unwrap().push((tag.into(), to.to_path_buf()));
+        Ok(())
+    }
+
+    async fn cluster_nodes(&self, cluster: &str) -> Result<Vec<docker::NodeContainer>, KindError> {
+        Ok(vec![docker::NodeContainer { name: format!("{cluster}-control-plane"), running: true }])
+    }
+}
+
+// --- runtime selection ---
+
+#[tokio::test]
+async fn automatic_selection_takes_kind_only_with_docker_and_kind() {
+    let kind = Some(PathBuf::from("/usr/local/bin/kind"));
+    let chosen = select(None, &FakeDocker::answering(), kind.clone()).await.unwrap();
+    assert_eq!(chosen.runtime, RuntimeKind::Kind);
+    assert_eq!(chosen.kind, kind);
+    assert_eq!(
+        chosen.reason,
+        "Docker 28.1.1 answers at unix:///var/run/docker.sock and kind is at /usr/local/bin/kind"
+    );
+
+    let no_kind = select(None, &FakeDocker::answering(), None).await.unwrap();
+    assert_eq!(no_kind.runtime, RuntimeKind::Process);
+    assert!(no_kind.reason.contains("`kind` is not on PATH"), "{}", no_kind.reason);
+
+    let no_docker = select(None, &FakeDocker::missing(), kind.clone()).await.unwrap();
+    assert_eq!(no_docker.runtime, RuntimeKind::Process);
+    assert_eq!(
+        no_docker.reason,
+        "no Docker daemon answers at unix:///var/run/docker.sock: /var/run/docker.sock does not exist"
+    );
+    let stopped = select(None, &FakeDocker::not_running(), kind).await.unwrap();
+    assert_eq!(stopped.runtime, RuntimeKind::Process);
+}
+
+#[tokio::test]
+async fn asking_for_a_runtime_forces_it_or_says_what_is_missing() {
+    let kind = Some(PathBuf::from("/usr/local/bin/kind"));
+    let process = select(Some(RuntimeKind::Process), &FakeDocker::answering(), kind.clone()).await.unwrap();
+    assert_eq!((process.runtime, process.reason.as_str()), (RuntimeKind::Process, "--runtime process"));
+    let forced = select(Some(RuntimeKind::Kind), &FakeDocker::answering(), kind.clone()).await.unwrap();
+    assert_eq!(forced.runtime, RuntimeKind::Kind);
+
+    let missing = select(Some(RuntimeKind::Kind), &FakeDocker::missing(), kind.clone()).await.unwrap_err();
+    assert_eq!(
+        missing.to_string(),
+        "the kind runtime needs Docker, and there is no Docker daemon at unix:///var/run/docker.sock \
+         (/var/run/docker.sock does not exist): install and start Docker, or run `kubectl kueue-ext up --runtime process`"
+    );
+    let stopped = select(Some(RuntimeKind::Kind), &FakeDocker::not_running(), kind).await.unwrap_err();
+    assert_eq!(
+        stopped.to_string(),
+        "the kind runtime needs Docker, but the Docker daemon at unix:///var/run/docker.sock does not answer \
+         (connection refused): start it (e.g. `sudo systemctl start docker`), or run `kubectl kueue-ext up --runtime process`"
+    );
+    let no_kind = select(Some(RuntimeKind::Kind), &FakeDocker::answering(), None).await.unwrap_err();
+    assert_eq!(
+        no_kind.to_string(),
+        "the kind runtime needs the `kind` CLI on PATH: install kind v0.32.0 (`go install sigs.k8s.io/kind@v0.32.0`), \
+         or run `kubectl kueue-ext up --runtime process`"
+    );
+}
+
+// --- prepare ---
+
+/// A static "binary" (an ELF header without an interpreter) and a Kueue release file.
+struct Inputs {
+    dir: tempfile::TempDir,
+    options: KindOptions,
+}
+
+fn inputs() -> Inputs {
+    let dir = tempfile::tempdir().unwrap();
+    let mut elf = vec![0u8; 0x40];
+    elf[..4].copy_from_slice(b"\x7fELF");
+    elf[4] = 2;
+    elf[5] = 1;
+    let binary = dir.path().join("kubectl-kueue_ext");
+    std::fs::write(&binary, &elf).unwrap();
+    let release = "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: kueue-manager-config, namespace: kueue-system}\n\
+                   data: {controller_manager_config.yaml: 'kind: Configuration'}\n---\n\
+                   apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: kueue-controller-manager, namespace: kueue-system}\n";
+    let manifests = dir.path().join("manifests.yaml");
+    std::fs::write(&manifests, release).unwrap();
+    let options = KindOptions {
+        controller_binary: Some(binary),
+        kueue_manifests: manifests.display().to_string(),
+        kueue_manifests_sha256: sha256_hex(release.as_bytes()),
+        ..KindOptions::default()
+    };
+    Inputs { dir, options }
+}
+
+async fn prepare(
+    kind: FakeKind,
+    docker: FakeDocker,
+    inputs: &Inputs,
+) -> Result<KindRuntime<FakeKind, FakeDocker>, KindError> {
+    let plans = ClusterPlan::all(2, &NodePool::default(), None);
+    let cache = inputs.dir.path().join("cache");
+    KindRuntime::prepare(kind, docker, &inputs.options, &plans, &cache, "test", &Progress::stderr()).await
+}
+
+#[tokio::test]
+async fn prepare_builds_the_image_from_an_in_memory_context_once_per_binary() {
+    let inputs = inputs();
+    let runtime =
+        prepare(FakeKind::new("kind v0.32.0 go1.25.1 linux/amd64"), FakeDocker::answering(), &inputs).await.unwrap();
+    let built = runtime.docker.built.lock().unwrap().clone();
+    assert_eq!(built.len(), 1);
+    let (tag, context) = &built[0];
+    assert!(tag.starts_with("kueue-ext/controller:v"), "{tag}");
+    let names: Vec<String> = tar::Archive::new(context.as_slice())
+        .entries()
+        .unwrap()
+        .map(|e| e.unwrap().path().unwrap().display().to_string())
+        .collect();
+    assert_eq!(names, ["Dockerfile", "kubectl-kueue_ext"]);
+    let saved = runtime.docker.saved.lock().unwrap().clone();
+    assert_eq!(saved[0].0, *tag);
+    let prepared = runtime.prepared.as_ref().unwrap();
+    assert_eq!(prepared.archive, saved[0].1);
+    assert_eq!(prepared.node_image, NODE_IMAGE);
+
+    // The archive of this binary exists now: a second `up` neither builds nor saves.
+    let again = prepare(FakeKind::new("0.32.0"), FakeDocker::answering(), &inputs).await.unwrap();
+    assert!(again.docker.built.lock().unwrap().is_empty());
+}
+
+#[tokio::test]
+async fn prepare_refuses_another_kind_release() {
+    let inputs = inputs();
+    let err = prepare(FakeKind::new("kind v0.27.0 go1.24 linux/amd64"), FakeDocker::answering(), &inputs)
+        .await
+        .err()
+        .unwrap();
+    assert_eq!(
+        err.to_string(),
+        format!(
+            "kind v0.27.0 is on PATH, but the kind runtime needs kind v0.32.0 (node image {NODE_IMAGE}): install kind \
+             v0.32.0, or pass --kind-version v0.27.0 (or set KUEUE_EXT_KIND_VERSION) if you know this kind works with \
+             that image"
+        )
+    );
+    let unreadable = prepare(FakeKind::new("oops"), FakeDocker::answering(), &inputs).await.err().unwrap();
+    assert!(unreadable.to_string().contains("\"oops\""), "{unreadable}");
+}
+
+#[tokio::test]
+async fn prepare_refuses_a_cluster_of_our_name_made_by_someone_else() {
+    let inputs = inputs();
+    let kind = FakeKind { existing: vec!["dev".into(), "kueue-ext-worker2".into()], ..FakeKind::new("v0.32.0") };
+    let err = prepare(kind, FakeDocker::answering(), &inputs).await.err().unwrap();
+    assert!(matches!(&err, KindError::ClusterExists { name } if name == "kueue-ext-worker2"), "{err:?}");
+    assert!(err.to_string().contains("`kind delete cluster --name kueue-ext-worker2`"), "{err}");
+}
+
+#[tokio::test]
+async fn prepare_refuses_a_dynamic_controller_binary() {
+    let mut inputs = inputs();
+    inputs.options.controller_binary = Some(std::env::current_exe().unwrap());
+    let err = prepare(FakeKind::new("v0.32.0"), FakeDocker::answering(), &inputs).await.err().unwrap();
+    assert!(matches!(err, KindError::NotStatic { .. }), "{err:?}");
+}
+
+// --- boot: create, kubeconfig, image load ---
+
+#[tokio::test]
+async fn boot_creates_the_cluster_reads_its_kubeconfig_and_loads_the_image() {
+    let inputs = inputs();
+    let runtime = prepare(FakeKind::new("v0.32.0"), FakeDocker::answering(), &inputs).await.unwrap();
+    let prepared = runtime.prepared.as_ref().unwrap();
+    let dir = inputs.dir.path().join("state/worker1");
+    let plan = &ClusterPlan::all(1, &NodePool::default(), None)[1];
+    assert_eq!(plan.role, Role::Worker);
+    let admin = runtime.boot(plan, &dir, prepared).await.unwrap();
+    assert_eq!(admin.server, "https://127.0.0.1:41000");
+    assert_eq!(admin.ca_pem, "CA");
+    assert_eq!(
+        runtime.kind.calls(),
+        [
+            format!(
+                "create kueue-ext-worker1 image={NODE_IMAGE} nodes=2 kubeconfig={}",
+                dir.join("kind.kubeconfig").display()
+            ),
+            "kubeconfig kueue-ext-worker1".to_string(),
+            format!("load kueue-ext-worker1 {}", prepared.archive.display()),
+        ]
+    );
+}
+
+#[tokio::test]
+async fn a_failed_image_load_names_the_image_and_the_cluster() {
+    let inputs = inputs();
+    let kind = FakeKind { fail_load: true, ..FakeKind::new("v0.32.0") };
+    let runtime = prepare(kind, FakeDocker::answering(), &inputs).await.unwrap();
+    let prepared = runtime.prepared.as_ref().unwrap();
+    let plan = &ClusterPlan::all(0, &NodePool::default(), None)[0];
+    let err = runtime.boot(plan, inputs.dir.path(), prepared).await.unwrap_err();
+    let message = err.to_string();
+    assert!(
+        message.starts_with(&format!(
+            "loading the controller image {} into kind cluster kueue-ext-manager failed",
+            prepared.image
+        )),
+        "{message}"
+    );
+    assert!(message.contains("no space left on device"), "{message}");
+}
+
+// --- down ---
+
+#[tokio::test]
+async fn teardown_deletes_exactly_the_recorded_clusters() {
+    use crate::sandbox::state::{Cluster, Phase};
+    let cluster = |name: &str, kind_cluster: Option<&str>| Cluster {
+        name: name.into(),
+        role: Role::Worker,
+        context: format!("kueue-ext-{name}"),
+        dir: PathBuf::from(format!("/state/{name}")),
+        api_server_port: 0,
+        components: Vec::new(),
+        kind_cluster: kind_cluster.map(String::from),
+    };
+    let state = SandboxState {
+        name: "kueue-ext".into(),
+        runtime: RuntimeKind::Kind,
+        phase: Phase::Up,
+        workers: 2,
+        kubeconfig: PathBuf::from("/state/kubeconfig"),
+        // worker2 never got as far as kind: nothing of it to delete.
+        clusters: vec![cluster("manager", Some("kueue-ext-manager")), cluster("worker2", None)],
+        external_files: Vec::new(),
+        merged_kubeconfig: None,
+    };
+    let kind = FakeKind { existing: vec!["dev".into(), "kueue-ext-manager".into()], ..FakeKind::new("v0.32.0") };
+    let runtime = KindRuntime::recorded(kind, FakeDocker::answering());
+    assert_eq!(runtime.teardown(&state).await.unwrap(), 1);
+    assert_eq!(runtime.kind.calls(), ["delete kueue-ext-manager kubeconfig=/state/manager/kind.kubeconfig"]);
+}
+
+#[tokio::test]
+async fn status_checks_node_containers_and_in_cluster_deployments() {
+    use crate::sandbox::state::{Cluster, Phase};
+    let dir = tempfile::tempdir().unwrap();
+    let cluster = Cluster {
+        name: "manager".into(),
+        role: Role::Manager,
+        context: "kueue-ext-manager".into(),
+        dir: dir.path().join("manager"),
+        api_server_port: 41000,
+        components: Vec::new(),
+        kind_cluster: Some("kueue-ext-manager".into()),
+    };
+    let state = SandboxState {
+        name: "kueue-ext".into(),
+        runtime: RuntimeKind::Kind,
+        phase: Phase::Up,
+        workers: 0,
+        // No kubeconfig: the API server cannot be reached.
+        kubeconfig: dir.path().join("kubeconfig"),
+        clusters: vec![cluster.clone()],
+        external_files: Vec::new(),
+        merged_kubeconfig: None,
+    };
+    let runtime = KindRuntime::recorded(FakeKind::new("v0.32.0"), FakeDocker::answering());
+    let components = runtime.components(&state, &cluster).await;
+    let summary: Vec<(&str, bool)> = components.iter().map(|c| (c.name.as_str(), c.ready)).collect();
+    assert_eq!(summary, [("kueue-ext-manager-control-plane", true), ("kueue", false), ("kueue-ext-controller", false)]);
+    assert_eq!(components[0].log, "docker logs kueue-ext-manager-control-plane");
+    assert!(components[1].reason.as_deref().unwrap_or_default().contains("unreachable"));
+    assert!(
+        components[2].log.ends_with("-n kueue-ext-system logs deploy/kueue-ext-controller"),
+        "{}",
+        components[2].log
+    );
+    assert!(components.iter().all(|c| c.pid.is_none()));
+}
+
+#[test]
+fn down_without_kind_names_the_clusters_left() {
+    let err = KindError::KindMissingForDown { clusters: "kueue-ext-manager, kueue-ext-worker1".into() };
+    assert!(err.to_string().contains("kind clusters kueue-ext-manager, kueue-ext-worker1"), "{err}");
+}
+
+#[test]
+fn sha256_is_lowercase_hex() {
+    assert_eq!(sha256_hex(b"abc"), "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
+}

@@ -1,0 +1,143 @@
+//! What differs between sandbox runtimes, behind one trait: how a cluster with Kueue and this
+//! project's controller comes up, how its parts are checked, and how it goes away. The rest —
+//! MultiKueue wiring, default queues, the user's kubeconfig, the state record, `status` and
+//! `down` — is shared code that calls only this trait.
+
+use std::future::Future;
+
+use serde::{Deserialize, Serialize};
+
+use super::error::SandboxError;
+use super::kwok::NodePool;
+use super::progress::Progress;
+use super::recorder::Recorder;
+use super::state::{Cluster, Role, SandboxState};
+use super::status::ComponentStatus;
+
+/// Which runtime made a sandbox (recorded in its state).
+#[derive(Clone, Copy, Debug, Serialize, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "lowercase")]
+pub enum RuntimeKind {
+    /// Local processes: etcd, kube-apiserver, … built from pinned Go modules.
+    Process,
+    /// kind clusters in Docker.
+    Kind,
+}
+
+impl std::fmt::Display for RuntimeKind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            RuntimeKind::Process => "process",
+            RuntimeKind::Kind => "kind",
+        })
+    }
+}
+
+/// One cluster to bring up.
+#[derive(Clone, Debug)]
+pub struct ClusterPlan {
+    pub name: String,
+    pub role: Role,
+    /// Port of its API server on 127.0.0.1, when the user fixed one.
+    pub fixed_api_port: Option<u16>,
+    /// Fake nodes to create, on clusters that run pods.
+    pub nodes: Option<NodePool>,
+    /// Whether its Kueue runs MultiKueue for workers.
+    pub multikueue_manager: bool,
+}
+
+impl ClusterPlan {
+    /// The manager, then `workers` workers. With workers the manager admits by quota only;
+    /// alone it runs the pods itself.
+    pub fn all(workers: u32, nodes: &NodePool, api_server_port: Option<u16>) -> Vec<ClusterPlan> {
+        let mut plans = vec![ClusterPlan {
+            name: "manager".into(),
+            role: Role::Manager,
+            fixed_api_port: api_server_port,
+            nodes: (workers == 0).then(|| nodes.clone()),
+            multikueue_manager: workers > 0,
+        }];
+        for i in 1..=workers {
+            plans.push(ClusterPlan {
+                name: format!("worker{i}"),
+                role: Role::Worker,
+                fixed_api_port: None,
+                nodes: Some(nodes.clone()),
+                multikueue_manager: false,
+            });
+        }
+        plans
+    }
+}
+
+/// Admin access to a cluster from this machine: what the user's kubeconfig holds.
+#[derive(Clone, Debug, PartialEq)]
+pub struct AdminAccess {
+    pub server: String,
+    pub ca_pem: String,
+    pub cert_pem: String,
+    pub key_pem: String,
+}
+
+/// A cluster whose control plane, Kueue and controller are up.
+pub struct StartedCluster {
+    pub name: String,
+    pub role: Role,
+    pub client: kube::Client,
+    pub admin: AdminAccess,
+    /// The API server as the other clusters' Kueue reaches it (MultiKueue kubeconfigs).
+    pub internal_server: String,
+}
+
+/// A way to run sandbox clusters.
+pub trait ClusterRuntime {
+    fn kind(&self) -> RuntimeKind;
+
+    /// Brings up one cluster: control plane, nodes, Kueue (configured for MultiKueue when the
+    /// plan says so), this project's CRDs, RBAC, webhooks and controller. Records in `recorder`
+    /// what `teardown` must undo as soon as it exists.
+    fn start_cluster(
+        &self,
+        plan: &ClusterPlan,
+        recorder: &Recorder,
+        progress: &Progress,
+    ) -> impl Future<Output = Result<StartedCluster, SandboxError>>;
+
+    /// Stops and removes what the recorded clusters run; returns how many things it stopped.
+    fn teardown(&self, state: &SandboxState) -> impl Future<Output = Result<usize, SandboxError>>;
+
+    /// Health of each part of a recorded cluster.
+    fn components(&self, state: &SandboxState, cluster: &Cluster) -> impl Future<Output = Vec<ComponentStatus>>;
+
+    /// A client with admin rights on a recorded cluster.
+    fn admin_client(
+        &self,
+        state: &SandboxState,
+        cluster: &Cluster,
+    ) -> impl Future<Output = Result<kube::Client, String>>;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn runtime_names_are_what_the_state_records() {
+        assert_eq!(serde_json::to_value(RuntimeKind::Kind).unwrap(), "kind");
+        assert_eq!(RuntimeKind::Process.to_string(), "process");
+    }
+
+    #[test]
+    fn a_lone_manager_runs_pods_and_a_manager_of_workers_does_not() {
+        let pool = NodePool::default();
+        let alone = ClusterPlan::all(0, &pool, Some(6443));
+        assert_eq!(alone.len(), 1);
+        assert!(alone[0].nodes.is_some() && !alone[0].multikueue_manager);
+        assert_eq!(alone[0].fixed_api_port, Some(6443));
+        let names: Vec<String> = ClusterPlan::all(2, &pool, None).into_iter().map(|p| p.name).collect();
+        assert_eq!(names, ["manager", "worker1", "worker2"]);
+        let with_workers = ClusterPlan::all(2, &pool, None);
+        assert!(with_workers[0].nodes.is_none() && with_workers[0].multikueue_manager);
+        assert!(with_workers[1].nodes.is_some() && with_workers[1].fixed_api_port.is_none());
+    }
+}

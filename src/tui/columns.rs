@@ -1,0 +1,161 @@
+//! The cells of each table, as text: one definition for the TUI and for `watch --once`, so a
+//! script reads the same words a user sees.
+
+use super::model::{ClusterRow, JobRow, QueueRow};
+use super::quantity;
+use super::snapshot::PodCounts;
+
+pub const JOB_HEADERS: [&str; 12] =
+    ["NAMESPACE", "NAME", "KIND", "STATUS", "QUEUE", "SUSP", "WORKLOAD", "CHECKS", "CLUSTER", "MIRROR", "PODS", "AGE"];
+
+/// Age as kubectl prints it: `45s`, `12m`, `5h`, `3d`.
+pub fn age(created: Option<i64>, now: i64) -> String {
+    let Some(created) = created else { return "-".into() };
+    let seconds = (now - created).max(0);
+    match seconds {
+        s if s < 120 => format!("{s}s"),
+        s if s < 3 * 3600 => format!("{}m", s / 60),
+        s if s < 48 * 3600 => format!("{}h", s / 3600),
+        s => format!("{}d", s / 86400),
+    }
+}
+
+/// Pods by phase: pending/running/succeeded/failed.
+pub fn pods(pods: PodCounts) -> String {
+    if pods.total() == 0 {
+        return "-".into();
+    }
+    format!("{}/{}/{}/{}", pods.pending, pods.running, pods.succeeded, pods.failed)
+}
+
+fn or_dash(text: Option<&str>) -> String {
+    text.filter(|t| !t.is_empty()).unwrap_or("-").to_string()
+}
+
+/// The worker that runs the job: the one MultiKueue chose, or the worker the job lives on.
+pub fn cluster(row: &JobRow, manager: &str) -> String {
+    match row.workload.as_ref().and_then(|w| w.cluster_name.as_deref()) {
+        Some(chosen) => chosen.into(),
+        None if row.key.cluster != manager => row.key.cluster.clone(),
+        None => "-".into(),
+    }
+}
+
+pub fn job_cells(row: &JobRow, manager: &str, now: i64) -> [String; 12] {
+    let checks: Vec<String> =
+        row.workload.iter().flat_map(|w| &w.checks).map(|c| format!("{}:{}", c.name, c.state)).collect();
+    [
+        row.key.namespace.clone(),
+        row.key.name.clone(),
+        row.key.kind.name().into(),
+        row.status.to_string(),
+        or_dash(row.queue.as_deref()),
+        if row.job.suspended { "yes" } else { "no" }.into(),
+        row.workload.as_ref().map(|w| w.state().to_string()).unwrap_or_else(|| "-".into()),
+        if checks.is_empty() { "-".into() } else { checks.join(",") },
+        cluster(row, manager),
+        row.mirror().map(|m| m.state().to_string()).unwrap_or_else(|| "-".into()),
+        pods(row.pods()),
+        age(row.job.created, now),
+    ]
+}
+
+pub const QUEUE_HEADERS: [&str; 7] = ["CLUSTER", "CLUSTERQUEUE", "ACTIVE", "PENDING", "RESERVING", "ADMITTED", "USAGE"];
+
+/// `default-flavor cpu 3/4 75%, memory 3Gi/16Gi 18%`: reserved against nominal quota.
+pub fn usage(queue: &QueueRow) -> String {
+    let parts: Vec<String> = queue
+        .quotas
+        .iter()
+        .map(|q| {
+            let percent =
+                if q.nominal > 0.0 { format!(" {:.0}%", 100.0 * q.reserved / q.nominal) } else { String::new() };
+            format!(
+                "{} {} {}/{}{percent}",
+                q.flavor,
+                q.resource,
+                quantity::format(&q.resource, q.reserved),
+                quantity::format(&q.resource, q.nominal)
+            )
+        })
+        .collect();
+    if parts.is_empty() { "-".into() } else { parts.join(", ") }
+}
+
+pub fn active_word(queue: &QueueRow) -> String {
+    match (&queue.stop_policy, &queue.active) {
+        (Some(policy), _) => format!("Stopped ({policy})"),
+        (None, Some(c)) if c.is_true() => "yes".into(),
+        (None, Some(c)) => format!("no ({})", c.reason),
+        (None, None) => "-".into(),
+    }
+}
+
+pub fn queue_cells(queue: &QueueRow) -> [String; 7] {
+    [
+        queue.cluster.clone(),
+        queue.name.clone(),
+        active_word(queue),
+        queue.pending.to_string(),
+        queue.reserving.to_string(),
+        queue.admitted.to_string(),
+        usage(queue),
+    ]
+}
+
+pub const CLUSTER_HEADERS: [&str; 7] = ["NAME", "ROLE", "CONTEXT", "WATCH", "MULTIKUEUE", "JOBS", "PROBLEMS"];
+
+/// Whether the manager's MultiKueue reaches the cluster: `Active`, `ClientConnectionFailed`.
+pub fn connection(cluster: &ClusterRow) -> String {
+    match &cluster.connection {
+        Some(c) if c.is_true() => "Active".into(),
+        Some(c) => c.reason.clone(),
+        None => "-".into(),
+    }
+}
+
+pub fn cluster_cells(cluster: &ClusterRow) -> [String; 7] {
+    let role = match cluster.role {
+        super::snapshot::Role::Manager => "manager",
+        super::snapshot::Role::Worker => "worker",
+    };
+    let problems: Vec<String> = cluster.problems.iter().map(|(kind, why)| format!("{kind}: {why}")).collect();
+    [
+        cluster.name.clone(),
+        role.into(),
+        or_dash(cluster.context.as_deref()),
+        match (&cluster.context, cluster.reachable) {
+            (None, _) => "-".into(),
+            (Some(_), true) => "ok".into(),
+            (Some(_), false) => "unreachable".into(),
+        },
+        connection(cluster),
+        cluster.jobs.to_string(),
+        if problems.is_empty() { "-".into() } else { problems.join("; ") },
+    ]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ages_read_like_kubectl() {
+        let cases = [
+            (Some(0), 45, "45s"),
+            (Some(0), 600, "10m"),
+            (Some(0), 5 * 3600, "5h"),
+            (Some(0), 3 * 86400, "3d"),
+            (None, 1, "-"),
+        ];
+        for (created, now, expected) in cases {
+            assert_eq!(age(created, now), expected);
+        }
+    }
+
+    #[test]
+    fn pods_read_pending_running_succeeded_failed() {
+        assert_eq!(pods(PodCounts { pending: 1, running: 3, succeeded: 0, failed: 2 }), "1/3/0/2");
+        assert_eq!(pods(PodCounts::default()), "-");
+    }
+}

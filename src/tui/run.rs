@@ -1,0 +1,106 @@
+//! The interactive loop: draws on every change (debounced, so a burst of watch events costs one
+//! join), reads keys, carries out commands in the background. The join runs on a blocking
+//! thread, so keys are answered even while thousands of jobs are being joined. The terminal is given back as it
+//! was on `q`, ctrl-c, SIGINT, SIGTERM and on a panic (ratatui's hook).
+
+use std::time::Duration;
+
+use crossterm::event::{Event, EventStream, KeyEventKind};
+use futures::StreamExt;
+use ratatui::DefaultTerminal;
+use tokio::signal::unix::{SignalKind, signal};
+use tokio::sync::mpsc;
+use tokio::time::{Instant, sleep_until};
+
+use super::app::{App, Command};
+use super::model::join;
+use super::source::Source;
+use super::{actions, view};
+
+/// How long watch events are gathered before the model is joined again.
+const DEBOUNCE: Duration = Duration::from_millis(200);
+
+pub fn now() -> i64 {
+    k8s_openapi::jiff::Timestamp::now().as_second()
+}
+
+pub async fn run(source: Source, readonly: bool) -> anyhow::Result<()> {
+    let mut terminal = ratatui::try_init()?;
+    let result = event_loop(&mut terminal, source, readonly).await;
+    ratatui::try_restore()?;
+    result
+}
+
+fn execute(source: &Source, app: &mut App, command: Command, done: &mpsc::UnboundedSender<String>) {
+    let cluster = match &command {
+        Command::SetSuspend { key, .. } | Command::Delete(key) => key.cluster.clone(),
+    };
+    let Some(client) = source.client(&cluster) else {
+        app.message = Some(format!("no connection to {cluster}"));
+        return;
+    };
+    let done = done.clone();
+    tokio::spawn(async move {
+        let _ = done.send(actions::execute(client, command).await);
+    });
+}
+
+async fn event_loop(terminal: &mut DefaultTerminal, mut source: Source, readonly: bool) -> anyhow::Result<()> {
+    let mut app = App::new(source.origin.clone(), readonly);
+    app.now = now();
+    app.update(join(&source.snapshot()));
+    let mut keys = EventStream::new();
+    let mut ages = tokio::time::interval(Duration::from_secs(1));
+    let mut terminate = signal(SignalKind::terminate())?;
+    let (done, mut outcomes) = mpsc::unbounded_channel();
+    let (joined, mut models) = mpsc::channel(1);
+    let mut joining = false;
+    let mut refresh_at: Option<Instant> = None;
+    let mut dirty = true;
+    while !app.should_quit() {
+        if dirty {
+            terminal.draw(|frame| view::render(frame, &app))?;
+            dirty = false;
+        }
+        tokio::select! {
+            event = keys.next() => match event {
+                Some(Ok(Event::Key(key))) if key.kind == KeyEventKind::Press => {
+                    if let Some(command) = app.handle_key(key) {
+                        execute(&source, &mut app, command, &done);
+                    }
+                    dirty = true;
+                }
+                Some(Ok(Event::Resize(..))) => dirty = true,
+                Some(Ok(_)) => {}
+                Some(Err(e)) => return Err(e.into()),
+                None => return Ok(()),
+            },
+            () = source.changed() => {
+                refresh_at.get_or_insert_with(|| Instant::now() + DEBOUNCE);
+            }
+            // One join at a time; changes meanwhile wait for the next.
+            () = sleep_until(refresh_at.unwrap_or_else(Instant::now)), if refresh_at.is_some() && !joining => {
+                refresh_at = None;
+                joining = true;
+                let (snapshot, joined) = (source.snapshot(), joined.clone());
+                tokio::task::spawn_blocking(move || joined.blocking_send(join(&snapshot)));
+            }
+            Some(model) = models.recv() => {
+                joining = false;
+                app.update(model);
+                dirty = true;
+            }
+            _ = ages.tick() => {
+                app.now = now();
+                dirty = true;
+            }
+            Some(outcome) = outcomes.recv() => {
+                app.message = Some(outcome);
+                dirty = true;
+            }
+            _ = tokio::signal::ctrl_c() => return Ok(()),
+            _ = terminate.recv() => return Ok(()),
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,480 @@
+//! The watches behind `watch` and `explain`: per cluster, a kube-runtime reflector store per
+//! kind, kept current by the API server's watch events (no polling). [`Source::snapshot`]
+//! reads the stores into the model's input. A cluster that cannot be reached shows up as
+//! such in the snapshot, with the reason; its watches keep retrying with backoff.
+
+use std::collections::BTreeMap;
+use std::fmt::Debug;
+use std::hash::Hash;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use futures::StreamExt;
+use k8s_openapi::api::core::v1::{Event, Pod, PodStatus};
+use kube::api::{Api, ApiResource, DynamicObject};
+use kube::config::Kubeconfig;
+use kube::runtime::reflector::{self, Store, store::Writer};
+use kube::runtime::{WatchStreamExt, watcher};
+use kube::{Client, Resource};
+use serde::de::DeserializeOwned;
+use tokio::sync::watch;
+use tokio::task::JoinHandle;
+
+use super::snapshot::{ClusterSnapshot, JobKind, JobObject, Role, Snapshot, event_line, pod_counts};
+use crate::sandbox::state::SandboxState;
+use crate::sandbox::{KUBECONFIG_FILE, context_name};
+
+/// One cluster to watch.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Target {
+    /// The name MultiKueue knows it by (`worker1`); the manager is `manager`.
+    pub name: String,
+    pub context: String,
+    pub role: Role,
+}
+
+/// The clusters to watch and where they were found.
+#[derive(Clone, Debug)]
+pub struct Targets {
+    /// For the header: `sandbox kueue-ext (/state/dir)` or `kubeconfig /home/me/.kube/config`.
+    pub origin: String,
+    pub kubeconfig: Kubeconfig,
+    pub clusters: Vec<Target>,
+}
+
+/// How the user chose the clusters; flags win over a running sandbox.
+#[derive(Clone, Debug, Default)]
+pub struct Selection {
+    pub state_dir: PathBuf,
+    pub kubeconfig: Option<PathBuf>,
+    pub context: Option<String>,
+    /// `CONTEXT` or `NAME=CONTEXT` (NAME: the MultiKueueCluster the context reaches).
+    pub worker_contexts: Vec<String>,
+}
+
+/// The MultiKueueCluster name of a worker context given without one: the sandbox's contexts
+/// (`kueue-ext-worker1`) name `worker1`; other contexts name themselves.
+fn worker_target(spec: &str) -> Target {
+    let (name, context) = match spec.split_once('=') {
+        Some((name, context)) => (name.to_string(), context.to_string()),
+        None => (spec.strip_prefix(&context_name("")).unwrap_or(spec).to_string(), spec.to_string()),
+    };
+    Target { name, context, role: Role::Worker }
+}
+
+impl Targets {
+    pub fn resolve(selection: &Selection) -> anyhow::Result<Targets> {
+        let flags =
+            selection.kubeconfig.is_some() || selection.context.is_some() || !selection.worker_contexts.is_empty();
+        if !flags && let Some(state) = SandboxState::load(&selection.state_dir)? {
+            return Targets::sandbox(&selection.state_dir, &state);
+        }
+        let (kubeconfig, origin) = match &selection.kubeconfig {
+            Some(path) => (Kubeconfig::read_from(path)?, format!("kubeconfig {}", path.display())),
+            None => (Kubeconfig::read()?, "kubeconfig (default)".to_string()),
+        };
+        let context = selection
+            .context
+            .clone()
+            .or_else(|| kubeconfig.current_context.clone())
+            .ok_or_else(|| anyhow::anyhow!("no context: pass --context or set a current context"))?;
+        let mut clusters = vec![Target { name: "manager".into(), context, role: Role::Manager }];
+        clusters.extend(selection.worker_contexts.iter().map(|spec| worker_target(spec)));
+        Ok(Targets { origin, kubeconfig, clusters })
+    }
+
+    /// The namespace the manager's context names, if it names one.
+    pub fn manager_namespace(&self) -> Option<String> {
+        let manager = self.clusters.iter().find(|c| c.role == Role::Manager)?;
+        let context = self.kubeconfig.contexts.iter().find(|c| c.name == manager.context)?;
+        context.context.as_ref()?.namespace.clone()
+    }
+
+    fn sandbox(dir: &Path, state: &SandboxState) -> anyhow::Result<Targets> {
+        let path =
+            if state.kubeconfig.as_os_str().is_empty() { dir.join(KUBECONFIG_FILE) } else { state.kubeconfig.clone() };
+        let kubeconfig = Kubeconfig::read_from(&path).map_err(|e| {
+            anyhow::anyhow!("sandbox kubeconfig {}: {e} (is the sandbox up? kubectl kueue-ext status)", path.display())
+        })?;
+        let clusters = state
+            .clusters
+            .iter()
+            .map(|c| Target {
+                name: c.name.clone(),
+                context: c.context.clone(),
+                role: match c.role {
+                    crate::sandbox::state::Role::Manager => Role::Manager,
+                    crate::sandbox::state::Role::Worker => Role::Worker,
+                },
+            })
+            .collect();
+        Ok(Targets { origin: format!("sandbox {} ({})", state.name, dir.display()), kubeconfig, clusters })
+    }
+}
+
+/// What one watch has managed so far.
+#[derive(Clone, Debug, PartialEq)]
+enum Health {
+    Listing,
+    Ready,
+    Failed(String),
+}
+
+type HealthMap = Arc<Mutex<BTreeMap<String, Health>>>;
+
+/// Starts one watch feeding a store; reports its health under `kind` and bumps `changed` on
+/// every event, so the UI redraws when (and only when) something changed.
+fn spawn_watch<K>(
+    api: Api<K>,
+    config: watcher::Config,
+    writer: Writer<K>,
+    kind: String,
+    health: HealthMap,
+    changed: watch::Sender<u64>,
+    trim: fn(&mut K),
+) -> JoinHandle<()>
+where
+    K: Resource + Clone + DeserializeOwned + Debug + Send + Sync + 'static,
+    K::DynamicType: Clone + Eq + Hash,
+{
+    let set = move |h: Health| {
+        if let Ok(mut map) = health.lock() {
+            map.insert(kind.clone(), h);
+        }
+    };
+    set(Health::Listing);
+    tokio::spawn(async move {
+        let stream = reflector::reflector(writer, watcher(api, config).modify(trim).default_backoff());
+        futures::pin_mut!(stream);
+        while let Some(event) = stream.next().await {
+            match event {
+                Ok(watcher::Event::InitDone) => set(Health::Ready),
+                Ok(watcher::Event::Init | watcher::Event::InitApply(_)) => continue,
+                Ok(_) => {}
+                Err(e) => set(Health::Failed(short_error(&e))),
+            }
+            changed.send_modify(|generation| *generation += 1);
+        }
+    })
+}
+
+/// The innermost cause of a watch error: what a user can act on.
+fn short_error(error: &watcher::Error) -> String {
+    let mut source: &dyn std::error::Error = error;
+    while let Some(inner) = source.source() {
+        source = inner;
+    }
+    source.to_string()
+}
+
+fn trim_object(object: &mut DynamicObject) {
+    object.metadata.managed_fields = None;
+}
+
+/// Workloads repeat their job's pod templates; the model never reads them.
+fn trim_workload(object: &mut DynamicObject) {
+    trim_object(object);
+    if let Some(spec) = object.data.get_mut("spec").and_then(|s| s.as_object_mut()) {
+        spec.remove("podSets");
+    }
+}
+
+/// Of a pod only its owner, labels and phase are counted.
+fn trim_pod(pod: &mut Pod) {
+    pod.metadata.managed_fields = None;
+    pod.metadata.annotations = None;
+    pod.spec = None;
+    let phase = pod.status.take().and_then(|s| s.phase);
+    pod.status = Some(PodStatus { phase, ..Default::default() });
+}
+
+fn trim_event(event: &mut Event) {
+    event.metadata.managed_fields = None;
+}
+
+fn kueue(kind: &str, plural: &str) -> ApiResource {
+    ApiResource {
+        group: "kueue.x-k8s.io".into(),
+        version: "v1beta2".into(),
+        api_version: "kueue.x-k8s.io/v1beta2".into(),
+        kind: kind.into(),
+        plural: plural.into(),
+    }
+}
+
+/// Events of these kinds are kept; a pod's events would outnumber everything else.
+const EVENT_KINDS: [&str; 4] = ["ExternalJob", "WrappedJob", "Job", "Workload"];
+
+struct ClusterWatch {
+    target: Target,
+    client: Result<Client, String>,
+    health: HealthMap,
+    jobs: Vec<(JobKind, Store<DynamicObject>)>,
+    workloads: Option<Store<DynamicObject>>,
+    local_queues: Option<Store<DynamicObject>>,
+    cluster_queues: Option<Store<DynamicObject>>,
+    admission_checks: Option<Store<DynamicObject>>,
+    multikueue_clusters: Option<Store<DynamicObject>>,
+    pods: Option<Store<Pod>>,
+    events: Vec<Store<Event>>,
+    tasks: Vec<JoinHandle<()>>,
+}
+
+impl ClusterWatch {
+    fn start(
+        target: Target,
+        client: Result<Client, String>,
+        namespace: Option<&str>,
+        changed: &watch::Sender<u64>,
+    ) -> Self {
+        let mut watch = ClusterWatch {
+            target,
+            client,
+            health: Arc::default(),
+            jobs: Vec::new(),
+            workloads: None,
+            local_queues: None,
+            cluster_queues: None,
+            admission_checks: None,
+            multikueue_clusters: None,
+            pods: None,
+            events: Vec::new(),
+            tasks: Vec::new(),
+        };
+        let Ok(client) = watch.client.clone() else { return watch };
+        let namespaced = |resource: &ApiResource| match namespace {
+            Some(ns) => Api::<DynamicObject>::namespaced_with(client.clone(), ns, resource),
+            None => Api::all_with(client.clone(), resource),
+        };
+        let mut dynamic = |resource: ApiResource, api: Api<DynamicObject>, trim: fn(&mut DynamicObject)| {
+            let writer = Writer::new(resource.clone());
+            let store = writer.as_reader();
+            let health = watch.health.clone();
+            let task =
+                spawn_watch(api, watcher::Config::default(), writer, resource.kind, health, changed.clone(), trim);
+            watch.tasks.push(task);
+            store
+        };
+        for kind in JobKind::ALL {
+            let resource = kind.api_resource();
+            let store = dynamic(resource.clone(), namespaced(&resource), trim_object);
+            watch.jobs.push((kind, store));
+        }
+        let workloads = kueue("Workload", "workloads");
+        watch.workloads = Some(dynamic(workloads.clone(), namespaced(&workloads), trim_workload));
+        let local_queues = kueue("LocalQueue", "localqueues");
+        watch.local_queues = Some(dynamic(local_queues.clone(), namespaced(&local_queues), trim_object));
+        for (slot, resource) in [
+            (&mut watch.cluster_queues, kueue("ClusterQueue", "clusterqueues")),
+            (&mut watch.admission_checks, kueue("AdmissionCheck", "admissionchecks")),
+            (&mut watch.multikueue_clusters, kueue("MultiKueueCluster", "multikueueclusters")),
+        ] {
+            let api = Api::all_with(client.clone(), &resource);
+            *slot = Some(dynamic(resource, api, trim_object));
+        }
+        let pods: Api<Pod> = match namespace {
+            Some(ns) => Api::namespaced(client.clone(), ns),
+            None => Api::all(client.clone()),
+        };
+        let (store, writer) = reflector::store();
+        let pod_watch = spawn_watch(
+            pods,
+            watcher::Config::default(),
+            writer,
+            "Pod".into(),
+            watch.health.clone(),
+            changed.clone(),
+            trim_pod,
+        );
+        watch.tasks.push(pod_watch);
+        watch.pods = Some(store);
+        for kind in EVENT_KINDS {
+            let events: Api<Event> = match namespace {
+                Some(ns) => Api::namespaced(client.clone(), ns),
+                None => Api::all(client.clone()),
+            };
+            let config = watcher::Config::default().fields(&format!("involvedObject.kind={kind}"));
+            let (store, writer) = reflector::store();
+            let health = watch.health.clone();
+            watch.tasks.push(spawn_watch(
+                events,
+                config,
+                writer,
+                format!("Event ({kind})"),
+                health,
+                changed.clone(),
+                trim_event,
+            ));
+            watch.events.push(store);
+        }
+        watch
+    }
+
+    fn health(&self) -> BTreeMap<String, Health> {
+        self.health.lock().map(|h| h.clone()).unwrap_or_default()
+    }
+
+    fn snapshot(&self) -> ClusterSnapshot {
+        let mut out = ClusterSnapshot::empty(&self.target.name, &self.target.context, self.target.role);
+        if let Err(e) = &self.client {
+            out.reachable = false;
+            out.problems.insert("kubeconfig".into(), e.clone());
+            return out;
+        }
+        let health = self.health();
+        for (kind, h) in &health {
+            match h {
+                Health::Failed(why) => out.problems.insert(kind.clone(), why.clone()),
+                Health::Listing => out.problems.insert(kind.clone(), "no answer yet".into()),
+                Health::Ready => None,
+            };
+        }
+        out.reachable = !health.values().all(|h| matches!(h, Health::Failed(_)));
+        let state = |store: &Option<Store<DynamicObject>>| store.as_ref().map(Store::state).unwrap_or_default();
+        for (kind, store) in &self.jobs {
+            out.jobs.extend(store.state().into_iter().map(|object| JobObject { kind: *kind, object }));
+        }
+        out.workloads = state(&self.workloads);
+        out.local_queues = state(&self.local_queues);
+        out.cluster_queues = state(&self.cluster_queues);
+        out.admission_checks = state(&self.admission_checks);
+        out.multikueue_clusters = state(&self.multikueue_clusters);
+        if let Some(pods) = &self.pods {
+            out.pods = pod_counts(pods.state().iter().map(|p| p.as_ref()));
+        }
+        out.events = self.events.iter().flat_map(|s| s.state()).filter_map(|e| event_line(&e)).collect();
+        out
+    }
+
+    fn settled(&self) -> bool {
+        self.client.is_err() || self.health().values().all(|h| *h != Health::Listing)
+    }
+}
+
+impl Drop for ClusterWatch {
+    fn drop(&mut self) {
+        for task in &self.tasks {
+            task.abort();
+        }
+    }
+}
+
+/// Every cluster's watches.
+pub struct Source {
+    pub origin: String,
+    clusters: Vec<ClusterWatch>,
+    changed: watch::Receiver<u64>,
+}
+
+impl Source {
+    /// Starts the watches of every target (jobs, Workloads, LocalQueues and pods only in
+    /// `namespace` when given). Never fails: a cluster without a client is reported as such.
+    pub async fn start(targets: Targets, namespace: Option<&str>) -> Source {
+        let (sender, changed) = watch::channel(0);
+        let mut clusters = Vec::new();
+        for target in targets.clusters {
+            let client = crate::kube_util::watching_client_from(targets.kubeconfig.clone(), &target.context)
+                .await
+                .map_err(|e| format!("context {}: {e}", target.context));
+            clusters.push(ClusterWatch::start(target, client, namespace, &sender));
+        }
+        // Kept alive by the watch tasks; the receiver learns of every change through it.
+        drop(sender);
+        Source { origin: targets.origin, clusters, changed }
+    }
+
+    pub fn snapshot(&self) -> Snapshot {
+        Snapshot { clusters: self.clusters.iter().map(ClusterWatch::snapshot).collect() }
+    }
+
+    /// Waits until every watch has listed once or failed, at most `timeout`.
+    pub async fn settle(&mut self, timeout: Duration) {
+        let deadline = tokio::time::Instant::now() + timeout;
+        while !self.clusters.iter().all(ClusterWatch::settled) {
+            match tokio::time::timeout_at(deadline, self.changed.changed()).await {
+                Ok(Ok(())) => {}
+                // Out of time, or no watch left to report.
+                _ => return,
+            }
+        }
+    }
+
+    /// Resolves when a watch saw a change after the last call.
+    pub async fn changed(&mut self) {
+        if self.changed.changed().await.is_err() {
+            // Every watch task ended (never, short of the runtime shutting down): wait forever.
+            futures::future::pending::<()>().await;
+        }
+    }
+
+    pub fn client(&self, cluster: &str) -> Option<Client> {
+        self.clusters.iter().find(|c| c.target.name == cluster).and_then(|c| c.client.clone().ok())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn worker_contexts_name_their_multikueue_cluster() {
+        assert_eq!(worker_target("kueue-ext-worker1").name, "worker1");
+        assert_eq!(
+            worker_target("gpu=kind-gpu-east"),
+            Target { name: "gpu".into(), context: "kind-gpu-east".into(), role: Role::Worker }
+        );
+        assert_eq!(worker_target("kind-east").name, "kind-east");
+    }
+
+    #[test]
+    fn a_sandbox_names_its_clusters_and_contexts() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(
+            dir.path().join(KUBECONFIG_FILE),
+            "apiVersion: v1\nkind: Config\nclusters: []\nusers: []\ncontexts: []\n",
+        )
+        .unwrap();
+        std::fs::write(
+            dir.path().join("state.json"),
+            serde_json::json!({
+                "name": "kueue-ext", "runtime": "process", "phase": "up", "workers": 1,
+                "kubeconfig": dir.path().join(KUBECONFIG_FILE),
+                "clusters": [
+                    {"name": "manager", "role": "manager", "context": "kueue-ext-manager", "dir": "m", "api_server_port": 1, "components": []},
+                    {"name": "worker1", "role": "worker", "context": "kueue-ext-worker1", "dir": "w", "api_server_port": 2, "components": []},
+                ],
+            })
+            .to_string(),
+        )
+        .unwrap();
+        let targets = Targets::resolve(&Selection { state_dir: dir.path().into(), ..Default::default() }).unwrap();
+        assert!(targets.origin.starts_with("sandbox kueue-ext"), "{}", targets.origin);
+        let names: Vec<(&str, &str, Role)> =
+            targets.clusters.iter().map(|c| (c.name.as_str(), c.context.as_str(), c.role)).collect();
+        assert_eq!(
+            names,
+            [("manager", "kueue-ext-manager", Role::Manager), ("worker1", "kueue-ext-worker1", Role::Worker)]
+        );
+    }
+
+    #[test]
+    fn flags_win_over_a_sandbox() {
+        let dir = tempfile::tempdir().unwrap();
+        let kubeconfig = dir.path().join("config");
+        std::fs::write(
+            &kubeconfig,
+            "apiVersion: v1\nkind: Config\ncurrent-context: dev\nclusters: []\nusers: []\ncontexts: []\n",
+        )
+        .unwrap();
+        let selection = Selection {
+            state_dir: dir.path().into(),
+            kubeconfig: Some(kubeconfig),
+            worker_contexts: vec!["kind-w1".into()],
+            ..Default::default()
+        };
+        let targets = Targets::resolve(&selection).unwrap();
+        assert_eq!(targets.clusters[0], Target { name: "manager".into(), context: "dev".into(), role: Role::Manager });
+        assert_eq!(targets.clusters[1].context, "kind-w1");
+    }
+}
