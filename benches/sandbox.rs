@@ -278,14 +278,18 @@ fn main() {
     let mut rows = vec![bench_up(runs, &bin_dir, &kwokctl)];
     rows.extend(runtime.block_on(bench_throughput(runs, jobs)));
 
-    println!("\n{:<28} {:>26} {:>26} {:>7}  peer", "benchmark", "ours min/median/max", "peer min/median/max", "ratio");
+    let width = rows.iter().map(|r| r.name.len()).max().unwrap_or(0);
+    println!(
+        "\n{:<width$} {:>26} {:>26} {:>7}  peer",
+        "benchmark", "ours min/median/max", "peer min/median/max", "ratio"
+    );
     let mut json_rows = Vec::new();
     for row in &rows {
         let (a, b, c) = summary(&row.ours);
         let (d, e, f) = summary(&row.peer);
         let ratio = b / e;
         println!(
-            "{:<28} {:>7.1}/{:>7.1}/{:>7.1} {} {:>7.1}/{:>7.1}/{:>7.1} {} {:>7.2}  {}",
+            "{:<width$} {:>7.1}/{:>7.1}/{:>7.1} {} {:>7.1}/{:>7.1}/{:>7.1} {} {:>7.2}  {}",
             row.name, a, b, c, row.unit, d, e, f, row.unit, ratio, row.peer_name
         );
         json_rows.push(json!({"benchmark": row.name, "unit": row.unit, "ours": row.ours, "peer": row.peer, "peer_name": row.peer_name, "median_ratio": ratio}));
