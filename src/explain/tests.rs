@@ -7,20 +7,6 @@ use crate::tui::fixtures::*;
 use crate::tui::model::join;
 use crate::tui::snapshot::{JobKind, Snapshot};
 
-/// One cluster with the default queues and the job `train` after `shape` (its Workload too,
-/// unless `shape` leaves it null).
-fn single(shape: impl FnOnce(&mut Snapshot, &mut Value, &mut Value)) -> Snapshot {
-    let mut snapshot = Snapshot { clusters: vec![single_cluster()] };
-    let mut job = job(JobKind::ExternalJob, "train");
-    let mut wl = workload_for(&job, "externaljob-train-12345");
-    shape(&mut snapshot, &mut job, &mut wl);
-    snapshot.clusters[0].jobs.push(job_object(JobKind::ExternalJob, job));
-    if !wl.is_null() {
-        snapshot.clusters[0].workloads.push(object(wl));
-    }
-    snapshot
-}
-
 fn explain_job(snapshot: &Snapshot, name: &str) -> Vec<String> {
     let model = join(snapshot);
     let row = model.jobs.iter().find(|j| j.key.name == name && j.key.cluster == "manager").expect("job row");

@@ -336,3 +336,17 @@ pub fn scene() -> Snapshot {
     snapshot.clusters[2].events.push(event("Pod", "training-0", "Scheduled", "not a job event", 30));
     snapshot
 }
+
+/// One cluster with the default queues and the job `train` after `shape` (its Workload too,
+/// unless `shape` leaves it null).
+pub fn single(shape: impl FnOnce(&mut Snapshot, &mut Value, &mut Value)) -> Snapshot {
+    let mut snapshot = Snapshot { clusters: vec![single_cluster()] };
+    let mut job = job(JobKind::ExternalJob, "train");
+    let mut wl = workload_for(&job, "externaljob-train-12345");
+    shape(&mut snapshot, &mut job, &mut wl);
+    snapshot.clusters[0].jobs.push(job_object(JobKind::ExternalJob, job));
+    if !wl.is_null() {
+        snapshot.clusters[0].workloads.push(object(wl));
+    }
+    snapshot
+}

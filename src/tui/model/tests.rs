@@ -14,20 +14,6 @@ fn row<'a>(model: &'a Model, cluster: &str, name: &str) -> &'a JobRow {
         .unwrap_or_else(|| panic!("no row {cluster}/{name}"))
 }
 
-/// One cluster with the default queues and `train` shaped by `shape` (no Workload if it
-/// leaves it null).
-fn single(shape: impl FnOnce(&mut Snapshot, &mut Value, &mut Value)) -> Snapshot {
-    let mut snapshot = Snapshot { clusters: vec![single_cluster()] };
-    let mut job = job(JobKind::ExternalJob, "train");
-    let mut wl = workload_for(&job, "externaljob-train-12345");
-    shape(&mut snapshot, &mut job, &mut wl);
-    snapshot.clusters[0].jobs.push(job_object(JobKind::ExternalJob, job));
-    if !wl.is_null() {
-        snapshot.clusters[0].workloads.push(object(wl));
-    }
-    snapshot
-}
-
 #[test]
 fn every_row_status_from_its_job_and_workload() {
     let scene = join(&scene());
