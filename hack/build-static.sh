@@ -9,7 +9,10 @@ target=x86_64-unknown-linux-musl
 rustup target list --installed | grep -qx "$target" || rustup target add "$target" >&2
 # ring compiles C for the target: with a musl cross compiler, or Debian's musl-gcc wrapper.
 if ! command -v x86_64-linux-musl-gcc >/dev/null; then
-  command -v musl-gcc >/dev/null || { echo "no musl C compiler: install musl-tools (apt-get install musl-tools)" >&2; exit 1; }
+  command -v musl-gcc >/dev/null \
+    || apt-get install -y musl-tools >&2 \
+    || { apt-get update >&2 && apt-get install -y musl-tools >&2; } \
+    || { echo "no musl C compiler: install musl-tools (apt-get install musl-tools)" >&2; exit 1; }
   export CC_x86_64_unknown_linux_musl=musl-gcc
 fi
 cargo build --locked --release --target "$target" --bin kubectl-kueue_ext >&2
