@@ -41,14 +41,11 @@ pub struct Args {
     pub wait: Option<Duration>,
 }
 
+/// A Go duration (`90s`, `10m`, `1h30m`); a bare number is seconds.
 fn parse_timeout(text: &str) -> Result<Duration, String> {
-    let (number, unit) = text.split_at(text.find(|c: char| !c.is_ascii_digit()).unwrap_or(text.len()));
-    let n: u64 = number.parse().map_err(|_| format!("{text:?} is not a duration like 90s, 10m or 1h"))?;
-    match unit {
-        "s" | "" => Ok(Duration::from_secs(n)),
-        "m" => Ok(Duration::from_secs(n * 60)),
-        "h" => Ok(Duration::from_secs(n * 3600)),
-        _ => Err(format!("{text:?} is not a duration like 90s, 10m or 1h")),
+    match text.parse::<u64>() {
+        Ok(seconds) => Ok(Duration::from_secs(seconds)),
+        Err(_) => crate::integrations::wrapped_job::settings::parse_go_duration(text),
     }
 }
 

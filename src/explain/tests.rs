@@ -173,26 +173,11 @@ fn an_admitted_job_is_followed_to_its_worker_and_pods() {
     );
 }
 
-fn admitted_on_worker1(copy: Option<Value>, remote: Option<Value>) -> Snapshot {
-    let mut snapshot = sandbox();
-    dispatched(
-        &mut snapshot,
-        JobKind::ExternalJob,
-        "train",
-        |_, w| {
-            admitted(w);
-            w["status"]["clusterName"] = json!("worker1");
-        },
-        Some(("worker1", copy, remote, pods(0, 0, 0, 0))),
-    );
-    snapshot
-}
-
 #[test]
 fn the_copy_on_the_chosen_worker_tells_its_own_state() {
     let name = "externaljob-train-00000";
     let unreachable = {
-        let mut s = admitted_on_worker1(None, None);
+        let mut s = on_worker1(None, None, pods(0, 0, 0, 0));
         s.clusters[1].reachable = false;
         s.clusters[1].problems.insert("Workload".into(), "connection refused".into());
         s
@@ -206,12 +191,12 @@ fn the_copy_on_the_chosen_worker_tells_its_own_state() {
             "insufficient unused quota for cpu in flavor default-flavor, 1 more needed",
             "1",
         );
-        admitted_on_worker1(Some(mirror_of(&job, name)), Some(remote))
+        on_worker1(Some(mirror_of(&job, name)), Some(remote), pods(0, 0, 0, 0))
     };
     let remote_admitted = {
         let mut remote = remote_workload(name);
         admitted(&mut remote);
-        admitted_on_worker1(None, Some(remote))
+        on_worker1(None, Some(remote), pods(0, 0, 0, 0))
     };
     let cases = [
         (unreachable, vec!["Worker worker1 cannot be read from here (connection refused), so its copy is not shown."]),
@@ -223,7 +208,7 @@ fn the_copy_on_the_chosen_worker_tells_its_own_state() {
             ],
         ),
         (remote_admitted, vec!["Its Workload is admitted on worker1; MultiKueue creates the job copy there next."]),
-        (admitted_on_worker1(None, None), vec!["Its copy on worker1 does not exist yet."]),
+        (on_worker1(None, None, pods(0, 0, 0, 0)), vec!["Its copy on worker1 does not exist yet."]),
     ];
     for (snapshot, expected) in cases {
         let lines = explain_job(&snapshot, "train");

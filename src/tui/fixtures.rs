@@ -350,3 +350,20 @@ pub fn single(shape: impl FnOnce(&mut Snapshot, &mut Value, &mut Value)) -> Snap
     }
     snapshot
 }
+
+/// The sandbox with `train` admitted and dispatched to worker1, with its copy, the copy's
+/// Workload and the pods there as given.
+pub fn on_worker1(copy: Option<Value>, remote: Option<Value>, pods_there: PodCounts) -> Snapshot {
+    let mut snapshot = sandbox();
+    dispatched(
+        &mut snapshot,
+        JobKind::ExternalJob,
+        "train",
+        |_, w| {
+            admitted(w);
+            w["status"]["clusterName"] = json!("worker1");
+        },
+        Some(("worker1", copy, remote, pods_there)),
+    );
+    snapshot
+}

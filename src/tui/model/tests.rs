@@ -98,21 +98,6 @@ fn a_dispatched_job_carries_its_worker_copy_and_pods() {
     assert_eq!(states, [("worker1", MirrorState::Pending)], "a nominated worker's Workload copy is a mirror");
 }
 
-fn on_worker1(copy: Option<Value>, remote: Option<Value>, pods_there: PodCounts) -> Snapshot {
-    let mut snapshot = sandbox();
-    dispatched(
-        &mut snapshot,
-        JobKind::ExternalJob,
-        "train",
-        |_, w| {
-            admitted(w);
-            w["status"]["clusterName"] = json!("worker1");
-        },
-        Some(("worker1", copy, remote, pods_there)),
-    );
-    snapshot
-}
-
 #[test]
 fn every_mirror_state_on_the_chosen_worker() {
     let name = "externaljob-train-00000";
