@@ -4,15 +4,21 @@
 //! holds the same YAML; a test keeps them in sync.
 
 use kube::CustomResourceExt;
+use kube::api::GroupVersionKind;
 use serde_json::{Value, json};
 
 use crate::api::external_job::ExternalJob;
 use crate::api::wrapped_job::WrappedJob;
+use crate::integrations::declarative::config::Integration;
+use crate::jobframework::webhook::Hook;
 
 pub const NAMESPACE: &str = "kueue-ext-system";
 pub const SERVICE_ACCOUNT: &str = "kueue-ext-controller";
 /// The ClusterRole with the controller's rights.
 pub const CONTROLLER_ROLE: &str = "kueue-ext-controller";
+/// The controller's and Kueue's rights on kinds integrated by configuration.
+pub const CONFIGURED_CONTROLLER_ROLE: &str = "kueue-ext-controller-configured";
+const CONFIGURED_KUEUE_ROLE: &str = "kueue-ext-kueue-access-configured";
 const LEADER_ROLE: &str = "kueue-ext-leader-election";
 /// What Kueue's own ServiceAccount needs on our kinds (Kueue checks owners and, on a MultiKueue
 /// manager, mirrors the worker copy's status into `/status`).
@@ -30,11 +36,23 @@ const CERT_DIR: &str = "/certs";
 pub const DEFAULT_IMAGE: &str = concat!("kueue-ext/controller:v", env!("CARGO_PKG_VERSION"));
 
 pub const MUTATING_WEBHOOK: &str = "kueue-ext-mutating-webhook-configuration";
+pub const CONFIGURED_MUTATING_WEBHOOK: &str = "kueue-ext-configured-mutating-webhook-configuration";
+pub const CONFIGURED_VALIDATING_WEBHOOK: &str = "kueue-ext-configured-validating-webhook-configuration";
 pub const VALIDATING_WEBHOOK: &str = "kueue-ext-validating-webhook-configuration";
 pub const MUTATE_EXTERNAL_JOB: &str = "/mutate-kueue-ext-dev-v1alpha1-externaljob";
 pub const VALIDATE_EXTERNAL_JOB: &str = "/validate-kueue-ext-dev-v1alpha1-externaljob";
 pub const MUTATE_WRAPPED_JOB: &str = "/mutate-kueue-ext-dev-v1alpha1-wrappedjob";
 pub const VALIDATE_WRAPPED_JOB: &str = "/validate-kueue-ext-dev-v1alpha1-wrappedjob";
+
+/// The path of a webhook for a kind, as Kueue names its own: `/mutate-<group>-<version>-<kind>`
+/// with the group's dots as dashes.
+pub fn webhook_path(hook: Hook, gvk: &GroupVersionKind) -> String {
+    let verb = match hook {
+        Hook::Mutate => "mutate",
+        Hook::Validate => "validate",
+    };
+    format!("/{verb}-{}-{}-{}", gvk.group.replace('.', "-"), gvk.version, gvk.kind.to_lowercase())
+}
 
 /// How Kueue's Configuration names our kinds (`Kind.version.group`).
 pub const EXTERNAL_FRAMEWORKS: [&str; 2] = ["ExternalJob.v1alpha1.kueue-ext.dev", "WrappedJob.v1alpha1.kueue-ext.dev"];
@@ -235,16 +253,7 @@ fn client_config(endpoint: &Endpoint<'_>, path: &str) -> Value {
 /// would not be suspended and would run without Kueue's admission.
 pub fn webhooks(endpoint: &Endpoint<'_>) -> Vec<Value> {
     let webhook = |name: &str, path: &str, resource: &str, operations: &[&str]| {
-        json!({
-            "name": name,
-            "admissionReviewVersions": ["v1"],
-            "sideEffects": "None",
-            "failurePolicy": "Fail",
-            "timeoutSeconds": 10,
-            "clientConfig": client_config(endpoint, path),
-            "rules": [{"apiGroups": ["kueue-ext.dev"], "apiVersions": ["v1alpha1"], "operations": operations, "resources": [resource]}],
-            "namespaceSelector": {"matchExpressions": [{"key": "kubernetes.io/metadata.name", "operator": "NotIn", "values": ["kube-system"]}]},
-        })
+        webhook_entry(endpoint, name, path, ("kueue-ext.dev", "v1alpha1", resource), operations)
     };
     vec![
         json!({
@@ -264,6 +273,88 @@ pub fn webhooks(endpoint: &Endpoint<'_>) -> Vec<Value> {
             ],
         }),
     ]
+}
+
+/// ClusterRoles with what the controller and Kueue need on the kinds integrated by
+/// configuration: the controller reads and updates their jobs (never their status: the kind's
+/// own controller writes that), Kueue reads them and mirrors MultiKueue status into `/status`.
+/// Separate from [`rbac`], so an install without configured kinds grants nothing more.
+pub fn configured_rbac(integrations: &[Integration]) -> Vec<Value> {
+    if integrations.is_empty() {
+        return Vec::new();
+    }
+    let role = |name: &str, rules: Vec<Value>| json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole", "metadata": {"name": name}, "rules": rules});
+    let jobs = |verbs: &[&str]| -> Vec<Value> {
+        integrations.iter().map(|i| rule(&[i.gvk().group.as_str()], &[i.resource.as_str()], verbs)).collect()
+    };
+    let statuses: Vec<Value> = integrations
+        .iter()
+        .map(|i| {
+            rule(&[i.gvk().group.as_str()], &[format!("{}/status", i.resource).as_str()], &["get", "update", "patch"])
+        })
+        .collect();
+    let jobs_rw = ["get", "list", "watch", "update", "patch"];
+    vec![
+        role(CONFIGURED_CONTROLLER_ROLE, jobs(&jobs_rw)),
+        binding(CONFIGURED_CONTROLLER_ROLE, CONFIGURED_CONTROLLER_ROLE, (NAMESPACE, SERVICE_ACCOUNT)),
+        role(CONFIGURED_KUEUE_ROLE, jobs(&jobs_rw).into_iter().chain(statuses).collect()),
+        binding(CONFIGURED_KUEUE_ROLE, CONFIGURED_KUEUE_ROLE, KUEUE_SERVICE_ACCOUNT),
+    ]
+}
+
+/// The webhooks of the kinds integrated by configuration, in configurations of their own (so
+/// the ones of [`webhooks`] stay as `manifests/` has them). Fail closed, like ours.
+pub fn configured_webhooks(endpoint: &Endpoint<'_>, integrations: &[Integration]) -> Vec<Value> {
+    if integrations.is_empty() {
+        return Vec::new();
+    }
+    let hooks = |hook: Hook, operations: &[&str]| -> Vec<Value> {
+        integrations
+            .iter()
+            .map(|integration| {
+                let gvk = integration.gvk();
+                let prefix = if hook == Hook::Mutate { "m" } else { "v" };
+                webhook_entry(
+                    endpoint,
+                    &format!("{prefix}{}.{}.configured.kueue-ext.dev", gvk.kind.to_lowercase(), gvk.group),
+                    &webhook_path(hook, &gvk),
+                    (&gvk.group, &gvk.version, &integration.resource),
+                    operations,
+                )
+            })
+            .collect()
+    };
+    vec![
+        json!({"apiVersion": "admissionregistration.k8s.io/v1", "kind": "MutatingWebhookConfiguration",
+               "metadata": {"name": CONFIGURED_MUTATING_WEBHOOK}, "webhooks": hooks(Hook::Mutate, &["CREATE"])}),
+        json!({"apiVersion": "admissionregistration.k8s.io/v1", "kind": "ValidatingWebhookConfiguration",
+               "metadata": {"name": CONFIGURED_VALIDATING_WEBHOOK}, "webhooks": hooks(Hook::Validate, &["CREATE", "UPDATE"])}),
+    ]
+}
+
+/// How Kueue's Configuration names every kind this install integrates.
+pub fn external_frameworks(integrations: &[Integration]) -> Vec<String> {
+    EXTERNAL_FRAMEWORKS.iter().map(|s| s.to_string()).chain(integrations.iter().map(|i| i.kind.clone())).collect()
+}
+
+/// One webhook of a configuration: `(group, version, resource)` it admits, on `operations`.
+fn webhook_entry(
+    endpoint: &Endpoint<'_>,
+    name: &str,
+    path: &str,
+    (group, version, resource): (&str, &str, &str),
+    operations: &[&str],
+) -> Value {
+    json!({
+        "name": name,
+        "admissionReviewVersions": ["v1"],
+        "sideEffects": "None",
+        "failurePolicy": "Fail",
+        "timeoutSeconds": 10,
+        "clientConfig": client_config(endpoint, path),
+        "rules": [{"apiGroups": [group], "apiVersions": [version], "operations": operations, "resources": [resource]}],
+        "namespaceSelector": {"matchExpressions": [{"key": "kubernetes.io/metadata.name", "operator": "NotIn", "values": ["kube-system"]}]},
+    })
 }
 
 /// Files of `manifests/` and their contents.

@@ -3,6 +3,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use crate::controller::{self, Options};
+use crate::integrations::declarative::config::IntegrationConfig;
 use crate::jobframework::reconciler::Config;
 
 #[derive(Debug, clap::Args)]
@@ -31,9 +32,17 @@ pub struct Args {
     /// Seconds a leader keeps the Lease without renewing it.
     #[arg(long, default_value_t = 15)]
     pub lease_duration: u64,
+    /// Integrations file: further job kinds, each described by where its fields are.
+    #[arg(long, value_name = "FILE")]
+    pub integrations: Option<PathBuf>,
 }
 
 pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
+    // Checked before connecting: a mistake in the file is the first thing to hear about.
+    let integrations = match &args.integrations {
+        Some(file) => IntegrationConfig::load(file)?.integrations,
+        None => Vec::new(),
+    };
     let client = match &args.kubeconfig {
         Some(path) => {
             let config = kube::config::Kubeconfig::read_from(path)?;
@@ -48,6 +57,7 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
         identity: controller::leader::default_identity(),
         duration: args.lease_duration,
     });
-    controller::run(Options { client, listen: args.listen, cert_dir: args.cert_dir, config, election }).await?;
+    let options = Options { client, listen: args.listen, cert_dir: args.cert_dir, config, election, integrations };
+    controller::run(options).await?;
     Ok(ExitCode::SUCCESS)
 }

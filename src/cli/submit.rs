@@ -4,6 +4,7 @@ use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
 use super::cluster::ClusterArgs;
+use crate::integrations::declarative::config;
 use crate::submit::{self, Defaults, Planned, Problem, appwrapper, documents};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -83,6 +84,14 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
     for notice in appwrapper::convert(&mut docs) {
         eprintln!("note: {notice}");
     }
+    // Integrations files live next to the samples they describe, but configure the controller.
+    docs.retain(|doc| {
+        let config = doc.object["apiVersion"] == config::API_VERSION && doc.object["kind"] == config::KIND;
+        if config {
+            eprintln!("note: {}: skipped, an integrations file (give it to `up --integrations`)", doc.origin);
+        }
+        !config
+    });
     problems.extend(docs.iter().flat_map(documents::check_shape));
     if !problems.is_empty() {
         print_problems(&problems);

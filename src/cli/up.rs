@@ -1,6 +1,7 @@
 use std::path::PathBuf;
 use std::process::ExitCode;
 
+use crate::integrations::declarative::config::IntegrationConfig;
 use crate::sandbox::kwok::NodePool;
 use crate::sandbox::progress::{Progress, human_duration};
 use crate::sandbox::{self, KindOptions, RuntimeKind, UpOptions, UpOutcome};
@@ -39,6 +40,11 @@ pub struct Args {
     /// Docker daemon answers and `kind` is on PATH, else process]
     #[arg(long, value_enum, value_name = "RUNTIME")]
     pub runtime: Option<Runtime>,
+    /// Integrations file: job kinds Kueue manages through our controller, described by where
+    /// their fields are (see samples/third-party/). Wired on every cluster: Kueue's
+    /// externalFrameworks, RBAC, webhooks and the controller's `--integrations`.
+    #[arg(long, value_name = "FILE")]
+    pub integrations: Option<PathBuf>,
     #[command(flatten)]
     pub kind: KindArgs,
 }
@@ -92,6 +98,11 @@ fn parse_component_arg(text: &str) -> Result<(String, String), String> {
 }
 
 pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
+    // Checked before anything starts: a mistake in the file is the first thing to hear about.
+    let integrations = match &args.integrations {
+        Some(file) => IntegrationConfig::load(file)?.integrations,
+        None => Vec::new(),
+    };
     let options = UpOptions {
         state_dir: args.sandbox.dir(),
         workers: args.workers,
@@ -104,6 +115,7 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
             Runtime::Process => RuntimeKind::Process,
         }),
         kind: args.kind.into(),
+        integrations,
     };
     match sandbox::up(&options, &Progress::stderr()).await? {
         UpOutcome::AlreadyUp(state) => {

@@ -10,8 +10,13 @@ use kube::core::admission::{AdmissionRequest, AdmissionResponse, Operation};
 use serde_json::Value;
 
 use super::server::ServerState;
+use std::sync::Arc;
+
 use crate::api::external_job::ExternalJob;
 use crate::api::wrapped_job::WrappedJob;
+use crate::integrations::declarative::ConfiguredJob;
+use crate::integrations::declarative::config::Integration;
+use crate::integrations::declarative::webhook as declarative;
 use crate::integrations::external_job::webhook as external_job;
 use crate::integrations::wrapped_job::authz::{self, Authorizer};
 use crate::integrations::wrapped_job::webhook as wrapped_job;
@@ -22,6 +27,28 @@ use crate::jobframework::webhook::{FieldError, QueueLookup, join};
 /// A kind's admission rules (Kueue's `Default`, `ValidateCreate`, `ValidateUpdate`) and the
 /// checks it makes on behalf of the requesting user.
 pub trait JobWebhook: GenericJob {
+    /// What decoding needs besides the object: nothing for a compiled-in kind, the kind's
+    /// description for a configured one.
+    type Kind: Clone + Send + Sync + 'static;
+
+    fn decode(kind: &Self::Kind, object: Value) -> Result<Self, serde_json::Error>;
+
+    /// `before` with the fields defaulting set taken from the defaulted job. Compiled-in kinds
+    /// copy only `spec.suspend` and `spec.managedBy`, so fields this version does not know
+    /// survive.
+    fn defaulted(&self, before: &Value) -> Value {
+        let mut after = before.clone();
+        if let Some(spec) = after.get_mut("spec").and_then(Value::as_object_mut) {
+            if self.is_suspended() {
+                spec.insert("suspend".into(), Value::Bool(true));
+            }
+            if let Some(managed_by) = self.managed_by() {
+                spec.insert("managedBy".into(), Value::String(managed_by.into()));
+            }
+        }
+        after
+    }
+
     fn apply_defaults(&mut self, config: &Config, queues: &dyn QueueLookup);
 
     fn validate_create(&self) -> Vec<FieldError>;
@@ -40,6 +67,12 @@ pub trait JobWebhook: GenericJob {
 }
 
 impl JobWebhook for ExternalJob {
+    type Kind = ();
+
+    fn decode(_: &(), object: Value) -> Result<Self, serde_json::Error> {
+        serde_json::from_value(object)
+    }
+
     fn apply_defaults(&mut self, config: &Config, queues: &dyn QueueLookup) {
         external_job::default(self, config, queues);
     }
@@ -54,6 +87,12 @@ impl JobWebhook for ExternalJob {
 }
 
 impl JobWebhook for WrappedJob {
+    type Kind = ();
+
+    fn decode(_: &(), object: Value) -> Result<Self, serde_json::Error> {
+        serde_json::from_value(object)
+    }
+
     fn apply_defaults(&mut self, config: &Config, queues: &dyn QueueLookup) {
         wrapped_job::default(self, config, queues);
     }
@@ -84,23 +123,44 @@ impl JobWebhook for WrappedJob {
     }
 }
 
-/// Which admission a webhook path answers.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Hook {
-    Mutate,
-    Validate,
+impl JobWebhook for ConfiguredJob {
+    type Kind = Arc<Integration>;
+
+    fn decode(kind: &Arc<Integration>, object: Value) -> Result<Self, serde_json::Error> {
+        ConfiguredJob::new(object, kind.clone())
+    }
+
+    /// The whole object: a configured job is kept as JSON, so nothing is lost by writing it out.
+    fn defaulted(&self, _before: &Value) -> Value {
+        serde_json::to_value(self).unwrap_or_default()
+    }
+
+    fn apply_defaults(&mut self, config: &Config, queues: &dyn QueueLookup) {
+        declarative::default(self, config, queues);
+    }
+
+    fn validate_create(&self) -> Vec<FieldError> {
+        declarative::validate_create(self)
+    }
+
+    fn validate_update(old: &Self, new: &Self) -> Vec<FieldError> {
+        declarative::validate_update(old, new)
+    }
 }
+
+pub use crate::jobframework::webhook::Hook;
 
 /// The answer to one admission request for kind `K`; a request that cannot be read as `K` is
 /// denied, saying why.
 pub async fn answer<K: JobWebhook>(
     hook: Hook,
     state: &ServerState,
+    kind: &K::Kind,
     request: &AdmissionRequest<DynamicObject>,
 ) -> AdmissionResponse {
     match hook {
-        Hook::Mutate => mutate::<K>(state, request),
-        Hook::Validate => match validate::<K>(state, request).await {
+        Hook::Mutate => mutate::<K>(state, kind, request),
+        Hook::Validate => match validate::<K>(state, kind, request).await {
             Ok(errors) if errors.is_empty() => AdmissionResponse::from(request),
             Ok(errors) => AdmissionResponse::from(request).deny(join(&errors)),
             Err(why) => AdmissionResponse::from(request).deny(why),
@@ -117,18 +177,25 @@ impl QueueLookup for NoQueues {
     }
 }
 
-fn decode<K: JobWebhook>(object: Option<&DynamicObject>) -> Result<(Value, K), String> {
+fn decode<K: JobWebhook>(kind: &K::Kind, object: Option<&DynamicObject>) -> Result<(Value, K), String> {
     let object = object.ok_or("the request carries no object")?;
     let value = serde_json::to_value(object).map_err(|e| e.to_string())?;
-    let job = serde_json::from_value(value.clone()).map_err(|e| format!("cannot read it as {}: {e}", K::gvk().kind))?;
+    let job = K::decode(kind, value.clone()).map_err(|e| {
+        let kind = value.get("kind").and_then(Value::as_str).unwrap_or("the kind");
+        format!("cannot read it as {kind}: {e}")
+    })?;
     Ok((value, job))
 }
 
-fn mutate<K: JobWebhook>(state: &ServerState, request: &AdmissionRequest<DynamicObject>) -> AdmissionResponse {
+fn mutate<K: JobWebhook>(
+    state: &ServerState,
+    kind: &K::Kind,
+    request: &AdmissionRequest<DynamicObject>,
+) -> AdmissionResponse {
     if request.operation != Operation::Create {
         return AdmissionResponse::from(request);
     }
-    let (before, mut job) = match decode::<K>(request.object.as_ref()) {
+    let (before, mut job) = match decode::<K>(kind, request.object.as_ref()) {
         Ok(decoded) => decoded,
         Err(why) => return AdmissionResponse::from(request).deny(why),
     };
@@ -137,36 +204,23 @@ fn mutate<K: JobWebhook>(state: &ServerState, request: &AdmissionRequest<Dynamic
         None => &NoQueues,
     };
     job.apply_defaults(&state.config, queues);
-    let patch = json_patch::diff(&before, &defaulted(&before, &job));
+    let patch = json_patch::diff(&before, &job.defaulted(&before));
     match AdmissionResponse::from(request).with_patch(patch) {
         Ok(response) => response,
         Err(err) => AdmissionResponse::from(request).deny(format!("cannot encode the defaulting patch: {err}")),
     }
 }
 
-/// `before` with the fields defaulting sets (`spec.suspend`, `spec.managedBy`) taken from `job`.
-fn defaulted(before: &Value, job: &impl GenericJob) -> Value {
-    let mut after = before.clone();
-    if let Some(spec) = after.get_mut("spec").and_then(Value::as_object_mut) {
-        if job.is_suspended() {
-            spec.insert("suspend".into(), Value::Bool(true));
-        }
-        if let Some(managed_by) = job.managed_by() {
-            spec.insert("managedBy".into(), Value::String(managed_by.into()));
-        }
-    }
-    after
-}
-
 async fn validate<K: JobWebhook>(
     state: &ServerState,
+    kind: &K::Kind,
     request: &AdmissionRequest<DynamicObject>,
 ) -> Result<Vec<FieldError>, String> {
     let (old, new) = match request.operation {
-        Operation::Create => (None, decode::<K>(request.object.as_ref())?.1),
+        Operation::Create => (None, decode::<K>(kind, request.object.as_ref())?.1),
         Operation::Update => {
-            let old = decode::<K>(request.old_object.as_ref())?.1;
-            (Some(old), decode::<K>(request.object.as_ref())?.1)
+            let old = decode::<K>(kind, request.old_object.as_ref())?.1;
+            (Some(old), decode::<K>(kind, request.object.as_ref())?.1)
         }
         Operation::Delete | Operation::Connect => return Ok(Vec::new()),
     };

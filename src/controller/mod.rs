@@ -17,7 +17,7 @@ use futures::StreamExt;
 use k8s_openapi::api::apps::v1::{Deployment, StatefulSet};
 use k8s_openapi::api::batch::v1::Job as BatchJob;
 use k8s_openapi::api::core::v1::{Pod, Service};
-use kube::api::Api;
+use kube::api::{Api, ApiResource, DynamicObject};
 use kube::runtime::controller::{Action, Controller};
 use kube::runtime::events::{Recorder, Reporter};
 use kube::runtime::reflector::{self, ObjectRef, Store};
@@ -29,14 +29,18 @@ use tracing::{info, warn};
 use crate::api::external_job::ExternalJob;
 use crate::api::kueue::{AdmissionCheck, ClusterQueue, LocalQueue, Workload};
 use crate::api::wrapped_job::{WRAPPED_JOB_LABEL, WrappedJob};
+use crate::integrations::declarative::config::Integration;
 use crate::integrations::external_job::pods::JOB_UID_LABEL;
 use crate::integrations::wrapped_job::authz::ApiAuthorizer;
 use crate::integrations::wrapped_job::kinds::Kinds;
-use crate::integrations::{external_job, wrapped_job};
+use crate::integrations::{declarative, external_job, wrapped_job};
 use crate::jobframework::reconciler::{self, Config, Context, Error};
 use metrics::Metrics;
 use queues::QueueCache;
 use server::ServerState;
+
+/// The metrics label of reconciles of kinds integrated by configuration.
+const CONFIGURED: &str = "configured";
 
 /// Name under which the controller writes events.
 pub const MANAGER: &str = "kueue-ext-controller";
@@ -50,6 +54,8 @@ pub struct Options {
     pub config: Config,
     /// Reconcile only while holding this Lease (webhooks are served either way).
     pub election: Option<leader::Election>,
+    /// Kinds integrated by configuration (`--integrations`).
+    pub integrations: Vec<Integration>,
 }
 
 /// Starts a reflector for `K` and returns its store.
@@ -67,6 +73,7 @@ where
 /// Runs until SIGINT/SIGTERM.
 pub async fn run(options: Options) -> anyhow::Result<()> {
     let client = options.client;
+    let integrations: Vec<Arc<Integration>> = options.integrations.into_iter().map(Arc::new).collect();
     let metrics = Arc::new(Metrics::default());
     let queues = QueueCache {
         local_queues: cache(Api::<LocalQueue>::all(client.clone())),
@@ -82,6 +89,7 @@ pub async fn run(options: Options) -> anyhow::Result<()> {
         metrics: metrics.clone(),
         authorizer: Arc::new(ApiAuthorizer::new(client.clone(), kinds.clone())),
         ready: Default::default(),
+        integrations: integrations.clone(),
     });
 
     let (stop_tx, stop_rx) = watch::channel(false);
@@ -153,6 +161,7 @@ pub async fn run(options: Options) -> anyhow::Result<()> {
             ctx.clone(),
         )
         .for_each(|_| async {});
+    let reconciled_configured = reconciled.clone();
     let labelled = || watcher::Config::default().labels(WRAPPED_JOB_LABEL);
     let wrapped_jobs = Controller::new(Api::<WrappedJob>::all(client.clone()), watcher::Config::default())
         .owns(Api::<Workload>::all(client.clone()), watcher::Config::default())
@@ -181,16 +190,53 @@ pub async fn run(options: Options) -> anyhow::Result<()> {
             ctx.clone(),
         )
         .for_each(|_| async {});
+    let configured_jobs = futures::future::join_all(integrations.iter().map(|integration| {
+        let resource = integration.api_resource();
+        let kind = integration.gvk().kind;
+        info!(%kind, "integrated by configuration");
+        let (integration, reconciled) = (integration.clone(), reconciled_configured.clone());
+        Controller::new_with(
+            Api::<DynamicObject>::all_with(client.clone(), &resource),
+            watcher::Config::default(),
+            resource,
+        )
+        .owns(Api::<Workload>::all(client.clone()), watcher::Config::default())
+        .graceful_shutdown_on(stopped(stop_rx.clone()))
+        .run(
+            move |job: Arc<DynamicObject>, ctx: Arc<Context>| {
+                let (integration, reconciled) = (integration.clone(), reconciled.clone());
+                async move {
+                    let started = Instant::now();
+                    let result = declarative::controller::reconcile(&job, &integration, &ctx).await;
+                    reconciled(CONFIGURED, &result, started);
+                    result
+                }
+            },
+            error_policy,
+            ctx.clone(),
+        )
+        .for_each(|_| async {})
+    }));
+    let orphan_kinds: Vec<ApiResource> =
+        [ApiResource::erase::<ExternalJob>(&()), ApiResource::erase::<WrappedJob>(&())]
+            .into_iter()
+            .chain(integrations.iter().map(|i| i.api_resource()))
+            .collect();
     let orphans = Controller::new(Api::<Workload>::all(client.clone()), watcher::Config::default())
         .graceful_shutdown_on(stopped(stop_rx.clone()))
         .run(
-            |wl: Arc<Workload>, ctx: Arc<Context>| async move {
-                // Only a Workload being deleted can have lost its job for good.
-                if wl.metadata.deletion_timestamp.is_none() {
-                    return Ok(Action::await_change());
+            move |wl: Arc<Workload>, ctx: Arc<Context>| {
+                let orphan_kinds = orphan_kinds.clone();
+                async move {
+                    // Only a Workload being deleted can have lost its job for good.
+                    if wl.metadata.deletion_timestamp.is_none() {
+                        return Ok(Action::await_change());
+                    }
+                    for kind in &orphan_kinds {
+                        reconciler::finalize_orphan(&wl, &ctx.client, kind).await?;
+                    }
+                    Ok(Action::await_change())
                 }
-                reconciler::finalize_orphan::<ExternalJob>(&wl, &ctx.client).await?;
-                reconciler::finalize_orphan::<WrappedJob>(&wl, &ctx.client).await
             },
             error_policy,
             ctx,
@@ -206,7 +252,7 @@ pub async fn run(options: Options) -> anyhow::Result<()> {
         Ok::<_, std::io::Error>(())
     };
     let outcome = tokio::select! {
-        _ = async { tokio::join!(external_jobs, wrapped_jobs, orphans) } => Ok(()),
+        _ = async { tokio::join!(external_jobs, wrapped_jobs, configured_jobs, orphans) } => Ok(()),
         result = signal => { info!("shutting down"); result.map_err(anyhow::Error::from) }
         // Another replica may already be writing: stop at once, as controller-runtime does.
         _ = lease_lost => Err(anyhow::anyhow!("lost the {} Lease; exiting so another replica leads", leader::LEASE)),

@@ -21,9 +21,13 @@ use super::metrics::Metrics;
 use super::queues::QueueCache;
 use crate::api::external_job::ExternalJob;
 use crate::api::wrapped_job::WrappedJob;
+use crate::integrations::declarative::ConfiguredJob;
+use crate::integrations::declarative::config::Integration;
 use crate::integrations::wrapped_job::authz::Authorizer;
 use crate::jobframework::reconciler::Config;
-use crate::manifests::{MUTATE_EXTERNAL_JOB, MUTATE_WRAPPED_JOB, VALIDATE_EXTERNAL_JOB, VALIDATE_WRAPPED_JOB};
+use crate::manifests::{
+    MUTATE_EXTERNAL_JOB, MUTATE_WRAPPED_JOB, VALIDATE_EXTERNAL_JOB, VALIDATE_WRAPPED_JOB, webhook_path,
+};
 
 /// Largest AdmissionReview accepted; the API server caps objects at 1.5 MiB (etcd's limit).
 pub const MAX_BODY_BYTES: usize = 3 * 1024 * 1024;
@@ -36,14 +40,26 @@ pub struct ServerState {
     pub authorizer: Arc<dyn Authorizer>,
     /// Set once the caches the webhook answers from have synced.
     pub ready: AtomicBool,
+    /// Kinds integrated by configuration, each with its own webhook paths.
+    pub integrations: Vec<Arc<Integration>>,
 }
 
 pub fn router(state: Arc<ServerState>) -> Router {
-    Router::new()
+    let mut router = Router::new()
         .route(MUTATE_EXTERNAL_JOB, webhook::<ExternalJob>(Hook::Mutate))
         .route(VALIDATE_EXTERNAL_JOB, webhook::<ExternalJob>(Hook::Validate))
         .route(MUTATE_WRAPPED_JOB, webhook::<WrappedJob>(Hook::Mutate))
-        .route(VALIDATE_WRAPPED_JOB, webhook::<WrappedJob>(Hook::Validate))
+        .route(VALIDATE_WRAPPED_JOB, webhook::<WrappedJob>(Hook::Validate));
+    for integration in &state.integrations {
+        let gvk = integration.gvk();
+        router = router
+            .route(&webhook_path(Hook::Mutate, &gvk), webhook_for::<ConfiguredJob>(Hook::Mutate, integration.clone()))
+            .route(
+                &webhook_path(Hook::Validate, &gvk),
+                webhook_for::<ConfiguredJob>(Hook::Validate, integration.clone()),
+            );
+    }
+    router
         .route("/healthz", get(|| async { "ok" }))
         .route("/readyz", get(readyz))
         .route("/metrics", get(metrics))
@@ -63,16 +79,22 @@ async fn metrics(State(state): State<Arc<ServerState>>) -> String {
     state.metrics.encode()
 }
 
-/// The route of one admission webhook of kind `K`.
-fn webhook<K: JobWebhook>(hook: Hook) -> MethodRouter<Arc<ServerState>> {
-    post(
-        move |State(state): State<Arc<ServerState>>, body: Bytes| async move { review::<K>(&state, &body, hook).await },
-    )
+/// The route of one admission webhook of a compiled-in kind `K`.
+fn webhook<K: JobWebhook<Kind = ()>>(hook: Hook) -> MethodRouter<Arc<ServerState>> {
+    webhook_for::<K>(hook, ())
+}
+
+/// The route of one admission webhook of kind `K`, described by `kind`.
+fn webhook_for<K: JobWebhook>(hook: Hook, kind: K::Kind) -> MethodRouter<Arc<ServerState>> {
+    post(move |State(state): State<Arc<ServerState>>, body: Bytes| {
+        let kind = kind.clone();
+        async move { review::<K>(&state, &kind, &body, hook).await }
+    })
 }
 
 /// Decodes an AdmissionReview, answers it as `K`, and records the verdict. A body that is not
 /// an AdmissionReview gets a 400: there is no request UID to answer to.
-async fn review<K: JobWebhook>(state: &ServerState, body: &[u8], hook: Hook) -> Response {
+async fn review<K: JobWebhook>(state: &ServerState, kind: &K::Kind, body: &[u8], hook: Hook) -> Response {
     let started = Instant::now();
     let review: AdmissionReview<DynamicObject> = match serde_json::from_slice(body) {
         Ok(review) => review,
@@ -84,7 +106,7 @@ async fn review<K: JobWebhook>(state: &ServerState, body: &[u8], hook: Hook) -> 
             return (StatusCode::BAD_REQUEST, format!("AdmissionReview without a request: {err}")).into_response();
         }
     };
-    let response = admission::answer::<K>(hook, state, &request).await;
+    let response = admission::answer::<K>(hook, state, kind, &request).await;
     let operation = match request.operation {
         Operation::Create => "CREATE",
         Operation::Update => "UPDATE",
@@ -132,6 +154,7 @@ mod tests {
             metrics: Arc::new(Metrics::default()),
             authorizer,
             ready: AtomicBool::new(ready),
+            integrations: Vec::new(),
         })
     }
 

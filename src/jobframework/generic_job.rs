@@ -4,10 +4,10 @@
 use std::fmt::Debug;
 
 use k8s_openapi::NamespaceResourceScope;
-use kube::api::GroupVersionKind;
+use k8s_openapi::api::core::v1::ObjectReference;
+use kube::api::{ApiResource, GroupVersionKind};
 use kube::{Resource, ResourceExt};
 use serde::Serialize;
-use serde::de::DeserializeOwned;
 
 use super::podset::{PodSetInfo, PodSetInfoError};
 use crate::api::kueue::{PodSet, QUEUE_NAME_LABEL};
@@ -20,20 +20,16 @@ pub struct Finished {
 }
 
 /// A job kind Kueue admits through a Workload. Mutating methods change the object in memory;
-/// the reconciler writes it back.
+/// the reconciler writes it back as it serializes. Kinds compiled in and kinds described by
+/// configuration alike, so the kind is asked of the job rather than of its type.
 pub trait GenericJob:
-    Resource<DynamicType = (), Scope = NamespaceResourceScope>
-    + Clone
-    + Debug
-    + PartialEq
-    + Serialize
-    + DeserializeOwned
-    + Send
-    + Sync
-    + 'static
+    Resource<Scope = NamespaceResourceScope> + Clone + Debug + PartialEq + Serialize + Send + Sync + 'static
 {
     /// Group, version and kind (names the Workload and matches its owner).
-    fn gvk() -> GroupVersionKind;
+    fn gvk(&self) -> GroupVersionKind;
+
+    /// Where the kind is served (the reconciler writes the job back through it).
+    fn api_resource(&self) -> ApiResource;
 
     fn is_suspended(&self) -> bool;
 
@@ -69,5 +65,19 @@ pub trait GenericJob:
     /// The queue the job asked for.
     fn queue_name(&self) -> Option<String> {
         self.labels().get(QUEUE_NAME_LABEL).cloned()
+    }
+}
+
+/// A reference to `job` for events.
+pub fn object_reference<J: GenericJob>(job: &J) -> ObjectReference {
+    let resource = job.api_resource();
+    ObjectReference {
+        api_version: Some(resource.api_version),
+        kind: Some(resource.kind),
+        name: job.meta().name.clone(),
+        namespace: job.namespace(),
+        uid: job.uid(),
+        resource_version: job.resource_version(),
+        field_path: None,
     }
 }

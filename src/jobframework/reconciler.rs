@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
 
-use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams};
+use kube::api::{Api, ApiResource, DeleteParams, DynamicObject, Patch, PatchParams, PostParams};
 use kube::runtime::controller::Action;
 use kube::runtime::events::{Event, EventType, Recorder};
 use kube::runtime::reflector::Store;
@@ -14,7 +14,7 @@ use kube::{Client, ResourceExt};
 use serde_json::json;
 use tracing::{debug, info};
 
-use super::generic_job::GenericJob;
+use super::generic_job::{GenericJob, object_reference};
 use super::podset::{self, Assignment, CheckUpdate, Flavor, PodSetInfo, PodSetInfoError};
 use super::{status, workload};
 use crate::api::condition::{self, Condition};
@@ -60,6 +60,12 @@ pub enum Error {
     },
     #[error("waiting for prebuilt Workload {0}")]
     PrebuiltWorkloadNotFound(String),
+    #[error("cannot encode job {name}: {source}")]
+    Encode {
+        name: String,
+        #[source]
+        source: serde_json::Error,
+    },
     #[error("removed {0} Workload(s) that did not match the job; a new pass creates the right one")]
     RemovedNonMatching(usize),
 }
@@ -79,6 +85,28 @@ fn kube_err(action: &'static str, kind: &'static str, name: impl Into<String>) -
 /// Requeue while waiting on something no watch tells us about (pods going away, prebuilt Workloads).
 const WAIT: Duration = Duration::from_secs(2);
 
+/// Writes a job back whole (an update, so a concurrent change is a conflict, not lost), through
+/// the dynamic API: a configured kind has no Rust type to read it back into.
+pub struct JobWriter {
+    api: Api<DynamicObject>,
+}
+
+impl JobWriter {
+    fn for_job<J: GenericJob>(job: &J, client: &Client) -> JobWriter {
+        let namespace = job.namespace().unwrap_or_default();
+        JobWriter { api: Api::namespaced_with(client.clone(), &namespace, &job.api_resource()) }
+    }
+
+    async fn replace<J: GenericJob>(&self, job: &J, action: &'static str) -> Result<(), Error> {
+        let name = job.name_any();
+        let object: DynamicObject = serde_json::to_value(job)
+            .and_then(serde_json::from_value)
+            .map_err(|source| Error::Encode { name: name.clone(), source })?;
+        self.api.replace(&name, &PostParams::default(), &object).await.map_err(kube_err(action, "job", name))?;
+        Ok(())
+    }
+}
+
 /// Reconciles one job. Idempotent: every step reads the state it acts on, so a restart or a
 /// retry after a conflict redoes nothing that was done.
 pub async fn reconcile<J: GenericJob>(job: &J, ctx: &Context) -> Result<Action, Error> {
@@ -86,7 +114,7 @@ pub async fn reconcile<J: GenericJob>(job: &J, ctx: &Context) -> Result<Action, 
     if job.queue_name().is_none() && prebuilt.is_none() && !ctx.config.manage_jobs_without_queue_name {
         return Ok(Action::await_change());
     }
-    let jobs: Api<J> = Api::namespaced(ctx.client.clone(), &job.namespace().unwrap_or_default());
+    let jobs = JobWriter::for_job(job, &ctx.client);
     let workloads: Api<Workload> = Api::namespaced(ctx.client.clone(), &job.namespace().unwrap_or_default());
 
     let Some(wl) = ensure_one_workload(job, ctx, &jobs, &workloads, prebuilt.as_deref()).await? else {
@@ -162,7 +190,7 @@ pub async fn reconcile<J: GenericJob>(job: &J, ctx: &Context) -> Result<Action, 
 async fn ensure_one_workload<J: GenericJob>(
     job: &J,
     ctx: &Context,
-    jobs: &Api<J>,
+    jobs: &JobWriter,
     workloads: &Api<Workload>,
     prebuilt: Option<&str>,
 ) -> Result<Option<Workload>, Error> {
@@ -262,7 +290,7 @@ async fn update_to_match<J: GenericJob>(
 async fn handle_job_with_no_workload<J: GenericJob>(
     job: &J,
     ctx: &Context,
-    jobs: &Api<J>,
+    jobs: &JobWriter,
     workloads: &Api<Workload>,
     prebuilt: Option<&str>,
 ) -> Result<Action, Error> {
@@ -327,7 +355,7 @@ async fn resolve_priority<J: GenericJob>(job: &J, client: &Client) -> Result<Opt
 async fn start_job<J: GenericJob>(
     job: &J,
     ctx: &Context,
-    jobs: &Api<J>,
+    jobs: &JobWriter,
     workloads: &Api<Workload>,
     wl: &Workload,
 ) -> Result<(), Error> {
@@ -340,11 +368,7 @@ async fn start_job<J: GenericJob>(
         return patch_conditions(workloads, wl, with_condition(wl, failed), None).await;
     }
     if &started != job {
-        jobs.replace(&job.name_any(), &PostParams::default(), &started).await.map_err(kube_err(
-            "start",
-            "job",
-            job.name_any(),
-        ))?;
+        jobs.replace(&started, "start").await?;
         let queue = wl.admission().map(|a| a.cluster_queue.clone()).unwrap_or_default();
         publish(ctx, job, EventType::Normal, "Started", format!("Admitted by clusterQueue {queue}")).await;
     }
@@ -412,7 +436,7 @@ async fn admission_infos(ctx: &Context, wl: &Workload) -> Result<Result<Vec<PodS
 async fn stop_job<J: GenericJob>(
     job: &J,
     ctx: &Context,
-    jobs: &Api<J>,
+    jobs: &JobWriter,
     wl: Option<&Workload>,
     reason: &str,
 ) -> Result<(), Error> {
@@ -426,11 +450,7 @@ async fn stop_job<J: GenericJob>(
     if &stopped == job {
         return Ok(());
     }
-    jobs.replace(&job.name_any(), &PostParams::default(), &stopped).await.map_err(kube_err(
-        "stop",
-        "job",
-        job.name_any(),
-    ))?;
+    jobs.replace(&stopped, "stop").await?;
     publish(ctx, job, EventType::Normal, "Stopped", reason.to_string()).await;
     Ok(())
 }
@@ -481,18 +501,22 @@ async fn remove_finalizer(workloads: &Api<Workload>, wl: &Workload) -> Result<()
     }
 }
 
-/// Releases Workloads of this kind whose job is gone (Kueue's `FinalizeOrphanedWorkload`):
-/// without the job nothing else would ever remove their finalizer.
-pub async fn finalize_orphan<J: GenericJob>(wl: &Workload, client: &Client) -> Result<Action, Error> {
-    let gvk = J::gvk();
-    let Some(owner) = wl.owner_references().iter().find(|o| o.controller == Some(true) && o.kind == gvk.kind) else {
+/// Releases Workloads of the kind `resource` whose job is gone (Kueue's
+/// `FinalizeOrphanedWorkload`): without the job nothing else would ever remove their finalizer.
+pub async fn finalize_orphan(wl: &Workload, client: &Client, resource: &ApiResource) -> Result<Action, Error> {
+    let Some(owner) = wl
+        .owner_references()
+        .iter()
+        .find(|o| o.controller == Some(true) && o.kind == resource.kind && o.api_version == resource.api_version)
+    else {
         return Ok(Action::await_change());
     };
     let namespace = wl.namespace().unwrap_or_default();
-    let jobs: Api<J> = Api::namespaced(client.clone(), &namespace);
-    let job = jobs.get_opt(&owner.name).await.map_err(kube_err("get", "job", owner.name.clone()))?;
-    let orphaned =
-        job.is_none_or(|j| j.uid().as_deref() != Some(owner.uid.as_str()) || j.meta().deletion_timestamp.is_some());
+    let jobs: Api<DynamicObject> = Api::namespaced_with(client.clone(), &namespace, resource);
+    let job = jobs.get_metadata_opt(&owner.name).await.map_err(kube_err("get", "job", owner.name.clone()))?;
+    let orphaned = job.is_none_or(|j| {
+        j.metadata.uid.as_deref() != Some(owner.uid.as_str()) || j.metadata.deletion_timestamp.is_some()
+    });
     if !orphaned {
         return Ok(Action::await_change());
     }
@@ -508,7 +532,7 @@ pub async fn finalize_orphan<J: GenericJob>(wl: &Workload, client: &Client) -> R
 /// Publishes an event about `job`; a failure to publish never fails a reconcile.
 pub async fn publish<J: GenericJob>(ctx: &Context, job: &J, type_: EventType, reason: &str, note: String) {
     let event = Event { type_, reason: reason.into(), note: Some(note), action: reason.into(), secondary: None };
-    if let Err(err) = ctx.recorder.publish(&event, &job.object_ref(&())).await {
+    if let Err(err) = ctx.recorder.publish(&event, &object_reference(job)).await {
         debug!(%err, "could not publish event");
     }
 }

@@ -9,6 +9,13 @@ use super::generic_job::GenericJob;
 use super::reconciler::Config;
 use crate::api::kueue::{MULTIKUEUE_CONTROLLER, QUEUE_NAME_LABEL};
 
+/// Which admission a webhook path answers.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Hook {
+    Mutate,
+    Validate,
+}
+
 /// One rejected field, as the API server words it: `path: message`.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct FieldError {

@@ -17,13 +17,13 @@ use crate::api::kueue::{
 
 /// The Workload name Kueue would give this job.
 pub fn name_for<J: GenericJob>(job: &J) -> String {
-    let gvk = J::gvk();
+    let gvk = job.gvk();
     workload_name(&gvk.kind, &gvk.group, &job.name_any(), job.uid().as_deref().unwrap_or_default())
 }
 
 /// The controller reference a Workload carries to its job.
 pub fn owner_reference<J: GenericJob>(job: &J) -> OwnerReference {
-    let gvk = J::gvk();
+    let gvk = job.gvk();
     OwnerReference {
         api_version: if gvk.group.is_empty() { gvk.version.clone() } else { format!("{}/{}", gvk.group, gvk.version) },
         kind: gvk.kind,

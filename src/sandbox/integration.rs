@@ -9,6 +9,7 @@ use kube::Client;
 
 use super::kubeconfig::{self, Credentials, Entry};
 use super::layout::Layout;
+use crate::integrations::declarative::config::{Integration, IntegrationConfig};
 use crate::kube_util::{self, ApplyError};
 use crate::manifests::{self, Endpoint};
 
@@ -41,16 +42,27 @@ pub async fn install_definitions(client: &Client) -> Result<(), ApplyError> {
     Ok(())
 }
 
-/// Applies our manifests and writes the controller's kubeconfig and serving certificate.
-pub async fn install(client: &Client, layout: &Layout) -> Result<(), InstallError> {
+/// Applies our manifests and writes the controller's kubeconfig, serving certificate and, with
+/// kinds integrated by configuration, its integrations file.
+pub async fn install(client: &Client, layout: &Layout, integrations: &[Integration]) -> Result<(), InstallError> {
     install_definitions(client).await?;
+    for obj in manifests::configured_rbac(integrations) {
+        kube_util::apply(client, &obj).await?;
+    }
     let ca_pem = std::fs::read_to_string(&layout.pki.ca_cert).map_err(io(&layout.pki.ca_cert))?;
     let endpoint = Endpoint::Url {
         base: format!("https://127.0.0.1:{}", layout.ports.controller),
         ca_bundle_b64: &kubeconfig::b64(&ca_pem),
     };
-    for obj in manifests::webhooks(&endpoint) {
+    for obj in manifests::webhooks(&endpoint).into_iter().chain(manifests::configured_webhooks(&endpoint, integrations))
+    {
         kube_util::apply(client, &obj).await?;
+    }
+    if !integrations.is_empty() {
+        let path = layout.integrations_file();
+        let config = IntegrationConfig::new(integrations.to_vec());
+        let text = serde_saphyr::to_string(&config).map_err(|e| io(&path)(std::io::Error::other(e)))?;
+        std::fs::write(&path, text).map_err(io(&path))?;
     }
 
     let token =

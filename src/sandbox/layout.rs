@@ -88,21 +88,32 @@ impl Layout {
         self.dir.join("kueue-ext")
     }
 
+    /// The controller's integrations file, written at install when kinds are configured.
+    pub fn integrations_file(&self) -> PathBuf {
+        self.controller_dir().join("integrations.yaml")
+    }
+
     /// This project's controller and webhook, run as its ServiceAccount.
     pub fn controller(&self) -> ComponentSpec {
         let dir = self.controller_dir();
+        let integrations = self.integrations_file();
         ComponentSpec {
             name: "kueue-ext-controller",
             program: self.self_exe.clone(),
-            args: vec![
-                "controller".into(),
-                flag("kubeconfig", path(&dir.join("kubeconfig"))),
-                flag("listen", format!("127.0.0.1:{}", self.ports.controller)),
-                flag("cert-dir", path(&dir.join("certs"))),
-                flag("log-format", "json"),
-                "--leader-elect".into(),
-                "-v".into(),
-            ],
+            args: integrations
+                .exists()
+                .then(|| flag("integrations", path(&integrations)))
+                .into_iter()
+                .chain([
+                    "controller".into(),
+                    flag("kubeconfig", path(&dir.join("kubeconfig"))),
+                    flag("listen", format!("127.0.0.1:{}", self.ports.controller)),
+                    flag("cert-dir", path(&dir.join("certs"))),
+                    flag("log-format", "json"),
+                    "--leader-elect".into(),
+                    "-v".into(),
+                ])
+                .collect(),
             probe: Probe::Https { port: self.ports.controller, path: "/readyz".into() },
         }
     }

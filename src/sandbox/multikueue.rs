@@ -8,6 +8,7 @@ use serde_json::{Value, json};
 
 use super::kubeconfig::{self, Credentials, Entry};
 use super::kueue::manifests::NAMESPACE;
+use crate::integrations::declarative::config::Integration;
 use crate::kube_util::{self, ApplyError};
 use crate::manifests::WRAPPABLE;
 
@@ -27,7 +28,7 @@ const ALL_VERBS: [&str; 7] = ["create", "update", "patch", "delete", "get", "lis
 /// create (and only create) the kinds a WrappedJob wraps: the worker's webhook checks that the
 /// creator of a WrappedJob copy could create its components, as it checked the submitter on the
 /// manager.
-pub fn worker_role_rules() -> Value {
+pub fn worker_role_rules(integrations: &[Integration]) -> Value {
     let mut rules = vec![
         json!({"apiGroups": ["kueue.x-k8s.io"], "resources": ["workloads"], "verbs": ALL_VERBS}),
         json!({"apiGroups": ["kueue.x-k8s.io"], "resources": ["workloads/status"], "verbs": ["get", "patch", "update"]}),
@@ -40,13 +41,19 @@ pub fn worker_role_rules() -> Value {
     for (group, resource) in WRAPPABLE {
         rules.push(json!({"apiGroups": [group], "resources": [resource], "verbs": ["create"]}));
     }
+    for integration in integrations {
+        let group = integration.gvk().group;
+        let resource = &integration.resource;
+        rules.push(json!({"apiGroups": [group], "resources": [resource], "verbs": ALL_VERBS}));
+        rules.push(json!({"apiGroups": [group], "resources": [format!("{resource}/status")], "verbs": ["get"]}));
+    }
     Value::Array(rules)
 }
 
-fn worker_rbac() -> Vec<Value> {
+fn worker_rbac(integrations: &[Integration]) -> Vec<Value> {
     vec![
         json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole",
-               "metadata": {"name": ROLE}, "rules": worker_role_rules()}),
+               "metadata": {"name": ROLE}, "rules": worker_role_rules(integrations)}),
         json!({"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": SERVICE_ACCOUNT, "namespace": NAMESPACE}}),
         json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding",
                "metadata": {"name": ROLE},
@@ -89,9 +96,9 @@ pub fn secret_name(worker: &str) -> String {
 }
 
 /// Creates the worker credentials and the manager objects that use them.
-pub async fn wire(manager: &Client, workers: &[Worker<'_>]) -> Result<(), WiringError> {
+pub async fn wire(manager: &Client, workers: &[Worker<'_>], integrations: &[Integration]) -> Result<(), WiringError> {
     for worker in workers {
-        let kubeconfig = worker_kubeconfig(worker).await?;
+        let kubeconfig = worker_kubeconfig(worker, integrations).await?;
         for obj in manager_objects_for(worker.name, &kubeconfig) {
             kube_util::apply(manager, &obj).await.map_err(WiringError::Manager)?;
         }
@@ -103,8 +110,8 @@ pub async fn wire(manager: &Client, workers: &[Worker<'_>]) -> Result<(), Wiring
     Ok(())
 }
 
-async fn worker_kubeconfig(worker: &Worker<'_>) -> Result<String, WiringError> {
-    for obj in worker_rbac() {
+async fn worker_kubeconfig(worker: &Worker<'_>, integrations: &[Integration]) -> Result<String, WiringError> {
+    for obj in worker_rbac(integrations) {
         kube_util::apply(worker.client, &obj)
             .await
             .map_err(|source| WiringError::Apply { worker: worker.name.to_string(), source })?;
@@ -157,7 +164,7 @@ mod tests {
 
     #[test]
     fn worker_role_is_least_privilege() {
-        let rules = worker_role_rules();
+        let rules = worker_role_rules(&[]);
         for rule in rules.as_array().unwrap() {
             for field in ["apiGroups", "resources", "verbs"] {
                 assert!(!rule[field].as_array().unwrap().contains(&json!("*")), "no wildcard {field}: {rule}");
@@ -265,7 +272,7 @@ fn untyped(client: &Client, kind: &str, plural: &str) -> Api<kube::api::DynamicO
 /// What a worker must have for MultiKueue to mirror every integrated kind there: the CRDs, and
 /// each rule of the MultiKueue role granted to its ServiceAccount. Kueue itself only reports an
 /// inactive cluster; this names what is missing.
-pub async fn preflight(worker: &str, client: &Client) -> Vec<String> {
+pub async fn preflight(worker: &str, client: &Client, integrations: &[Integration]) -> Vec<String> {
     use k8s_openapi::api::authorization::v1::{ResourceAttributes, SubjectAccessReview, SubjectAccessReviewSpec};
     use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 
@@ -279,9 +286,16 @@ pub async fn preflight(worker: &str, client: &Client) -> Vec<String> {
             Err(e) => problems.push(format!("{worker}: cannot read CustomResourceDefinition {name}: {e}")),
         }
     }
+    for integration in integrations {
+        let jobs: Api<kube::api::DynamicObject> = Api::all_with(client.clone(), &integration.api_resource());
+        if let Err(e) = jobs.list_metadata(&kube::api::ListParams::default().limit(1)).await {
+            problems
+                .push(format!("{worker}: {} ({}) is not served there: {e}", integration.kind, integration.resource));
+        }
+    }
     let reviews: Api<SubjectAccessReview> = Api::all(client.clone());
     let user = format!("system:serviceaccount:{NAMESPACE}:{SERVICE_ACCOUNT}");
-    let rules = worker_role_rules();
+    let rules = worker_role_rules(integrations);
     let checks = rules.as_array().into_iter().flatten().flat_map(|rule| {
         let group = rule["apiGroups"][0].as_str().unwrap_or_default().to_string();
         let resources: Vec<String> =

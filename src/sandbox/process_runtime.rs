@@ -167,11 +167,14 @@ async fn start_cluster(
             kube_util::apply(&client, &node).await.map_err(|e| SandboxError::step(name, "creating kwok nodes", e))?;
         }
     }
-    let created = kueue::install(&client, layout, &toolchain.kueue_components(), plan.multikueue_manager)
-        .await
-        .map_err(|e| SandboxError::step(name, "installing Kueue", e))?;
+    let created =
+        kueue::install(&client, layout, &toolchain.kueue_components(), plan.multikueue_manager, &plan.integrations)
+            .await
+            .map_err(|e| SandboxError::step(name, "installing Kueue", e))?;
     recorder.add_external_files(created)?;
-    integration::install(&client, layout).await.map_err(|e| SandboxError::step(name, "installing kueue-ext", e))?;
+    integration::install(&client, layout, &plan.integrations)
+        .await
+        .map_err(|e| SandboxError::step(name, "installing kueue-ext", e))?;
     // Kueue and our controller need only the API server; they start side by side.
     started.push(launcher.start(&layout.kueue())?);
     started.push(launcher.start(&layout.controller())?);

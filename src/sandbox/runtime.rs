@@ -3,6 +3,9 @@
 //! MultiKueue wiring, default queues, the user's kubeconfig, the state record, `status` and
 //! `down` — is shared code that calls only this trait.
 
+use std::sync::Arc;
+
+use crate::integrations::declarative::config::Integration;
 use std::future::Future;
 
 use serde::{Deserialize, Serialize};
@@ -44,6 +47,8 @@ pub struct ClusterPlan {
     pub nodes: Option<NodePool>,
     /// Whether its Kueue runs MultiKueue for workers.
     pub multikueue_manager: bool,
+    /// Kinds integrated by configuration, on every cluster.
+    pub integrations: Arc<[Integration]>,
 }
 
 impl ClusterPlan {
@@ -56,6 +61,7 @@ impl ClusterPlan {
             fixed_api_port: api_server_port,
             nodes: (workers == 0).then(|| nodes.clone()),
             multikueue_manager: workers > 0,
+            integrations: Arc::from([]),
         }];
         for i in 1..=workers {
             plans.push(ClusterPlan {
@@ -64,6 +70,7 @@ impl ClusterPlan {
                 fixed_api_port: None,
                 nodes: Some(nodes.clone()),
                 multikueue_manager: false,
+                integrations: Arc::from([]),
             });
         }
         plans

@@ -2,6 +2,7 @@
 //! side, wire MultiKueue between them, create the default queues, write the kubeconfig.
 
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use futures::future::try_join_all;
@@ -17,6 +18,7 @@ use super::runtime::{ClusterPlan, ClusterRuntime, RuntimeKind, StartedCluster};
 use super::state::{Phase, Role, SandboxState};
 use super::toolchain;
 use super::{KUBECONFIG_FILE, context_name, multikueue, queues, status};
+use crate::integrations::declarative::config::Integration;
 use crate::kube_util;
 
 #[derive(Clone, Debug)]
@@ -35,6 +37,8 @@ pub struct UpOptions {
     pub runtime: Option<RuntimeKind>,
     /// Settings of the kind runtime.
     pub kind: KindOptions,
+    /// Kinds integrated by configuration (`--integrations`), on every cluster.
+    pub integrations: Vec<Integration>,
 }
 
 #[derive(Debug)]
@@ -62,6 +66,9 @@ pub async fn up(options: &UpOptions, progress: &Progress) -> Result<UpOutcome, S
         (RuntimeKind::Kind, Some(program)) => {
             if !options.component_args.is_empty() {
                 return Err(SandboxError::Usage("--component-arg applies to the process runtime only".into()));
+            }
+            if !options.integrations.is_empty() {
+                return Err(SandboxError::Usage("--integrations applies to the process runtime only, for now".into()));
             }
             let plans = ClusterPlan::all(options.workers, &options.nodes, options.api_server_port);
             let cache = toolchain::cache_root().join("kind");
@@ -142,7 +149,11 @@ async fn start_all(
     recorder: &Recorder,
     progress: &Progress,
 ) -> Result<(), SandboxError> {
-    let plans = ClusterPlan::all(options.workers, &options.nodes, options.api_server_port);
+    let integrations: Arc<[Integration]> = options.integrations.clone().into();
+    let mut plans = ClusterPlan::all(options.workers, &options.nodes, options.api_server_port);
+    for plan in &mut plans {
+        plan.integrations = integrations.clone();
+    }
     // Clusters do not depend on each other: start them side by side.
     let started = try_join_all(plans.iter().map(|plan| runtime.start_cluster(plan, recorder, progress))).await?;
     let step = progress.step(if options.workers > 0 { "MultiKueue and default queues" } else { "default queues" });
@@ -173,12 +184,12 @@ async fn connect_clusters(options: &UpOptions, started: &[StartedCluster]) -> Re
                 ca_pem: &w.admin.ca_pem,
             })
             .collect();
-        multikueue::wire(&manager.client, &remote)
+        multikueue::wire(&manager.client, &remote, &options.integrations)
             .await
             .map_err(|e| SandboxError::step("manager", "wiring MultiKueue", e))?;
         let mut problems = Vec::new();
         for worker in &workers {
-            problems.extend(multikueue::preflight(&worker.name, &worker.client).await);
+            problems.extend(multikueue::preflight(&worker.name, &worker.client, &options.integrations).await);
         }
         if !problems.is_empty() {
             return Err(SandboxError::step("manager", "MultiKueue preflight", problems.join("; ")));

@@ -4,7 +4,7 @@ pub mod controller;
 pub mod pods;
 pub mod webhook;
 
-use kube::api::GroupVersionKind;
+use kube::api::{ApiResource, GroupVersionKind};
 
 use crate::api::condition;
 use crate::api::external_job::ExternalJob;
@@ -19,8 +19,12 @@ pub const RUNNING: &str = "Running";
 pub const SUSPENDED: &str = "Suspended";
 
 impl GenericJob for ExternalJob {
-    fn gvk() -> GroupVersionKind {
+    fn gvk(&self) -> GroupVersionKind {
         GroupVersionKind::gvk(crate::api::GROUP, crate::api::VERSION, "ExternalJob")
+    }
+
+    fn api_resource(&self) -> ApiResource {
+        ApiResource::erase::<ExternalJob>(&())
     }
 
     fn is_suspended(&self) -> bool {

@@ -11,7 +11,7 @@ pub mod settings;
 pub mod webhook;
 
 use kube::ResourceExt;
-use kube::api::GroupVersionKind;
+use kube::api::{ApiResource, GroupVersionKind};
 
 use crate::api::kueue::PodSet;
 use crate::api::wrapped_job::{ComponentPodSetInfo, PODS_READY, Phase, QUOTA_RESERVED, RESOURCES_DEPLOYED, WrappedJob};
@@ -19,8 +19,12 @@ use crate::jobframework::generic_job::{Finished, GenericJob};
 use crate::jobframework::podset::{PodSetInfo, PodSetInfoError};
 
 impl GenericJob for WrappedJob {
-    fn gvk() -> GroupVersionKind {
+    fn gvk(&self) -> GroupVersionKind {
         GroupVersionKind::gvk(crate::api::GROUP, crate::api::VERSION, "WrappedJob")
+    }
+
+    fn api_resource(&self) -> ApiResource {
+        ApiResource::erase::<WrappedJob>(&())
     }
 
     fn is_suspended(&self) -> bool {

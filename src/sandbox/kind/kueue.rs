@@ -82,7 +82,7 @@ pub fn configured(release: &[Value], multikueue_manager: bool) -> Result<Vec<Val
     let text = config_map["data"][CONFIG_KEY].as_str().ok_or(format!("ConfigMap {CONFIG_MAP} has no {CONFIG_KEY}"))?;
     let mut config: Value =
         serde_saphyr::from_str(text).map_err(|e| format!("ConfigMap {CONFIG_MAP}, {CONFIG_KEY}: {e}"))?;
-    configure_for_sandbox(&mut config, multikueue_manager);
+    configure_for_sandbox(&mut config, multikueue_manager, &[]);
     config_map["data"][CONFIG_KEY] = json!(serde_saphyr::to_string(&config).map_err(|e| e.to_string())?);
     Ok(docs)
 }

@@ -12,8 +12,9 @@ use serde_json::{Value, json};
 use super::fsutil::write_private;
 use super::kubeconfig::{self, Credentials, Entry};
 use super::layout::Layout;
+use crate::integrations::declarative::config::Integration;
 use crate::kube_util;
-use crate::manifests::EXTERNAL_FRAMEWORKS;
+use crate::manifests::external_frameworks;
 
 /// Kueue reads its metrics serving certificate from this fixed path whenever its internal
 /// certificate management is off, even with metrics disabled (cmd/kueue/main.go in v0.19).
@@ -58,7 +59,7 @@ fn io(path: &Path) -> impl FnOnce(std::io::Error) -> KueueError + '_ {
 }
 
 /// Kueue's Configuration for one process-runtime cluster.
-pub fn configuration(layout: &Layout, multikueue_manager: bool) -> Value {
+pub fn configuration(layout: &Layout, multikueue_manager: bool, integrations: &[Integration]) -> Value {
     let mut config = json!({
         "apiVersion": "config.kueue.x-k8s.io/v1beta2",
         "kind": "Configuration",
@@ -80,21 +81,38 @@ pub fn configuration(layout: &Layout, multikueue_manager: bool) -> Value {
         "clientConnection": {"qps": 300, "burst": 500},
         "integrations": {"frameworks": ["batch/job"]},
     });
-    configure_for_sandbox(&mut config, multikueue_manager);
+    configure_for_sandbox(&mut config, multikueue_manager, integrations);
     config
 }
 
 /// What every sandbox's Kueue is told, whatever runs it: our kinds as external frameworks (and
 /// MultiKueue's generic adapter for them, which is gated), and on a manager of workers
 /// MultiKueue with sandbox timings.
-pub fn configure_for_sandbox(config: &mut Value, multikueue_manager: bool) {
-    config["integrations"]["externalFrameworks"] = json!(EXTERNAL_FRAMEWORKS);
+pub fn configure_for_sandbox(config: &mut Value, multikueue_manager: bool, integrations: &[Integration]) {
+    let frameworks = external_frameworks(integrations);
+    config["integrations"]["externalFrameworks"] = json!(frameworks);
+    // A kind configured here replaces Kueue's built-in integration of it: one owner per kind.
+    if let Some(built_in) = config["integrations"]["frameworks"].as_array_mut() {
+        built_in.retain(|name| {
+            let kind = name.as_str().and_then(built_in_kind);
+            kind.is_none_or(|kind| !integrations.iter().any(|i| i.kind == kind))
+        });
+    }
     config["featureGates"]["MultiKueueAdaptersForCustomJobs"] = json!(true);
     if multikueue_manager {
         // Short timings suit a sandbox: a lost worker is given up on after 30s (default 15m),
         // and orphaned remote objects are collected every 30s (default 1m).
-        let external: Vec<Value> = EXTERNAL_FRAMEWORKS.iter().map(|name| json!({"name": name})).collect();
+        let external: Vec<Value> = frameworks.iter().map(|name| json!({"name": name})).collect();
         config["multiKueue"] = json!({"gcInterval": "30s", "workerLostTimeout": "30s", "externalFrameworks": external});
+    }
+}
+
+/// The kind (`Kind.version.group`) of one of Kueue's built-in frameworks a sandbox enables.
+fn built_in_kind(framework: &str) -> Option<&'static str> {
+    match framework {
+        "batch/job" => Some("Job.v1.batch"),
+        "jobset.x-k8s.io/jobset" => Some("JobSet.v1alpha2.jobset.x-k8s.io"),
+        _ => None,
     }
 }
 
@@ -105,6 +123,7 @@ pub async fn install(
     layout: &Layout,
     components: &Path,
     multikueue_manager: bool,
+    integrations: &[Integration],
 ) -> Result<Vec<PathBuf>, KueueError> {
     kube_util::apply_crds(client, &manifests::crds(components)?).await?;
     let namespace = json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": manifests::NAMESPACE}});
@@ -135,7 +154,7 @@ pub async fn install(
     let kubeconfig_path = dir.join("kubeconfig");
     kubeconfig::write(&kubeconfig_path, &kubeconfig::render(&[entry])).map_err(io(&kubeconfig_path))?;
     let config_path = dir.join("config.yaml");
-    let config = serde_saphyr::to_string(&configuration(layout, multikueue_manager))
+    let config = serde_saphyr::to_string(&configuration(layout, multikueue_manager, integrations))
         .map_err(|e| io(&config_path)(std::io::Error::other(e)))?;
     std::fs::write(&config_path, config).map_err(io(&config_path))?;
     let certs = dir.join("certs");

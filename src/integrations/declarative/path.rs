@@ -1,0 +1,197 @@
+//! Field paths into an object, written as the API server writes field errors:
+//! `spec.template`, `spec.tasks[0].replicas`, `metadata.annotations[example.com/pods]`.
+//! A bracket holds an array index, or a map key that contains dots.
+
+use std::fmt;
+
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
+use serde_json::{Map, Value};
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+enum Segment {
+    Key(String),
+    Index(usize),
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct FieldPath {
+    text: String,
+    segments: Vec<Segment>,
+}
+
+impl FieldPath {
+    pub fn parse(text: &str) -> Result<FieldPath, String> {
+        let mut segments = Vec::new();
+        let mut rest = text;
+        let bad = |why: &str| Err(format!("{text:?} is not a field path: {why}"));
+        if rest.is_empty() {
+            return bad("it is empty");
+        }
+        while !rest.is_empty() {
+            if let Some(inner) = rest.strip_prefix('[') {
+                let Some(end) = inner.find(']') else { return bad("a '[' is not closed") };
+                let key = &inner[..end];
+                if key.is_empty() {
+                    return bad("empty brackets");
+                }
+                segments.push(match key.parse::<usize>() {
+                    Ok(index) => Segment::Index(index),
+                    Err(_) => Segment::Key(key.to_string()),
+                });
+                rest = &inner[end + 1..];
+                rest = rest.strip_prefix('.').unwrap_or(rest);
+                continue;
+            }
+            let end = rest.find(['.', '[']).unwrap_or(rest.len());
+            let key = &rest[..end];
+            if key.is_empty() {
+                return bad("an empty name between dots");
+            }
+            segments.push(Segment::Key(key.to_string()));
+            rest = &rest[end..];
+            if let Some(after) = rest.strip_prefix('.') {
+                if after.is_empty() {
+                    return bad("it ends with a dot");
+                }
+                rest = after;
+            }
+        }
+        Ok(FieldPath { text: text.to_string(), segments })
+    }
+
+    /// The path below `self` (for fields of one entry of a list).
+    pub fn join(&self, below: &FieldPath) -> FieldPath {
+        let mut segments = self.segments.clone();
+        segments.extend(below.segments.iter().cloned());
+        FieldPath { text: format!("{}.{}", self.text, below.text), segments }
+    }
+
+    /// The path to entry `index` of the list at `self`.
+    pub fn index(&self, index: usize) -> FieldPath {
+        let mut segments = self.segments.clone();
+        segments.push(Segment::Index(index));
+        FieldPath { text: format!("{}[{index}]", self.text), segments }
+    }
+
+    /// True when the path starts at `spec` (what a job's owner may change).
+    pub fn in_spec(&self) -> bool {
+        self.segments.first() == Some(&Segment::Key("spec".into()))
+    }
+
+    pub fn get<'a>(&self, object: &'a Value) -> Option<&'a Value> {
+        self.segments.iter().try_fold(object, |value, segment| match segment {
+            Segment::Key(key) => value.get(key),
+            Segment::Index(index) => value.get(index),
+        })
+    }
+
+    /// Sets the field, creating the maps on the way; fails where a list entry is missing or
+    /// something that is not a map is in the way.
+    pub fn set(&self, object: &mut Value, new: Value) -> Result<(), String> {
+        let (last, parents) = self.segments.split_last().expect("a parsed path has a segment");
+        let mut value = object;
+        for segment in parents {
+            value = match segment {
+                Segment::Key(key) => {
+                    let map = as_map(value, &self.text)?;
+                    map.entry(key.clone()).or_insert_with(|| Value::Object(Map::new()))
+                }
+                Segment::Index(index) => {
+                    value.get_mut(index).ok_or_else(|| format!("{}: no entry {index}", self.text))?
+                }
+            };
+            if value.is_null() {
+                *value = Value::Object(Map::new());
+            }
+        }
+        match last {
+            Segment::Key(key) => {
+                as_map(value, &self.text)?.insert(key.clone(), new);
+            }
+            Segment::Index(index) => {
+                *value.get_mut(index).ok_or_else(|| format!("{}: no entry {index}", self.text))? = new;
+            }
+        }
+        Ok(())
+    }
+
+    /// Removes the field if it is there.
+    pub fn remove(&self, object: &mut Value) {
+        let (last, parents) = self.segments.split_last().expect("a parsed path has a segment");
+        let parent = parents.iter().try_fold(object, |value, segment| match segment {
+            Segment::Key(key) => value.get_mut(key),
+            Segment::Index(index) => value.get_mut(index),
+        });
+        if let (Some(Value::Object(map)), Segment::Key(key)) = (parent, last) {
+            map.remove(key);
+        }
+    }
+}
+
+fn as_map<'a>(value: &'a mut Value, path: &str) -> Result<&'a mut Map<String, Value>, String> {
+    value.as_object_mut().ok_or_else(|| format!("{path}: something that is not an object is in the way"))
+}
+
+impl fmt::Display for FieldPath {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.text)
+    }
+}
+
+impl Serialize for FieldPath {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.serialize_str(&self.text)
+    }
+}
+
+impl<'de> Deserialize<'de> for FieldPath {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let text = String::deserialize(deserializer)?;
+        FieldPath::parse(&text).map_err(serde::de::Error::custom)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    fn path(text: &str) -> FieldPath {
+        FieldPath::parse(text).unwrap()
+    }
+
+    #[test]
+    fn paths_read_dots_indexes_and_bracketed_keys() {
+        let object =
+            json!({"spec": {"tasks": [{"replicas": 3}]}, "metadata": {"annotations": {"example.com/pods": "4"}}});
+        assert_eq!(path("spec.tasks[0].replicas").get(&object), Some(&json!(3)));
+        assert_eq!(path("metadata.annotations[example.com/pods]").get(&object), Some(&json!("4")));
+        assert_eq!(path("spec.tasks[1].replicas").get(&object), None);
+        assert_eq!(path("spec.tasks").index(0).join(&path("replicas")).get(&object), Some(&json!(3)));
+        assert_eq!(path("spec.tasks").index(0).join(&path("replicas")).to_string(), "spec.tasks[0].replicas");
+    }
+
+    #[test]
+    fn malformed_paths_say_why() {
+        for (bad, why) in
+            [("", "empty"), ("spec..x", "empty name"), ("spec.", "ends with a dot"), ("a[b", "not closed")]
+        {
+            let err = FieldPath::parse(bad).unwrap_err();
+            assert!(err.contains(why), "{bad}: {err}");
+        }
+    }
+
+    #[test]
+    fn set_creates_maps_and_remove_is_quiet() {
+        let mut object = json!({"spec": {"x": null}});
+        path("spec.x.y").set(&mut object, json!(true)).unwrap();
+        path("spec.status").set(&mut object, json!("Pending")).unwrap();
+        assert_eq!(object, json!({"spec": {"x": {"y": true}, "status": "Pending"}}));
+        path("spec.status").remove(&mut object);
+        path("spec.nothing.here").remove(&mut object);
+        assert_eq!(object, json!({"spec": {"x": {"y": true}}}));
+        assert!(path("spec.x.y.z").set(&mut object, json!(1)).unwrap_err().contains("not an object"));
+        assert!(path("spec.list[2]").set(&mut json!({"spec": {"list": []}}), json!(1)).is_err());
+    }
+}

@@ -1,0 +1,247 @@
+//! A configured kind driven through the `GenericJob` contract, from the sample integrations
+//! files: batch Job (a boolean suspend and one templated pod set) and a PipelineRun-shaped kind
+//! (a suspend value and a synthetic pod set from annotations).
+
+use std::sync::Arc;
+
+use serde_json::{Value, json};
+
+use super::ConfiguredJob;
+use super::config::{Integration, IntegrationConfig};
+use crate::jobframework::generic_job::GenericJob;
+use crate::jobframework::podset::PodSetInfo;
+
+fn integration(file: &str, text: &str) -> Arc<Integration> {
+    let config = IntegrationConfig::parse(file, text).unwrap();
+    Arc::new(config.integrations.into_iter().next().unwrap())
+}
+
+fn job_kind() -> Arc<Integration> {
+    integration("job-integration.yaml", include_str!("../../../samples/third-party/job-integration.yaml"))
+}
+
+fn pipeline_kind() -> Arc<Integration> {
+    integration(
+        "pipelinerun-integration.yaml",
+        include_str!("../../../samples/third-party/pipelinerun-integration.yaml"),
+    )
+}
+
+fn batch_job() -> Value {
+    json!({
+        "apiVersion": "batch/v1", "kind": "Job",
+        "metadata": {"name": "j", "namespace": "default", "uid": "u1", "labels": {"kueue.x-k8s.io/queue-name": "q"}},
+        "spec": {
+            "parallelism": 2, "completions": 2, "suspend": true,
+            "template": {
+                "metadata": {"annotations": {"kueue-ext.dev/run-duration": "5s"}},
+                "spec": {"restartPolicy": "Never", "containers": [{"name": "main", "image": "x", "resources": {"requests": {"cpu": "1"}}}]},
+            },
+            "futureField": {"kept": true},
+        },
+    })
+}
+
+fn pipeline_run() -> Value {
+    json!({
+        "apiVersion": "tekton.dev/v1", "kind": "PipelineRun",
+        "metadata": {"name": "p", "namespace": "default", "uid": "u2", "labels": {"kueue.x-k8s.io/queue-name": "q"},
+                     "annotations": {"kueue-ext.dev/pod-requests": "cpu=1,memory=2Gi", "kueue-ext.dev/pod-count": "3"}},
+        "spec": {"pipelineRef": {"name": "build"}},
+    })
+}
+
+fn info(name: &str, count: i32) -> PodSetInfo {
+    PodSetInfo {
+        name: name.into(),
+        count,
+        node_selector: [("flavor".to_string(), "fast".to_string())].into(),
+        labels: [("kueue.x-k8s.io/podset".to_string(), name.to_string())].into(),
+        ..PodSetInfo::default()
+    }
+}
+
+#[test]
+fn a_configured_job_starts_with_the_admission_and_stops_back_to_its_templates() {
+    let mut job = ConfiguredJob::new(batch_job(), job_kind()).unwrap();
+    assert!(job.is_suspended());
+    let pod_sets = job.pod_sets();
+    assert_eq!((pod_sets.len(), pod_sets[0].name.as_str(), pod_sets[0].count), (1, "main", 2));
+    let recorded = pod_sets[0].template.clone();
+
+    job.run_with_pod_sets_info(&[info("main", 1)]).unwrap();
+    assert!(!job.is_suspended());
+    let object = serde_json::to_value(&job).unwrap();
+    assert_eq!(object["spec"]["suspend"], false);
+    assert_eq!(object["spec"]["parallelism"], 1, "partial admission sets the count");
+    assert_eq!(object["spec"]["template"]["spec"]["nodeSelector"], json!({"flavor": "fast"}));
+    assert_eq!(object["spec"]["template"]["metadata"]["labels"]["kueue.x-k8s.io/podset"], "main");
+    assert_eq!(object["spec"]["futureField"], json!({"kept": true}), "fields the framework does not know survive");
+
+    job.suspend();
+    let infos = crate::jobframework::podset::infos_from_templates(&[("main".into(), 2, recorded)]);
+    assert!(job.restore_pod_sets_info(&infos));
+    let mut expected = batch_job();
+    expected["spec"]["template"]["spec"]["nodeSelector"] = Value::Null;
+    let object = serde_json::to_value(&job).unwrap();
+    assert_eq!(object["spec"]["parallelism"], 2);
+    assert!(object["spec"]["template"]["spec"].get("nodeSelector").is_none(), "{object}");
+    assert!(object["spec"]["template"]["metadata"].get("labels").is_none(), "{object}");
+    assert!(!job.restore_pod_sets_info(&infos), "restoring twice changes nothing");
+}
+
+#[test]
+fn a_configured_job_reports_its_end_activity_and_readiness_from_its_status() {
+    let mut object = batch_job();
+    object["spec"]["suspend"] = json!(false);
+    object["status"] = json!({"active": 2, "ready": 1});
+    let job = ConfiguredJob::new(object.clone(), job_kind()).unwrap();
+    assert!(job.is_active());
+    assert!(!job.pods_ready(), "1 of 2 pods ready");
+    object["status"] = json!({"active": 2, "ready": 2});
+    assert!(ConfiguredJob::new(object.clone(), job_kind()).unwrap().pods_ready());
+    assert_eq!(ConfiguredJob::new(object.clone(), job_kind()).unwrap().finished(), None);
+
+    object["status"] =
+        json!({"succeeded": 2, "conditions": [{"type": "Complete", "status": "True", "message": "done"}]});
+    let finished = ConfiguredJob::new(object.clone(), job_kind()).unwrap().finished().unwrap();
+    assert!(finished.success);
+    assert_eq!(finished.message, "done");
+    object["status"] = json!({"conditions": [{"type": "Failed", "status": "True", "reason": "BackoffLimitExceeded"}]});
+    assert!(!ConfiguredJob::new(object, job_kind()).unwrap().finished().unwrap().success);
+}
+
+#[test]
+fn managed_by_is_read_and_set_where_the_kind_keeps_it() {
+    let mut job = ConfiguredJob::new(batch_job(), job_kind()).unwrap();
+    assert_eq!(job.managed_by(), None);
+    job.set_managed_by("kueue.x-k8s.io/multikueue");
+    assert_eq!(job.managed_by(), Some("kueue.x-k8s.io/multikueue"));
+    assert_eq!(serde_json::to_value(&job).unwrap()["spec"]["managedBy"], "kueue.x-k8s.io/multikueue");
+    let mut pipeline = ConfiguredJob::new(pipeline_run(), pipeline_kind()).unwrap();
+    pipeline.set_managed_by("kueue.x-k8s.io/multikueue");
+    assert_eq!(pipeline.managed_by(), None, "a kind without the field ignores it");
+}
+
+#[test]
+fn a_suspend_value_is_set_then_removed_and_annotations_make_a_synthetic_pod_set() {
+    let mut run = ConfiguredJob::new(pipeline_run(), pipeline_kind()).unwrap();
+    assert!(!run.is_suspended());
+    run.suspend();
+    assert_eq!(serde_json::to_value(&run).unwrap()["spec"]["status"], "PipelineRunPending");
+    assert!(run.is_suspended());
+
+    let pod_sets = run.pod_sets();
+    assert_eq!((pod_sets[0].name.as_str(), pod_sets[0].count), ("tasks", 3));
+    let requests =
+        pod_sets[0].template.spec.as_ref().unwrap().containers[0].resources.clone().unwrap().requests.unwrap();
+    assert_eq!(requests["cpu"].0, "1");
+    assert_eq!(requests["memory"].0, "2Gi");
+
+    run.run_with_pod_sets_info(&[info("tasks", 3)]).unwrap();
+    let object = serde_json::to_value(&run).unwrap();
+    assert!(object["spec"].get("status").is_none(), "running removes the field: {object}");
+    assert_eq!(
+        object["metadata"]["annotations"]["kueue-ext.dev/pod-count"], "3",
+        "a count outside spec is not written"
+    );
+
+    let mut finished = pipeline_run();
+    finished["status"] = json!({"conditions": [{"type": "Succeeded", "status": "Unknown"}]});
+    let running = ConfiguredJob::new(finished.clone(), pipeline_kind()).unwrap();
+    assert!(running.is_active());
+    assert_eq!(running.finished(), None);
+    finished["status"] = json!({"conditions": [{"type": "Succeeded", "status": "False", "message": "task 2 failed"}]});
+    let failed = ConfiguredJob::new(finished, pipeline_kind()).unwrap().finished().unwrap();
+    assert_eq!((failed.success, failed.message.as_str()), (false, "task 2 failed"));
+}
+
+#[test]
+fn pod_sets_from_a_list_are_one_per_entry() {
+    let kind = integration(
+        "list.yaml",
+        "apiVersion: kueue-ext.dev/v1alpha1\nkind: IntegrationConfig\nintegrations:\n- kind: Batch.v1.example.com\n  resource: batches\n  suspend: {path: spec.suspend}\n  podSets: [{each: spec.groups, nameFrom: name, template: template, count: replicas}]\n  finished: {succeeded: {condition: Done}, failed: {condition: Failed}}\n",
+    );
+    let template = json!({"spec": {"containers": [{"name": "c", "image": "x"}]}});
+    let object = json!({
+        "apiVersion": "example.com/v1", "kind": "Batch", "metadata": {"name": "b", "namespace": "default"},
+        "spec": {"groups": [{"name": "driver", "template": template}, {"name": "workers", "replicas": 4, "template": template}]},
+    });
+    let job = ConfiguredJob::new(object, kind).unwrap();
+    let pod_sets: Vec<(String, i32)> = job.pod_sets().into_iter().map(|p| (p.name, p.count)).collect();
+    assert_eq!(pod_sets, [("driver".to_string(), 1), ("workers".to_string(), 4)]);
+    let mut started = job.clone();
+    started.run_with_pod_sets_info(&[info("driver", 1), info("workers", 2)]).unwrap();
+    let object = serde_json::to_value(&started).unwrap();
+    assert_eq!(object["spec"]["groups"][1]["replicas"], 2);
+    assert!(object["spec"]["groups"][0].get("replicas").is_none(), "a default count of 1 is not written");
+    assert_eq!(object["spec"]["groups"][1]["template"]["spec"]["nodeSelector"]["flavor"], "fast");
+}
+
+#[test]
+fn mistakes_in_the_integrations_file_name_the_file_and_field() {
+    let base = "apiVersion: kueue-ext.dev/v1alpha1\nkind: IntegrationConfig\nintegrations:\n- kind: Job.v1.batch\n  resource: jobs\n";
+    let tail = "  finished: {succeeded: {condition: Complete}, failed: {condition: Failed}}\n";
+    for (body, field, words) in [
+        (
+            "  suspend: {path: spec.suspend}\n  podSets: [{name: main, template: spec.template}]\n  finished: {succeeded: {condition: Complete}}\n",
+            "integrations[0].finished",
+            "failed",
+        ),
+        (
+            "  suspend: {path: status.suspended}\n  podSets: [{name: main, template: spec.template}]\n",
+            "integrations[0].suspend.path",
+            "field of spec",
+        ),
+        (
+            "  suspend: {path: spec.suspend}\n  podSets: [{name: Main, template: spec.template}]\n",
+            "integrations[0].podSets[0].name",
+            "lower case",
+        ),
+        (
+            "  suspend: {path: spec.suspend}\n  podSets: [{name: main}]\n",
+            "integrations[0].podSets[0].template",
+            "either `template`",
+        ),
+        (
+            "  suspend: {path: spec.suspend}\n  podSets: [{name: main, template: spec.template, replicas: spec.x}]\n",
+            "integrations[0].podSets[0]",
+            "unknown field `replicas`",
+        ),
+        (
+            "  suspend: {path: spec.suspend}\n  podSets: [{each: spec.groups, template: template}]\n",
+            "integrations[0].podSets[0].nameFrom",
+            "`each` needs",
+        ),
+        (
+            "  suspend: {path: spec.suspend}\n  podSets: [{name: main, template: spec..template}]\n",
+            "integrations[0].podSets[0].template",
+            "empty name",
+        ),
+        (
+            "  suspend: {path: spec.suspend}\n  podSets: [{name: main, template: spec.template}]\n  active: {condition: Running, sum: [status.active]}\n",
+            "integrations[0].active",
+            "exactly one",
+        ),
+        (
+            "  suspend: {path: spec.suspend}\n  podSets: [{name: main, template: spec.template}]\n  podsReady: {sum: [status.ready], atLeast: all}\n",
+            "integrations[0].podsReady.atLeast",
+            "`pods`",
+        ),
+    ] {
+        let text = if body.contains("finished") { format!("{base}{body}") } else { format!("{base}{body}{tail}") };
+        let err = IntegrationConfig::parse("bad.yaml", &text).unwrap_err();
+        assert_eq!(err.file, "bad.yaml");
+        assert!(err.field.starts_with(field), "{field}: {err}");
+        assert!(err.message.contains(words), "{words}: {err}");
+    }
+    let wrong_kind = IntegrationConfig::parse("bad.yaml", "apiVersion: v1\nkind: ConfigMap\n").unwrap_err();
+    assert_eq!(wrong_kind.field, "kind");
+    let twice = format!(
+        "{base}  suspend: {{path: spec.suspend}}\n  podSets: [{{name: main, template: spec.template}}]\n{tail}"
+    );
+    let not_gvk = IntegrationConfig::parse("bad.yaml", &twice.replace("Job.v1.batch", "jobs.batch")).unwrap_err();
+    assert!(not_gvk.message.contains("Kind.version.group"), "{not_gvk}");
+    let twice = format!("{twice}{}", twice.split_once("integrations:\n").unwrap().1);
+    assert!(IntegrationConfig::parse("bad.yaml", &twice).unwrap_err().message.contains("listed twice"));
+}

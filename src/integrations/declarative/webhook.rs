@@ -1,0 +1,100 @@
+//! Admission rules of a configured kind: the framework's defaults and checks, plus what the
+//! reconciler relies on — pod sets it can read, and templates that stay put while running.
+
+use std::collections::BTreeSet;
+
+use super::ConfiguredJob;
+use super::probe::number;
+use crate::api::external_job::MAX_POD_SETS;
+use crate::jobframework::generic_job::GenericJob;
+use crate::jobframework::reconciler::Config;
+use crate::jobframework::webhook::{self, FieldError, QueueLookup, dns1123_label};
+
+pub fn default(job: &mut ConfiguredJob, config: &Config, queues: &dyn QueueLookup) {
+    webhook::default_suspend(job, config);
+    webhook::default_managed_by(job, queues);
+}
+
+pub fn validate_create(job: &ConfiguredJob) -> Vec<FieldError> {
+    let mut errors = webhook::validate_on_create(job);
+    if job.queue_name().is_some() {
+        errors.extend(validate_pod_sets(job));
+    }
+    errors
+}
+
+pub fn validate_update(old: &ConfiguredJob, new: &ConfiguredJob) -> Vec<FieldError> {
+    let mut errors = webhook::validate_on_update(old, new);
+    if new.queue_name().is_some() {
+        errors.extend(validate_pod_sets(new));
+    }
+    // Starting injects the admission and stopping restores it; in between the pods run with
+    // what was admitted.
+    if !old.is_suspended() && !new.is_suspended() && old.pod_sets() != new.pod_sets() {
+        errors.push(FieldError::new(
+            pod_set_fields(new),
+            "Forbidden: pod templates and counts are immutable while the job runs",
+        ));
+    }
+    errors
+}
+
+/// Every pod set resolves to a name, a template (or requests) and a count Kueue can admit.
+fn validate_pod_sets(job: &ConfiguredJob) -> Vec<FieldError> {
+    let mut errors = Vec::new();
+    let resolved = job.resolve_pod_sets();
+    let mut names = BTreeSet::new();
+    for pod_set in &resolved {
+        let pod_set = match pod_set {
+            Ok(pod_set) => pod_set,
+            Err((path, message)) => {
+                errors.push(FieldError::new(path.clone(), message.clone()));
+                continue;
+            }
+        };
+        if let Err(why) = dns1123_label(&pod_set.name) {
+            errors.push(FieldError::invalid(format!("podSet {:?}", pod_set.name), &pod_set.name, &why));
+        } else if !names.insert(pod_set.name.clone()) {
+            errors.push(FieldError::new(
+                format!("podSet {:?}", pod_set.name),
+                "Duplicate value: pod set names must differ",
+            ));
+        }
+        if let Err(message) = job.template(pod_set) {
+            let (path, message) = message.split_once(": ").unwrap_or(("", &message));
+            errors.push(FieldError::new(path, message));
+        }
+        for (path, minimum) in [(&pod_set.count, 1), (&pod_set.min_count, 1)] {
+            let Some(path) = path else { continue };
+            match path.get(job.object()) {
+                None => {}
+                Some(value) => match number(value) {
+                    Some(n) if n >= minimum && n <= i64::from(i32::MAX) => {}
+                    _ => errors.push(FieldError::invalid(
+                        path.to_string(),
+                        &value.to_string(),
+                        "must be a whole number, at least 1",
+                    )),
+                },
+            }
+        }
+    }
+    if resolved.len() > MAX_POD_SETS {
+        errors.push(FieldError::invalid(
+            pod_set_fields(job),
+            &format!("{} pod sets", resolved.len()),
+            &format!("must have 1 to {MAX_POD_SETS} pod sets"),
+        ));
+    }
+    errors
+}
+
+/// Where the kind keeps its pod sets, for messages about all of them.
+fn pod_set_fields(job: &ConfiguredJob) -> String {
+    let rules = &job.integration().pod_sets;
+    let paths: Vec<String> = rules
+        .iter()
+        .filter_map(|r| r.each.as_ref().or(r.template.as_ref()).or(r.requests.as_ref()).map(ToString::to_string))
+        .collect();
+    paths.join(", ")
+}
