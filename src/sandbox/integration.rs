@@ -58,12 +58,6 @@ pub async fn install(client: &Client, layout: &Layout, integrations: &[Integrati
     {
         kube_util::apply(client, &obj).await?;
     }
-    if !integrations.is_empty() {
-        let path = layout.integrations_file();
-        let config = IntegrationConfig::new(integrations.to_vec());
-        let text = serde_saphyr::to_string(&config).map_err(|e| io(&path)(std::io::Error::other(e)))?;
-        std::fs::write(&path, text).map_err(io(&path))?;
-    }
 
     let token =
         kube_util::service_account_token(client, manifests::NAMESPACE, manifests::SERVICE_ACCOUNT, TOKEN_SECONDS)
@@ -80,5 +74,12 @@ pub async fn install(client: &Client, layout: &Layout, integrations: &[Integrati
     kubeconfig::write(&path, &kubeconfig::render(&[entry])).map_err(io(&path))?;
     let certs = dir.join("certs");
     layout.pki.copy_serving_pair(&certs).map_err(io(&certs))?;
+    if !integrations.is_empty() {
+        let path = layout.integrations_file();
+        let config = IntegrationConfig::new(integrations.to_vec());
+        let text = serde_saphyr::to_string(&config).map_err(|e| io(&path)(std::io::Error::other(e)))?;
+        std::fs::create_dir_all(&dir).map_err(io(&dir))?;
+        std::fs::write(&path, text).map_err(io(&path))?;
+    }
     Ok(())
 }

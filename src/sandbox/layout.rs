@@ -100,20 +100,18 @@ impl Layout {
         ComponentSpec {
             name: "kueue-ext-controller",
             program: self.self_exe.clone(),
-            args: integrations
-                .exists()
-                .then(|| flag("integrations", path(&integrations)))
-                .into_iter()
-                .chain([
-                    "controller".into(),
-                    flag("kubeconfig", path(&dir.join("kubeconfig"))),
-                    flag("listen", format!("127.0.0.1:{}", self.ports.controller)),
-                    flag("cert-dir", path(&dir.join("certs"))),
-                    flag("log-format", "json"),
-                    "--leader-elect".into(),
-                    "-v".into(),
-                ])
-                .collect(),
+            args: [
+                "controller".into(),
+                flag("kubeconfig", path(&dir.join("kubeconfig"))),
+                flag("listen", format!("127.0.0.1:{}", self.ports.controller)),
+                flag("cert-dir", path(&dir.join("certs"))),
+                flag("log-format", "json"),
+                "--leader-elect".into(),
+                "-v".into(),
+            ]
+            .into_iter()
+            .chain(integrations.exists().then(|| flag("integrations", path(&integrations))))
+            .collect(),
             probe: Probe::Https { port: self.ports.controller, path: "/readyz".into() },
         }
     }

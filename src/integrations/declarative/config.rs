@@ -59,6 +59,25 @@ pub struct Integration {
     /// True once every pod runs ready or has succeeded; without it, once the job runs.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub pods_ready: Option<Probe>,
+    #[serde(default, skip_serializing_if = "MultiKueueRule::is_empty")]
+    pub multi_kueue: MultiKueueRule,
+}
+
+/// What MultiKueue's copy of a job on a worker must not keep. Kueue's generic adapter copies the
+/// spec verbatim, including fields the manager's API server generated for the original (a
+/// Job's selector and its controller-uid labels), which the worker's API server would refuse;
+/// the worker's webhook removes them so its API server generates its own.
+#[derive(Clone, Debug, Default, PartialEq, Deserialize, Serialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct MultiKueueRule {
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub remove_from_copies: Vec<FieldPath>,
+}
+
+impl MultiKueueRule {
+    fn is_empty(&self) -> bool {
+        self.remove_from_copies.is_empty()
+    }
 }
 
 /// How the kind is held back: a boolean field (`path` alone), or a field with one value for
@@ -234,6 +253,11 @@ impl Integration {
             && !path.in_spec()
         {
             return Err(("managedBy".into(), "must be a field of spec".into()));
+        }
+        for (i, path) in self.multi_kueue.remove_from_copies.iter().enumerate() {
+            if !path.in_spec() {
+                return Err((format!("multiKueue.removeFromCopies[{i}]"), "must be a field of spec".into()));
+            }
         }
         for (field, probe) in [
             ("finished.succeeded", Some(&self.finished.succeeded)),

@@ -21,7 +21,7 @@ use kube::api::{ApiResource, GroupVersionKind};
 use serde::{Serialize, Serializer};
 use serde_json::Value;
 
-use crate::api::kueue::PodSet;
+use crate::api::kueue::{MULTIKUEUE_ORIGIN_LABEL, PodSet};
 use crate::jobframework::generic_job::{Finished, GenericJob};
 use crate::jobframework::podset::{self, PodSetInfo, PodSetInfoError};
 use crate::jobframework::workload;
@@ -80,6 +80,22 @@ impl ConfiguredJob {
             }
         }
         out
+    }
+
+    /// True for MultiKueue's copy of a job on a worker: Kueue names the Workload it must adopt
+    /// and the manager it came from.
+    pub fn is_multikueue_copy(&self) -> bool {
+        workload::prebuilt_name(self).is_some()
+            && self.metadata.labels.as_ref().is_some_and(|l| l.contains_key(MULTIKUEUE_ORIGIN_LABEL))
+    }
+
+    /// Removes from a MultiKueue copy what it must not carry (see `MultiKueueRule`).
+    pub fn prepare_copy(&mut self) {
+        if self.is_multikueue_copy() {
+            for path in &self.integration.multi_kueue.remove_from_copies {
+                path.remove(&mut self.object);
+            }
+        }
     }
 
     fn resolved(&self) -> Vec<ResolvedPodSet> {

@@ -245,3 +245,23 @@ fn mistakes_in_the_integrations_file_name_the_file_and_field() {
     let twice = format!("{twice}{}", twice.split_once("integrations:\n").unwrap().1);
     assert!(IntegrationConfig::parse("bad.yaml", &twice).unwrap_err().message.contains("listed twice"));
 }
+
+#[test]
+fn a_multikueue_copy_loses_what_the_managers_api_server_generated() {
+    let mut object = batch_job();
+    object["spec"]["selector"] = json!({"matchLabels": {"batch.kubernetes.io/controller-uid": "u1"}});
+    object["spec"]["template"]["metadata"]["labels"] =
+        json!({"controller-uid": "u1", "batch.kubernetes.io/controller-uid": "u1", "app": "x"});
+    let mut original = ConfiguredJob::new(object.clone(), job_kind()).unwrap();
+    original.prepare_copy();
+    assert_eq!(serde_json::to_value(&original).unwrap(), object, "only copies are changed");
+
+    object["metadata"]["labels"]["kueue.x-k8s.io/prebuilt-workload-name"] = json!("job-j-1");
+    object["metadata"]["labels"]["kueue.x-k8s.io/multikueue-origin"] = json!("multikueue");
+    let mut copy = ConfiguredJob::new(object, job_kind()).unwrap();
+    assert!(copy.is_multikueue_copy());
+    copy.prepare_copy();
+    let copied = serde_json::to_value(&copy).unwrap();
+    assert!(copied["spec"].get("selector").is_none());
+    assert_eq!(copied["spec"]["template"]["metadata"]["labels"], json!({"app": "x"}));
+}

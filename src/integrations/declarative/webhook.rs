@@ -11,6 +11,7 @@ use crate::jobframework::reconciler::Config;
 use crate::jobframework::webhook::{self, FieldError, QueueLookup, dns1123_label};
 
 pub fn default(job: &mut ConfiguredJob, config: &Config, queues: &dyn QueueLookup) {
+    job.prepare_copy();
     webhook::default_suspend(job, config);
     webhook::default_managed_by(job, queues);
 }

@@ -14,6 +14,8 @@ use super::kubeconfig::{self, Credentials, Entry};
 use super::layout::Layout;
 use crate::integrations::declarative::config::Integration;
 use crate::kube_util;
+#[cfg(test)]
+use crate::manifests::EXTERNAL_FRAMEWORKS;
 use crate::manifests::external_frameworks;
 
 /// Kueue reads its metrics serving certificate from this fixed path whenever its internal
@@ -92,11 +94,17 @@ pub fn configure_for_sandbox(config: &mut Value, multikueue_manager: bool, integ
     let frameworks = external_frameworks(integrations);
     config["integrations"]["externalFrameworks"] = json!(frameworks);
     // A kind configured here replaces Kueue's built-in integration of it: one owner per kind.
+    let configured =
+        |framework: &str| built_in_kind(framework).is_some_and(|kind| integrations.iter().any(|i| i.kind == kind));
     if let Some(built_in) = config["integrations"]["frameworks"].as_array_mut() {
-        built_in.retain(|name| {
-            let kind = name.as_str().and_then(built_in_kind);
-            kind.is_none_or(|kind| !integrations.iter().any(|i| i.kind == kind))
-        });
+        built_in.retain(|name| !name.as_str().is_some_and(configured));
+        // Kueue turns an empty list into `batch/job`: keep one whose CRD a sandbox does not
+        // install (Kueue then only waits for it) and that has no MultiKueue adapter (which
+        // would need the CRD on every worker).
+        if built_in.is_empty() {
+            built_in.push(json!(IDLE_FRAMEWORK.0));
+            config["featureGates"][IDLE_FRAMEWORK.1] = json!(true);
+        }
     }
     config["featureGates"]["MultiKueueAdaptersForCustomJobs"] = json!(true);
     if multikueue_manager {
@@ -106,6 +114,9 @@ pub fn configure_for_sandbox(config: &mut Value, multikueue_manager: bool, integ
         config["multiKueue"] = json!({"gcInterval": "30s", "workerLostTimeout": "30s", "externalFrameworks": external});
     }
 }
+
+/// A built-in framework that stays idle in a sandbox, and the feature gate it needs.
+const IDLE_FRAMEWORK: (&str, &str) = ("sparkoperator.k8s.io/sparkapplication", "SparkApplicationIntegration");
 
 /// The kind (`Kind.version.group`) of one of Kueue's built-in frameworks a sandbox enables.
 fn built_in_kind(framework: &str) -> Option<&'static str> {
@@ -179,4 +190,34 @@ fn ensure_metrics_cert(layout: &Layout) -> Result<Vec<PathBuf>, KueueError> {
         write_private(to, &bytes).map_err(fail)?;
     }
     Ok([crt, key].into_iter().chain(created_dirs).collect())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::integrations::declarative::config::IntegrationConfig;
+
+    #[test]
+    fn a_configured_kind_replaces_kueues_built_in_integration_of_it() {
+        let file = include_str!("../../../samples/third-party/job-integration.yaml");
+        let integrations = IntegrationConfig::parse("job-integration.yaml", file).unwrap().integrations;
+        let mut config = json!({"integrations": {"frameworks": ["batch/job"]}});
+        configure_for_sandbox(&mut config, true, &integrations);
+        assert_eq!(
+            config["integrations"]["frameworks"],
+            json!([IDLE_FRAMEWORK.0]),
+            "never empty: Kueue would default it"
+        );
+        assert_eq!(config["featureGates"][IDLE_FRAMEWORK.1], true);
+        let external = config["integrations"]["externalFrameworks"].as_array().unwrap();
+        assert!(external.contains(&json!("Job.v1.batch")) && external.contains(&json!(EXTERNAL_FRAMEWORKS[0])));
+        assert!(
+            config["multiKueue"]["externalFrameworks"].as_array().unwrap().contains(&json!({"name": "Job.v1.batch"}))
+        );
+
+        let mut untouched = json!({"integrations": {"frameworks": ["batch/job", "jobset.x-k8s.io/jobset"]}});
+        configure_for_sandbox(&mut untouched, false, &[]);
+        assert_eq!(untouched["integrations"]["frameworks"], json!(["batch/job", "jobset.x-k8s.io/jobset"]));
+        assert!(untouched["featureGates"].get(IDLE_FRAMEWORK.1).is_none());
+    }
 }

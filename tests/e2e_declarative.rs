@@ -1,0 +1,132 @@
+//! End-to-end: batch/v1 Job integrated by configuration alone
+//! (`samples/third-party/job-integration.yaml`), with Kueue's built-in Job integration off, on
+//! one cluster and through MultiKueue. kube-controller-manager's Job controller runs the pods.
+
+mod common;
+
+use std::time::Duration;
+
+use common::{Sandbox, api, apply_yaml, batch_job, condition_is, eventually, text, workloads_owned_by};
+use k8s_openapi::api::core::v1::Pod;
+use kube::Client;
+use kube::api::{Api, ListParams};
+use kueue_ext::jobframework::naming::workload_name;
+use serde_json::Value;
+
+const INTEGRATIONS: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/samples/third-party/job-integration.yaml");
+
+async fn get_job(client: &Client, name: &str) -> Result<Value, String> {
+    let jobs = api(client, "batch/v1", "Job", "jobs", Some("default"));
+    Ok(serde_json::to_value(jobs.get(name).await.map_err(|e| e.to_string())?).unwrap())
+}
+
+async fn wait_complete(client: &Client, name: &str, timeout: Duration) -> Value {
+    eventually(&format!("Job {name} to complete"), timeout, || async {
+        let job = get_job(client, name).await?;
+        if condition_is(&job, "Complete", "True") { Ok(job) } else { Err(format!("{:#}", job["status"])) }
+    })
+    .await
+}
+
+async fn only_workload(client: &Client, uid: &str) -> Result<Value, String> {
+    match workloads_owned_by(client, "default", uid).await?.as_slice() {
+        [w] => Ok(w.clone()),
+        other => Err(format!("{} workloads: {other:?}", other.len())),
+    }
+}
+
+/// Who wrote the job's events: ours are reported by our controller.
+async fn event_reporters(client: &Client, job: &str) -> Vec<(String, String)> {
+    let events = api(client, "events.k8s.io/v1", "Event", "events", Some("default"));
+    let list = events.list(&ListParams::default()).await.unwrap();
+    list.items
+        .iter()
+        .map(|e| serde_json::to_value(e).unwrap())
+        .filter(|e| e["regarding"]["name"] == job && e["regarding"]["kind"] == "Job")
+        .map(|e| {
+            (
+                e["reportingController"].as_str().unwrap_or_default().into(),
+                e["reason"].as_str().unwrap_or_default().into(),
+            )
+        })
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_job_kind_integrated_by_configuration_runs_through_kueue_on_one_cluster() {
+    let sandbox = Sandbox::up(&["--workers", "0", "--integrations", INTEGRATIONS]);
+    let client = sandbox.client("manager").await;
+
+    let created = apply_yaml(&client, &batch_job("configured", 2, "1", "3s")).await.remove(0);
+    assert_eq!(created["spec"]["suspend"], true, "our webhook suspends a queued Job");
+    let uid = created["metadata"]["uid"].as_str().unwrap().to_string();
+    let wl = eventually("the Workload to be admitted", Duration::from_secs(60), || async {
+        let wl = only_workload(&client, &uid).await?;
+        if condition_is(&wl, "Admitted", "True") { Ok(wl) } else { Err(format!("{:#}", wl["status"])) }
+    })
+    .await;
+    assert_eq!(wl["metadata"]["name"], workload_name("Job", "batch", "configured", &uid));
+    assert_eq!(wl["spec"]["podSets"][0]["name"], "main");
+    assert_eq!(wl["spec"]["podSets"][0]["count"], 2);
+    let pods: Api<Pod> = Api::namespaced(client.clone(), "default");
+    let ran = eventually("the Job's pods", Duration::from_secs(60), || async {
+        let list = pods.list(&ListParams::default().labels(&format!("batch.kubernetes.io/controller-uid={uid}"))).await;
+        let list = list.map_err(|e| e.to_string())?;
+        if list.items.len() == 2 { Ok(list.items) } else { Err(format!("{} pods", list.items.len())) }
+    })
+    .await;
+    for pod in &ran {
+        let selector = pod.spec.as_ref().and_then(|s| s.node_selector.clone()).unwrap_or_default();
+        assert!(selector.is_empty() || selector.get("type").is_some(), "{selector:?}");
+        let labels = pod.metadata.labels.clone().unwrap_or_default();
+        assert_eq!(labels.get("kueue.x-k8s.io/podset").map(String::as_str), Some("main"), "admission labels injected");
+    }
+    wait_complete(&client, "configured", Duration::from_secs(90)).await;
+    eventually("the Workload to be Finished", Duration::from_secs(30), || async {
+        let wl = only_workload(&client, &uid).await?;
+        if condition_is(&wl, "Finished", "True") { Ok(()) } else { Err(format!("{:#}", wl["status"])) }
+    })
+    .await;
+    let reporters = event_reporters(&client, "configured").await;
+    for reason in ["CreatedWorkload", "Started"] {
+        assert!(
+            reporters.iter().any(|(by, why)| by == "kueue-ext-controller" && why == reason),
+            "our controller, not Kueue's built-in Job integration, drove the job: {reporters:?}"
+        );
+    }
+
+    // The configured kind's webhook checks what the reconciler relies on, naming the field.
+    let bad: Value =
+        serde_saphyr::from_str(&batch_job("no-pods", 1, "1", "1s").replace("parallelism: 1", "parallelism: 0"))
+            .unwrap();
+    let err = kueue_ext::kube_util::apply(&client, &bad).await.expect_err("rejected");
+    assert!(
+        err.to_string().contains("spec.parallelism: Invalid value: \"0\": must be a whole number, at least 1"),
+        "{err}"
+    );
+    let status = sandbox.run("status", &[]);
+    assert!(status.status.success(), "{}", text(&status));
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_job_kind_integrated_by_configuration_runs_on_a_worker_through_multikueue() {
+    let sandbox = Sandbox::up(&["--workers", "2", "--integrations", INTEGRATIONS]);
+    let manager = sandbox.client("manager").await;
+
+    let created = apply_yaml(&manager, &batch_job("dispatched", 2, "1", "3s")).await.remove(0);
+    assert_eq!(created["spec"]["managedBy"], "kueue.x-k8s.io/multikueue", "handed to MultiKueue at admission");
+    let uid = created["metadata"]["uid"].as_str().unwrap().to_string();
+    let done = wait_complete(&manager, "dispatched", Duration::from_secs(120)).await;
+    assert_eq!(done["status"]["succeeded"], 2, "the worker's status is copied back to the manager");
+    let wl = eventually("the manager's Workload to be Finished", Duration::from_secs(60), || async {
+        let wl = only_workload(&manager, &uid).await?;
+        if condition_is(&wl, "Finished", "True") { Ok(wl) } else { Err(format!("{:#}", wl["status"])) }
+    })
+    .await;
+    let ran_on = wl["status"]["clusterName"].as_str().unwrap_or_default().to_string();
+    assert!(ran_on.starts_with("worker"), "{:#}", wl["status"]);
+    let pods: Api<Pod> = Api::namespaced(manager.clone(), "default");
+    let on_manager =
+        pods.list(&ListParams::default().labels(&format!("batch.kubernetes.io/controller-uid={uid}"))).await;
+    assert!(on_manager.unwrap().items.is_empty(), "no pod runs on the manager");
+}
