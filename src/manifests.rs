@@ -31,6 +31,9 @@ pub const DEPLOYMENT: &str = "kueue-ext-controller";
 pub const WEBHOOK_SERVICE: &str = "kueue-ext-webhook";
 pub const WEBHOOK_CERT_SECRET: &str = "kueue-ext-webhook-cert";
 const WEBHOOK_PORT: u16 = 9443;
+const INTEGRATIONS_CONFIG_MAP: &str = "kueue-ext-integrations";
+const INTEGRATIONS_DIR: &str = "/config";
+const INTEGRATIONS_FILE: &str = "integrations.yaml";
 const CERT_DIR: &str = "/certs";
 /// The image `manifests/` names; an install replaces it with the image it built.
 pub const DEFAULT_IMAGE: &str = concat!("kueue-ext/controller:v", env!("CARGO_PKG_VERSION"));
@@ -202,6 +205,28 @@ pub fn deployment(image: &str) -> Value {
             },
         },
     })
+}
+
+/// The ConfigMap holding the controller's integrations file, and the Deployment changed to read
+/// it (`--integrations`), for an install with kinds integrated by configuration.
+pub fn integrations_config_map(file_text: &str) -> Value {
+    json!({
+        "apiVersion": "v1", "kind": "ConfigMap",
+        "metadata": {"name": INTEGRATIONS_CONFIG_MAP, "namespace": NAMESPACE},
+        "data": {INTEGRATIONS_FILE: file_text},
+    })
+}
+
+pub fn read_integrations(deployment: &mut Value) {
+    let pod = &mut deployment["spec"]["template"]["spec"];
+    let mount = json!({"name": "integrations", "mountPath": INTEGRATIONS_DIR, "readOnly": true});
+    let arg = json!(format!("--integrations={INTEGRATIONS_DIR}/{INTEGRATIONS_FILE}"));
+    if let Some(container) = pod["containers"].get_mut(0) {
+        container["args"].as_array_mut().into_iter().for_each(|args| args.push(arg.clone()));
+        container["volumeMounts"].as_array_mut().into_iter().for_each(|mounts| mounts.push(mount.clone()));
+    }
+    let volume = json!({"name": "integrations", "configMap": {"name": INTEGRATIONS_CONFIG_MAP}});
+    pod["volumes"].as_array_mut().into_iter().for_each(|volumes| volumes.push(volume.clone()));
 }
 
 /// The Service the webhook configurations call (port 443 to the container's webhook port).
@@ -412,6 +437,18 @@ mod tests {
         assert_eq!(config["caBundle"], "Q0E=");
         assert_eq!(config["service"]["name"], WEBHOOK_SERVICE);
         assert_eq!(service()["spec"]["ports"][0]["port"], config["service"]["port"]);
+    }
+
+    #[test]
+    fn a_deployment_with_integrations_mounts_and_reads_the_file() {
+        let mut deployment = deployment("example/controller:v1");
+        read_integrations(&mut deployment);
+        let pod = &deployment["spec"]["template"]["spec"];
+        let args = pod["containers"][0]["args"].as_array().unwrap();
+        assert_eq!(args.last().unwrap(), "--integrations=/config/integrations.yaml");
+        assert_eq!(pod["containers"][0]["volumeMounts"][1]["mountPath"], "/config");
+        assert_eq!(pod["volumes"][1]["configMap"]["name"], integrations_config_map("x")["metadata"]["name"]);
+        assert_eq!(integrations_config_map("x")["data"]["integrations.yaml"], "x");
     }
 
     #[test]

@@ -33,10 +33,11 @@ fn io(path: &Path) -> impl FnOnce(std::io::Error) -> InstallError + '_ {
     move |source| InstallError::Io { path: path.to_path_buf(), source }
 }
 
-/// Our CRDs, namespace, ServiceAccount and RBAC: the same on every runtime.
-pub async fn install_definitions(client: &Client) -> Result<(), ApplyError> {
+/// Our CRDs, namespace, ServiceAccount and RBAC (with what configured kinds need): the same on
+/// every runtime.
+pub async fn install_definitions(client: &Client, integrations: &[Integration]) -> Result<(), ApplyError> {
     kube_util::apply_crds(client, &manifests::crds()).await?;
-    for obj in manifests::rbac() {
+    for obj in manifests::rbac().into_iter().chain(manifests::configured_rbac(integrations)) {
         kube_util::apply(client, &obj).await?;
     }
     Ok(())
@@ -45,10 +46,7 @@ pub async fn install_definitions(client: &Client) -> Result<(), ApplyError> {
 /// Applies our manifests and writes the controller's kubeconfig, serving certificate and, with
 /// kinds integrated by configuration, its integrations file.
 pub async fn install(client: &Client, layout: &Layout, integrations: &[Integration]) -> Result<(), InstallError> {
-    install_definitions(client).await?;
-    for obj in manifests::configured_rbac(integrations) {
-        kube_util::apply(client, &obj).await?;
-    }
+    install_definitions(client, integrations).await?;
     let ca_pem = std::fs::read_to_string(&layout.pki.ca_cert).map_err(io(&layout.pki.ca_cert))?;
     let endpoint = Endpoint::Url {
         base: format!("https://127.0.0.1:{}", layout.ports.controller),

@@ -67,9 +67,6 @@ pub async fn up(options: &UpOptions, progress: &Progress) -> Result<UpOutcome, S
             if !options.component_args.is_empty() {
                 return Err(SandboxError::Usage("--component-arg applies to the process runtime only".into()));
             }
-            if !options.integrations.is_empty() {
-                return Err(SandboxError::Usage("--integrations applies to the process runtime only, for now".into()));
-            }
             let plans = ClusterPlan::all(options.workers, &options.nodes, options.api_server_port);
             let cache = toolchain::cache_root().join("kind");
             let runtime = KindRuntime::prepare(

@@ -9,6 +9,7 @@ use kube::Client;
 use serde_json::json;
 
 use super::wait;
+use crate::integrations::declarative::config::{Integration, IntegrationConfig};
 use crate::kube_util;
 use crate::manifests::{self, Endpoint};
 use crate::sandbox::kubeconfig::b64;
@@ -16,8 +17,9 @@ use crate::sandbox::pki::Pki;
 
 const READY_TIMEOUT: Duration = Duration::from_secs(180);
 
-/// Installs the controller running `image` and waits until its webhook server is ready.
-pub async fn install(client: &Client, image: &str) -> Result<(), String> {
+/// Installs the controller running `image` (reading `integrations` when there are any) and
+/// waits until its webhook server is ready.
+pub async fn install(client: &Client, image: &str, integrations: &[Integration]) -> Result<(), String> {
     let cert = Pki::service_certificate(manifests::WEBHOOK_SERVICE, &manifests::webhook_dns_names())
         .map_err(|e| format!("making the webhook certificate: {e}"))?;
     let secret = json!({
@@ -27,8 +29,17 @@ pub async fn install(client: &Client, image: &str) -> Result<(), String> {
     });
     let ca_bundle = b64(&cert.ca_pem);
     let endpoint = Endpoint::Service { ca_bundle_b64: Some(&ca_bundle) };
-    let objects =
-        [secret, manifests::deployment(image), manifests::service()].into_iter().chain(manifests::webhooks(&endpoint));
+    let mut deployment = manifests::deployment(image);
+    let mut objects = vec![secret];
+    if !integrations.is_empty() {
+        let file =
+            serde_saphyr::to_string(&IntegrationConfig::new(integrations.to_vec())).map_err(|e| e.to_string())?;
+        objects.push(manifests::integrations_config_map(&file));
+        manifests::read_integrations(&mut deployment);
+    }
+    objects.extend([deployment, manifests::service()]);
+    objects.extend(manifests::webhooks(&endpoint));
+    objects.extend(manifests::configured_webhooks(&endpoint, integrations));
     for obj in objects {
         kube_util::apply(client, &obj).await.map_err(|e| e.to_string())?;
     }

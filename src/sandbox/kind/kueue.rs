@@ -11,6 +11,7 @@ use serde_json::{Value, json};
 
 use super::error::KindError;
 use super::{download, wait};
+use crate::integrations::declarative::config::Integration;
 use crate::kube_util::{self, FIELD_MANAGER};
 use crate::sandbox::kueue::configure_for_sandbox;
 use crate::sandbox::kueue::manifests::NAMESPACE;
@@ -73,7 +74,11 @@ fn parse(bytes: &[u8], source: &str) -> Result<Vec<Value>, KindError> {
 }
 
 /// The release with its Configuration set up for a sandbox cluster.
-pub fn configured(release: &[Value], multikueue_manager: bool) -> Result<Vec<Value>, String> {
+pub fn configured(
+    release: &[Value],
+    multikueue_manager: bool,
+    integrations: &[Integration],
+) -> Result<Vec<Value>, String> {
     let mut docs = release.to_vec();
     let config_map = docs
         .iter_mut()
@@ -82,7 +87,7 @@ pub fn configured(release: &[Value], multikueue_manager: bool) -> Result<Vec<Val
     let text = config_map["data"][CONFIG_KEY].as_str().ok_or(format!("ConfigMap {CONFIG_MAP} has no {CONFIG_KEY}"))?;
     let mut config: Value =
         serde_saphyr::from_str(text).map_err(|e| format!("ConfigMap {CONFIG_MAP}, {CONFIG_KEY}: {e}"))?;
-    configure_for_sandbox(&mut config, multikueue_manager, &[]);
+    configure_for_sandbox(&mut config, multikueue_manager, integrations);
     config_map["data"][CONFIG_KEY] = json!(serde_saphyr::to_string(&config).map_err(|e| e.to_string())?);
     Ok(docs)
 }
@@ -174,14 +179,14 @@ mod tests {
     #[test]
     fn configuration_keeps_the_release_settings_and_adds_ours() {
         let docs = parse(RELEASE.as_bytes(), "f").unwrap();
-        let manager = config_of(&configured(&docs, true).unwrap());
+        let manager = config_of(&configured(&docs, true, &[]).unwrap());
         assert_eq!(manager["webhook"]["port"], 9443, "release settings stay");
         assert_eq!(manager["integrations"]["frameworks"], json!(["batch/job", "jobset.x-k8s.io/jobset"]));
         assert_eq!(manager["integrations"]["externalFrameworks"], json!(crate::manifests::EXTERNAL_FRAMEWORKS));
         assert_eq!(manager["featureGates"]["MultiKueueAdaptersForCustomJobs"], true);
         assert_eq!(manager["multiKueue"]["workerLostTimeout"], "30s");
-        let worker = config_of(&configured(&docs, false).unwrap());
+        let worker = config_of(&configured(&docs, false, &[]).unwrap());
         assert!(worker.get("multiKueue").is_none());
-        assert!(configured(&docs[..1], false).unwrap_err().contains(CONFIG_MAP));
+        assert!(configured(&docs[..1], false, &[]).unwrap_err().contains(CONFIG_MAP));
     }
 }

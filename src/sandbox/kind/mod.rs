@@ -235,16 +235,16 @@ impl<K: Kind, D: Docker> ClusterRuntime for KindRuntime<K, D> {
 
         let step = progress.step(format!("cluster {name}: Kueue {KUEUE}"));
         // Our kinds exist before Kueue starts, which is told to integrate them.
-        integration::install_definitions(&client)
+        integration::install_definitions(&client, &plan.integrations)
             .await
             .map_err(|e| SandboxError::step(name, "installing kueue-ext's CRDs and RBAC", e))?;
-        let docs = kueue::configured(&prepared.kueue, plan.multikueue_manager)
+        let docs = kueue::configured(&prepared.kueue, plan.multikueue_manager, &plan.integrations)
             .map_err(|e| SandboxError::step(name, "configuring Kueue", e))?;
         kueue::install(&client, &docs).await.map_err(|e| SandboxError::step(name, "installing Kueue", e))?;
         step.done();
 
         let step = progress.step(format!("cluster {name}: kueue-ext controller {}", prepared.image));
-        controller::install(&client, &prepared.image)
+        controller::install(&client, &prepared.image, &plan.integrations)
             .await
             .map_err(|e| SandboxError::step(name, "installing kueue-ext", e))?;
         step.done();
