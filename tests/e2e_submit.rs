@@ -27,7 +27,7 @@ async fn submit_runs_the_samples_and_refuses_bad_batches_whole() {
         "wrappedjob.kueue-ext.dev/mk-wrapped succeeded",
         "externaljob.kueue-ext.dev/mk-external succeeded",
         "job.batch/configured-job succeeded",
-        "job-integration.yaml:5 (document 1): skipped, an integrations file",
+        "job-integration.yaml:1 (document 1): skipped, an integrations file",
     ] {
         assert!(out.contains(line), "missing {line:?} in:\n{out}");
     }
