@@ -14,11 +14,19 @@ pub struct Evidence {
     pub objects: Vec<String>,
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub diff: Vec<Difference>,
+    /// Waiting longer cannot change the verdict (a pod's node selector never changes).
+    #[serde(skip)]
+    pub settled: bool,
 }
 
 impl Evidence {
     pub fn new(expected: impl Into<String>, observed: impl Into<String>) -> Evidence {
         Evidence { expected: expected.into(), observed: observed.into(), ..Evidence::default() }
+    }
+
+    pub fn settled(mut self, settled: bool) -> Evidence {
+        self.settled = settled;
+        self
     }
 
     pub fn on(mut self, object: impl Into<String>) -> Evidence {
@@ -176,6 +184,7 @@ mod tests {
                         before: None,
                         after: Some(json!({"type": "kwok"})),
                     }],
+                    settled: false,
                 },
             },
             cluster: Some("manager".into()),

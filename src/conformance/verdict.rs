@@ -149,6 +149,8 @@ pub fn pod_sets_match(wl: &Workload, pods: &[Pod]) -> Verdict {
     let admitted_count =
         |name: &str| wl.admission()?.pod_set_assignments.iter().find(|a| a.name == name).and_then(|a| a.count);
     let mut problems = Vec::new();
+    // Pods are not relabelled nor resized: a wrong one stays wrong; a missing one may come.
+    let mut settled = false;
     let mut summary = Vec::new();
     for pod_set in &wl.spec.pod_sets {
         let count = admitted_count(&pod_set.name).unwrap_or(pod_set.count);
@@ -160,6 +162,7 @@ pub fn pod_sets_match(wl: &Workload, pods: &[Pod]) -> Verdict {
         let template = pod_set.template.spec.as_ref().map(|s| s.containers.as_slice()).unwrap_or_default();
         for pod in members {
             if requests(containers(pod)) != requests(template) {
+                settled = true;
                 problems.push(format!(
                     "{} asks {}, pod set {} asks {}",
                     pod_ref(pod),
@@ -176,8 +179,9 @@ pub fn pod_sets_match(wl: &Workload, pods: &[Pod]) -> Verdict {
             Some(name) if !wl.spec.pod_sets.iter().any(|p| &p.name == name) => {
                 problems.push(format!("{} is labelled for pod set {name:?}, which the Workload has not", pod_ref(pod)))
             }
-            Some(_) => {}
+            Some(_) => continue,
         }
+        settled = true;
     }
     if problems.is_empty() {
         return Ok(());
@@ -191,6 +195,7 @@ pub fn pod_sets_match(wl: &Workload, pods: &[Pod]) -> Verdict {
         ),
         problems.join("\n"),
     )
+    .settled(settled)
     .on(workload_ref(wl)))
 }
 
@@ -211,6 +216,8 @@ pub fn started_with_flavor(
     pods: &[Pod],
 ) -> Verdict {
     let mut problems = Vec::new();
+    // A pod's node selector never changes: one without the flavor's labels settles it.
+    let mut settled = false;
     if job.is_suspended() {
         problems.push("the job is still suspended".to_string());
     }
@@ -220,6 +227,7 @@ pub fn started_with_flavor(
     for pod in pods {
         let selector = pod.spec.as_ref().and_then(|s| s.node_selector.clone()).unwrap_or_default();
         if !node_labels.iter().all(|(k, v)| selector.get(k) == Some(v)) {
+            settled = true;
             problems.push(format!("{} has nodeSelector {}", pod_ref(pod), show_map(&selector)));
         } else if !matches!(phase(pod), "Running" | "Succeeded") {
             problems.push(format!("{} is {}", pod_ref(pod), phase(pod)));
@@ -235,6 +243,7 @@ pub fn started_with_flavor(
         ),
         problems.join("\n"),
     )
+    .settled(settled)
     .on(job_ref(job)))
 }
 

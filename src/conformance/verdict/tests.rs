@@ -118,6 +118,7 @@ fn pods_match_pod_sets_by_label_count_and_requests() {
 
     let too_few = pod_sets_match(&wl, &[kwok_pod("a")]).unwrap_err();
     assert_eq!(too_few.observed, "pod set main: 2 pod(s) admitted, 1 created");
+    assert!(!too_few.settled, "the second pod may still come");
     assert!(too_few.expected.contains("main × 2"), "{}", too_few.expected);
 
     let unlabelled = pod_sets_match(&wl, &[kwok_pod("a"), pod("b", None, "100m", json!({}), "Running")]).unwrap_err();
@@ -125,6 +126,7 @@ fn pods_match_pod_sets_by_label_count_and_requests() {
         unlabelled.observed,
         "pod set main: 2 pod(s) admitted, 1 created\nPod ns/b has no kueue.x-k8s.io/podset label"
     );
+    assert!(unlabelled.settled);
 
     let bigger = pod_sets_match(&wl, &[kwok_pod("a"), pod("b", Some("main"), "1", json!({}), "Running")]).unwrap_err();
     assert_eq!(
@@ -143,10 +145,12 @@ fn started_wants_the_flavors_labels_on_every_running_pod() {
         started_with_flavor(&job, "f", &labels, &[kwok_pod("a"), pod("b", Some("main"), "100m", json!({}), "Running")])
             .unwrap_err();
     assert_eq!(evidence.observed, "Pod ns/b has nodeSelector {}");
+    assert!(evidence.settled);
     assert!(evidence.expected.contains("nodeSelector type=kwok (nodeLabels of ResourceFlavor f)"));
 
     let pending = pod("c", Some("main"), "100m", json!({"type": "kwok"}), "Pending");
-    assert_eq!(started_with_flavor(&job, "f", &labels, &[pending]).unwrap_err().observed, "Pod ns/c is Pending");
+    let pending = started_with_flavor(&job, "f", &labels, &[pending]).unwrap_err();
+    assert_eq!((pending.observed.as_str(), pending.settled), ("Pod ns/c is Pending", false));
     assert_eq!(
         started_with_flavor(&suspended_job(), "f", &labels, &[]).unwrap_err().observed,
         "the job is still suspended\nno pod created"
