@@ -122,7 +122,15 @@ pub async fn create_namespace(
 
 pub async fn delete_namespace(client: &Client, namespace: &str) {
     let api: Api<Namespace> = Api::all(client.clone());
-    let _ = api.delete(namespace, &DeleteParams::background()).await;
+    // Tried again: on a busy machine one request may time out.
+    for attempt in 1..=3 {
+        match api.delete(namespace, &DeleteParams::background()).await {
+            Ok(_) => return,
+            Err(kube::Error::Api(s)) if s.is_not_found() => return,
+            Err(e) if attempt == 3 => eprintln!("warning: namespace {namespace} is left behind: {e}"),
+            Err(_) => {}
+        }
+    }
 }
 
 async fn apply(client: &Client, object: &Value) -> Result<(), String> {

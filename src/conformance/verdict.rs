@@ -157,7 +157,12 @@ pub fn pod_sets_match(wl: &Workload, pods: &[Pod]) -> Verdict {
         let members: Vec<&Pod> = pods.iter().filter(|p| p.labels().get(PODSET_LABEL) == Some(&pod_set.name)).collect();
         summary.push(format!("{} × {count}", pod_set.name));
         if members.len() != count as usize {
-            problems.push(format!("pod set {}: {count} pod(s) admitted, {} created", pod_set.name, members.len()));
+            problems.push(format!(
+                "pod set {}: {count} pod(s) admitted, {} labelled {PODSET_LABEL}={}",
+                pod_set.name,
+                members.len(),
+                pod_set.name
+            ));
         }
         let template = pod_set.template.spec.as_ref().map(|s| s.containers.as_slice()).unwrap_or_default();
         for pod in members {

@@ -117,14 +117,14 @@ fn pods_match_pod_sets_by_label_count_and_requests() {
     assert_eq!(pod_sets_match(&wl, &[kwok_pod("a"), pod("b", Some("main"), "0.1", json!({}), "Running")]), Ok(()));
 
     let too_few = pod_sets_match(&wl, &[kwok_pod("a")]).unwrap_err();
-    assert_eq!(too_few.observed, "pod set main: 2 pod(s) admitted, 1 created");
+    assert_eq!(too_few.observed, "pod set main: 2 pod(s) admitted, 1 labelled kueue.x-k8s.io/podset=main");
     assert!(!too_few.settled, "the second pod may still come");
     assert!(too_few.expected.contains("main × 2"), "{}", too_few.expected);
 
     let unlabelled = pod_sets_match(&wl, &[kwok_pod("a"), pod("b", None, "100m", json!({}), "Running")]).unwrap_err();
     assert_eq!(
         unlabelled.observed,
-        "pod set main: 2 pod(s) admitted, 1 created\nPod ns/b has no kueue.x-k8s.io/podset label"
+        "pod set main: 2 pod(s) admitted, 1 labelled kueue.x-k8s.io/podset=main\nPod ns/b has no kueue.x-k8s.io/podset label"
     );
     assert!(unlabelled.settled);
 
