@@ -5,6 +5,7 @@
 
 pub mod api;
 pub mod cli;
+pub mod conformance;
 pub mod controller;
 pub mod explain;
 pub mod integrations;

@@ -1,6 +1,7 @@
 //! Command-line interface: one file per command; this one parses and dispatches.
 
 mod cluster;
+mod conformance;
 mod controller;
 mod down;
 mod explain;
@@ -53,6 +54,8 @@ pub enum Command {
     Explain(explain::Args),
     /// Watch every job across the manager and its workers: Workload, admission checks, worker, pods.
     Watch(watch::Args),
+    /// Check Kueue's integration contract on the sandbox against a job kind: pass/fail per check.
+    Conformance(conformance::Args),
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -86,6 +89,7 @@ pub async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Submit(args) => submit::run(args).await,
         Command::Explain(args) => explain::run(args).await,
         Command::Watch(args) => watch::run(args).await,
+        Command::Conformance(args) => conformance::run(args).await,
     }
 }
 

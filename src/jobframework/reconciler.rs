@@ -97,13 +97,15 @@ impl JobWriter {
         JobWriter { api: Api::namespaced_with(client.clone(), &namespace, &job.api_resource()) }
     }
 
-    async fn replace<J: GenericJob>(&self, job: &J, action: &'static str) -> Result<(), Error> {
+    /// Returns the resourceVersion of what was written.
+    async fn replace<J: GenericJob>(&self, job: &J, action: &'static str) -> Result<Option<String>, Error> {
         let name = job.name_any();
         let object: DynamicObject = serde_json::to_value(job)
             .and_then(serde_json::from_value)
             .map_err(|source| Error::Encode { name: name.clone(), source })?;
-        self.api.replace(&name, &PostParams::default(), &object).await.map_err(kube_err(action, "job", name))?;
-        Ok(())
+        let written =
+            self.api.replace(&name, &PostParams::default(), &object).await.map_err(kube_err(action, "job", name))?;
+        Ok(written.resource_version())
     }
 }
 
@@ -441,17 +443,22 @@ async fn stop_job<J: GenericJob>(
     reason: &str,
 ) -> Result<(), Error> {
     let mut stopped = job.clone();
-    stopped.suspend();
+    if !job.is_suspended() {
+        // Suspended first, restored in a second write, as Kueue's batch Job stops: a batch/v1
+        // Job takes template changes only once suspended and no longer started (its controller
+        // clears `status.startTime` when it sees the suspension). Until then the restore below
+        // is refused and retried; the eviction path calls this again on every pass.
+        stopped.suspend();
+        stopped.meta_mut().resource_version = jobs.replace(&stopped, "stop").await?;
+        publish(ctx, job, EventType::Normal, "Stopped", reason.to_string()).await;
+    }
     if let Some(wl) = wl {
         let templates: Vec<_> =
             wl.spec.pod_sets.iter().map(|p| (p.name.clone(), p.count, p.template.clone())).collect();
-        stopped.restore_pod_sets_info(&podset::infos_from_templates(&templates));
+        if stopped.restore_pod_sets_info(&podset::infos_from_templates(&templates)) {
+            jobs.replace(&stopped, "restore the pod templates of").await?;
+        }
     }
-    if &stopped == job {
-        return Ok(());
-    }
-    jobs.replace(&stopped, "stop").await?;
-    publish(ctx, job, EventType::Normal, "Stopped", reason.to_string()).await;
     Ok(())
 }
 

@@ -1,0 +1,137 @@
+//! `conformance`: Kueue's jobframework contract, checked on a sandbox against any integrated
+//! kind. The checks create the kind's sample in namespaces of their own and judge what the
+//! cluster does with it; the verdicts are pure functions of the objects they observed.
+
+pub mod catalog;
+mod checks;
+pub mod diff;
+pub mod kinds;
+pub mod report;
+pub mod samples;
+mod scene;
+pub mod setup;
+pub mod target;
+pub mod verdict;
+
+use std::path::PathBuf;
+use std::time::Instant;
+
+use futures::future::join_all;
+
+use catalog::{Check, Scope};
+use checks::Suite;
+use report::{CheckResult, Evidence, Outcome, Report};
+use scene::Scene;
+use setup::{QUEUE, Run, SANDBOX_CLUSTER_QUEUE, create_namespace, delete_namespace};
+use target::Target;
+
+pub struct Options {
+    /// `Kind.version.group`.
+    pub kind: String,
+    pub sample: Option<PathBuf>,
+}
+
+/// Runs every check at once, each in its own namespace, and removes what the run created.
+pub async fn run(target: &Target, options: &Options) -> anyhow::Result<Report> {
+    let configured = target.integrations.as_ref().map(|(file, config)| (file.as_path(), config));
+    let description = kinds::describe(&options.kind, configured)?;
+    let sample = samples::load(&description.integration, options.sample.as_deref())?;
+    let run = Run::start();
+    run.create_queues(&target.single.client).await.map_err(anyhow::Error::msg)?;
+    let suite = Suite { description: &description, sample: &sample, run: &run };
+    let results = join_all(Check::ALL.map(|check| run_check(&suite, target, check))).await;
+    clean_up(target, &run).await;
+
+    let manager = target.multikueue.as_ref().map(|m| m.manager.name.as_str());
+    let mut report =
+        Report::new(description.kind(), &description.source_text(), &sample.source, &target.single.name, manager);
+    for result in results {
+        report.push(result);
+    }
+    Ok(report)
+}
+
+async fn run_check(suite: &Suite<'_>, target: &Target, check: Check) -> CheckResult {
+    let started = Instant::now();
+    let namespace = suite.run.namespace(check);
+    let integration = suite.description.integration.clone();
+    let (cluster, verdict) = match check.scope() {
+        Scope::SingleCluster => {
+            let single = &target.single;
+            let verdict = match create_namespace(&single.client, &namespace, QUEUE, &suite.run.cluster_queue(), false)
+                .await
+            {
+                Ok(()) => suite.check(check, &Scene::new(&single.name, &single.client, &namespace, integration)).await,
+                Err(e) => Err(Evidence::new("a namespace with a LocalQueue for the check", e)),
+            };
+            (single.name.clone(), verdict)
+        }
+        Scope::MultiKueue => {
+            let Some(multikueue) = &target.multikueue else {
+                return skipped(check, "no MultiKueue workers");
+            };
+            if integration.managed_by.is_none() {
+                return skipped(
+                    check,
+                    "the kind's description has no managedBy field: MultiKueue cannot hand it to a worker",
+                );
+            }
+            // MultiKueue creates the copy in the same namespace and LocalQueue on a worker.
+            let mut ready = Ok(());
+            for cluster in multikueue.workers.iter().chain([&multikueue.manager]) {
+                if ready.is_ok() {
+                    ready = create_namespace(&cluster.client, &namespace, QUEUE, SANDBOX_CLUSTER_QUEUE, false)
+                        .await
+                        .map_err(|e| format!("on {}: {e}", cluster.name));
+                }
+            }
+            let manager = &multikueue.manager;
+            let verdict = match ready {
+                Ok(()) => {
+                    suite.check(check, &Scene::new(&manager.name, &manager.client, &namespace, integration)).await
+                }
+                Err(e) => Err(Evidence::new("a namespace with a LocalQueue on the manager and every worker", e)),
+            };
+            (manager.name.clone(), verdict)
+        }
+    };
+    CheckResult {
+        check,
+        title: check.title(),
+        outcome: match verdict {
+            Ok(()) => Outcome::Pass,
+            Err(evidence) => Outcome::Fail { evidence },
+        },
+        cluster: Some(cluster),
+        namespace: Some(namespace),
+        seconds: started.elapsed().as_secs_f64(),
+    }
+}
+
+fn skipped(check: Check, reason: &str) -> CheckResult {
+    CheckResult {
+        check,
+        title: check.title(),
+        outcome: Outcome::Skipped { reason: reason.into() },
+        cluster: None,
+        namespace: None,
+        seconds: 0.0,
+    }
+}
+
+async fn clean_up(target: &Target, run: &Run) {
+    let single = &target.single.client;
+    for check in Check::ALL {
+        match (check.scope(), &target.multikueue) {
+            (Scope::SingleCluster, _) => delete_namespace(single, &run.namespace(check)).await,
+            (Scope::MultiKueue, Some(multikueue)) => {
+                for cluster in multikueue.workers.iter().chain([&multikueue.manager]) {
+                    delete_namespace(&cluster.client, &run.namespace(check)).await;
+                }
+            }
+            (Scope::MultiKueue, None) => {}
+        }
+    }
+    delete_namespace(single, &run.probe_namespace()).await;
+    run.delete_queues(single).await;
+}
