@@ -98,6 +98,13 @@ pub async fn answer<K: JobWebhook>(
     state: &ServerState,
     request: &AdmissionRequest<DynamicObject>,
 ) -> AdmissionResponse {
+    let gvk = K::gvk();
+    if request.kind.group != gvk.group || request.kind.kind != gvk.kind {
+        // A misconfigured webhook registration sends other kinds here: refuse, never guess.
+        let asked = format!("{}/{}", request.kind.group, request.kind.kind);
+        return AdmissionResponse::from(request)
+            .deny(format!("this webhook admits {}/{}, not {asked}", gvk.group, gvk.kind));
+    }
     match hook {
         Hook::Mutate => mutate::<K>(state, request),
         Hook::Validate => match validate::<K>(state, request).await {

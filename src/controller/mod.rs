@@ -2,6 +2,8 @@
 //! clean-up loop, and the HTTPS server with the admission webhooks, health and metrics.
 
 pub mod admission;
+#[cfg(any(test, fuzzing))]
+pub mod fuzz;
 pub mod leader;
 pub mod metrics;
 pub mod queues;
