@@ -117,9 +117,20 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
         kind: args.kind.into(),
         integrations,
     };
-    match sandbox::up(&options, &Progress::stderr()).await? {
+    let outcome = match sandbox::up(&options, &Progress::stderr()).await {
+        Err(err @ sandbox::SandboxError::Interrupted) => {
+            eprintln!("{err}");
+            return Ok(ExitCode::from(130));
+        }
+        other => other?,
+    };
+    match outcome {
         UpOutcome::AlreadyUp(state) => {
             println!("sandbox already up at {}: nothing changed", options.state_dir.display());
+            println!("kubeconfig: {}", state.kubeconfig.display());
+        }
+        UpOutcome::Revived { state, restarted } => {
+            println!("sandbox at {}: restarted {}", options.state_dir.display(), restarted.join(", "));
             println!("kubeconfig: {}", state.kubeconfig.display());
         }
         UpOutcome::Started { state, elapsed } => {

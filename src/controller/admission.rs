@@ -12,6 +12,8 @@ use serde_json::Value;
 use super::server::ServerState;
 use std::sync::Arc;
 
+use kube::api::GroupVersionKind;
+
 use crate::api::external_job::ExternalJob;
 use crate::api::wrapped_job::WrappedJob;
 use crate::integrations::declarative::ConfiguredJob;
@@ -32,6 +34,9 @@ pub trait JobWebhook: GenericJob {
     type Kind: Clone + Send + Sync + 'static;
 
     fn decode(kind: &Self::Kind, object: Value) -> Result<Self, serde_json::Error>;
+
+    /// The group, version and kind this webhook admits.
+    fn admits(kind: &Self::Kind) -> GroupVersionKind;
 
     /// `before` with the fields defaulting set taken from the defaulted job. Compiled-in kinds
     /// copy only `spec.suspend` and `spec.managedBy`, so fields this version does not know
@@ -69,6 +74,15 @@ pub trait JobWebhook: GenericJob {
 impl JobWebhook for ExternalJob {
     type Kind = ();
 
+    fn admits(_: &()) -> GroupVersionKind {
+        let version = <ExternalJob as kube::Resource>::version(&());
+        GroupVersionKind::gvk(
+            &<ExternalJob as kube::Resource>::group(&()),
+            &version,
+            &<ExternalJob as kube::Resource>::kind(&()),
+        )
+    }
+
     fn decode(_: &(), object: Value) -> Result<Self, serde_json::Error> {
         serde_json::from_value(object)
     }
@@ -88,6 +102,15 @@ impl JobWebhook for ExternalJob {
 
 impl JobWebhook for WrappedJob {
     type Kind = ();
+
+    fn admits(_: &()) -> GroupVersionKind {
+        let version = <WrappedJob as kube::Resource>::version(&());
+        GroupVersionKind::gvk(
+            &<WrappedJob as kube::Resource>::group(&()),
+            &version,
+            &<WrappedJob as kube::Resource>::kind(&()),
+        )
+    }
 
     fn decode(_: &(), object: Value) -> Result<Self, serde_json::Error> {
         serde_json::from_value(object)
@@ -126,6 +149,10 @@ impl JobWebhook for WrappedJob {
 impl JobWebhook for ConfiguredJob {
     type Kind = Arc<Integration>;
 
+    fn admits(kind: &Arc<Integration>) -> GroupVersionKind {
+        kind.gvk()
+    }
+
     fn decode(kind: &Arc<Integration>, object: Value) -> Result<Self, serde_json::Error> {
         ConfiguredJob::new(object, kind.clone())
     }
@@ -158,6 +185,13 @@ pub async fn answer<K: JobWebhook>(
     kind: &K::Kind,
     request: &AdmissionRequest<DynamicObject>,
 ) -> AdmissionResponse {
+    let gvk = K::admits(kind);
+    if request.kind.group != gvk.group || request.kind.kind != gvk.kind {
+        // A misconfigured webhook registration sends other kinds here: refuse, never guess.
+        let asked = format!("{}/{}", request.kind.group, request.kind.kind);
+        return AdmissionResponse::from(request)
+            .deny(format!("this webhook admits {}/{}, not {asked}", gvk.group, gvk.kind));
+    }
     match hook {
         Hook::Mutate => mutate::<K>(state, kind, request),
         Hook::Validate => match validate::<K>(state, kind, request).await {

@@ -2,6 +2,9 @@
 //! clean-up loop, and the HTTPS server with the admission webhooks, health and metrics.
 
 pub mod admission;
+pub mod backoff;
+#[cfg(any(test, fuzzing))]
+pub mod fuzz;
 pub mod leader;
 pub mod metrics;
 pub mod queues;
@@ -64,8 +67,11 @@ where
     K: Resource<DynamicType = ()> + Clone + std::fmt::Debug + serde::de::DeserializeOwned + Send + Sync + 'static,
 {
     let (reader, writer) = reflector::store();
-    let stream =
-        reflector::reflector(writer, watcher(api, watcher::Config::default()).default_backoff()).applied_objects();
+    let stream = reflector::reflector(
+        writer,
+        watcher(api, watcher::Config::default()).backoff(backoff::TriggerBackoff::default()),
+    )
+    .applied_objects();
     tokio::spawn(stream.for_each(|_| async {}));
     reader
 }
@@ -141,6 +147,7 @@ pub async fn run(options: Options) -> anyhow::Result<()> {
         }
     };
     let external_jobs = Controller::new(Api::<ExternalJob>::all(client.clone()), watcher::Config::default())
+        .trigger_backoff(backoff::TriggerBackoff::default())
         .owns(Api::<Workload>::all(client.clone()), watcher::Config::default())
         .owns(Api::<Pod>::all(client.clone()), watcher::Config::default().labels(JOB_UID_LABEL))
         .graceful_shutdown_on(stopped(stop_rx.clone()))
@@ -164,6 +171,7 @@ pub async fn run(options: Options) -> anyhow::Result<()> {
     let reconciled_configured = reconciled.clone();
     let labelled = || watcher::Config::default().labels(WRAPPED_JOB_LABEL);
     let wrapped_jobs = Controller::new(Api::<WrappedJob>::all(client.clone()), watcher::Config::default())
+        .trigger_backoff(backoff::TriggerBackoff::default())
         .owns(Api::<Workload>::all(client.clone()), watcher::Config::default())
         // Components of the kinds every cluster serves are watched; others are looked at on a timer.
         .owns(Api::<BatchJob>::all(client.clone()), labelled())
@@ -223,6 +231,7 @@ pub async fn run(options: Options) -> anyhow::Result<()> {
             .chain(integrations.iter().map(|i| i.api_resource()))
             .collect();
     let orphans = Controller::new(Api::<Workload>::all(client.clone()), watcher::Config::default())
+        .trigger_backoff(backoff::TriggerBackoff::default())
         .graceful_shutdown_on(stopped(stop_rx.clone()))
         .run(
             move |wl: Arc<Workload>, ctx: Arc<Context>| {

@@ -100,6 +100,12 @@ async fn review<K: JobWebhook>(state: &ServerState, kind: &K::Kind, body: &[u8],
         Ok(review) => review,
         Err(err) => return (StatusCode::BAD_REQUEST, format!("not an AdmissionReview: {err}")).into_response(),
     };
+    // The answer echoes these types, so anything else would get a malformed answer.
+    let types = (review.types.api_version.as_str(), review.types.kind.as_str());
+    if types != ("admission.k8s.io/v1", "AdmissionReview") {
+        let message = format!("not an admission.k8s.io/v1 AdmissionReview: {}/{}", types.0, types.1);
+        return (StatusCode::BAD_REQUEST, message).into_response();
+    }
     let request: AdmissionRequest<DynamicObject> = match review.try_into() {
         Ok(request) => request,
         Err(err) => {
@@ -250,9 +256,29 @@ mod tests {
     }
 
     #[tokio::test]
+    async fn a_review_of_another_kind_is_denied_by_name() {
+        let (_, body) = call(VALIDATE_WRAPPED_JOB, review("CREATE", job(one_pod_set()), None).to_string()).await;
+        let answer: Value = serde_json::from_slice(&body).unwrap();
+        assert_eq!(answer["response"]["allowed"], false);
+        assert_eq!(denial(&answer), "this webhook admits kueue-ext.dev/WrappedJob, not kueue-ext.dev/ExternalJob");
+        let mut pod = review("CREATE", json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p"}}), None);
+        pod["request"]["kind"] = json!({"group": "", "version": "v1", "kind": "Pod"});
+        let (status, body) = call(MUTATE_EXTERNAL_JOB, pod.to_string()).await;
+        let answer: Value = serde_json::from_slice(&body).unwrap();
+        assert_eq!((status, &answer["response"]["allowed"]), (StatusCode::OK, &json!(false)), "{answer}");
+        assert!(denial(&answer).ends_with("not /Pod"), "{answer}");
+    }
+
+    #[tokio::test]
     async fn garbage_deep_nesting_and_huge_bodies_are_refused_cleanly() {
         assert_eq!(call(MUTATE_EXTERNAL_JOB, "{not json").await.0, StatusCode::BAD_REQUEST);
         assert_eq!(call(MUTATE_EXTERNAL_JOB, r#"{"kind": "AdmissionReview"}"#).await.0, StatusCode::BAD_REQUEST);
+        let mut other_types = review("CREATE", job(one_pod_set()), None);
+        other_types["kind"] = json!("spec.template[0]");
+        assert_eq!(call(MUTATE_EXTERNAL_JOB, other_types.to_string()).await.0, StatusCode::BAD_REQUEST);
+        other_types["kind"] = json!("AdmissionReview");
+        other_types["apiVersion"] = json!("admission.k8s.io/v1beta1");
+        assert_eq!(call(MUTATE_EXTERNAL_JOB, other_types.to_string()).await.0, StatusCode::BAD_REQUEST);
         let deep = format!("{}{}", "[".repeat(100_000), "]".repeat(100_000));
         assert_eq!(call(VALIDATE_EXTERNAL_JOB, deep).await.0, StatusCode::BAD_REQUEST);
         let huge = vec![b' '; MAX_BODY_BYTES + 1];

@@ -253,7 +253,11 @@ async fn ensure_one_workload<J: GenericJob>(
     if !extra.is_empty() && matching.is_empty() {
         return Err(Error::RemovedNonMatching(extra.len()));
     }
-    Ok(matching.first().map(|w| w.as_ref().clone()))
+    // The cache may lag (for a while after an API server restart): act on the Workload as it
+    // is now, looked up by name, so a stale or missing cache entry never hides its admission.
+    let name = matching.first().map(|w| w.name_any()).unwrap_or_else(|| workload::name_for(job));
+    let current = workloads.get_opt(&name).await.map_err(kube_err("get", "Workload", name.clone()))?;
+    Ok(current.filter(|w| workload::is_controlled_by(w, job) && workload::equivalent(job, w)))
 }
 
 async fn adopt<J: GenericJob>(job: &J, workloads: &Api<Workload>, wl: &Workload) -> Result<(), Error> {

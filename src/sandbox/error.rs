@@ -41,6 +41,8 @@ pub enum SandboxError {
         "the sandbox at {dir} runs {running} worker(s), not {asked}; run `kubectl kueue-ext down` first to change it"
     )]
     WorkersMismatch { dir: PathBuf, running: u32, asked: u32 },
+    #[error("interrupted: what `up` had started is stopped; `kubectl kueue-ext down` removes the rest")]
+    Interrupted,
     #[error("no sandbox at {dir}; start one with `kubectl kueue-ext up`")]
     NotUp { dir: PathBuf },
 }

@@ -18,6 +18,7 @@ mod process_runtime;
 pub mod progress;
 pub mod queues;
 mod recorder;
+mod revive;
 mod runtime;
 pub mod state;
 pub mod toolchain;

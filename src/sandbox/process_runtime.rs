@@ -223,34 +223,38 @@ impl Launcher<'_> {
         self.wait_ready(&component, prober).await
     }
 
-    /// Polls the probe until it answers, failing fast if the process exits.
     async fn wait_ready(&self, component: &Component, prober: &mut Prober) -> Result<(), SandboxError> {
-        let deadline = Instant::now() + READY_TIMEOUT;
-        loop {
-            if !component.process.is_running() {
-                // Give the process a moment to flush its last words to the log.
-                tokio::time::sleep(Duration::from_millis(200)).await;
-                return Err(SandboxError::Died {
-                    cluster: self.cluster.to_string(),
-                    component: component.name.clone(),
-                    log: component.process.log.clone(),
-                    tail: toolchain::log_tail(&component.process.log, 15),
-                });
-            }
-            let last_error = match prober.check(&component.probe).await {
-                Ok(()) => return Ok(()),
-                Err(e) => e,
-            };
-            if Instant::now() >= deadline {
-                return Err(SandboxError::NotReady {
-                    cluster: self.cluster.to_string(),
-                    component: component.name.clone(),
-                    seconds: READY_TIMEOUT.as_secs(),
-                    last_error,
-                    log: component.process.log.clone(),
-                });
-            }
-            tokio::time::sleep(Duration::from_millis(100)).await;
+        wait_ready(self.cluster, component, prober).await
+    }
+}
+
+/// Polls the probe until it answers, failing fast if the process exits.
+pub(super) async fn wait_ready(cluster: &str, component: &Component, prober: &mut Prober) -> Result<(), SandboxError> {
+    let deadline = Instant::now() + READY_TIMEOUT;
+    loop {
+        if !component.process.is_running() {
+            // Give the process a moment to flush its last words to the log.
+            tokio::time::sleep(Duration::from_millis(200)).await;
+            return Err(SandboxError::Died {
+                cluster: cluster.to_string(),
+                component: component.name.clone(),
+                log: component.process.log.clone(),
+                tail: toolchain::log_tail(&component.process.log, 15),
+            });
         }
+        let last_error = match prober.check(&component.probe).await {
+            Ok(()) => return Ok(()),
+            Err(e) => e,
+        };
+        if Instant::now() >= deadline {
+            return Err(SandboxError::NotReady {
+                cluster: cluster.to_string(),
+                component: component.name.clone(),
+                seconds: READY_TIMEOUT.as_secs(),
+                last_error,
+                log: component.process.log.clone(),
+            });
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
     }
 }

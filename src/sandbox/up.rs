@@ -17,7 +17,7 @@ use super::recorder::Recorder;
 use super::runtime::{ClusterPlan, ClusterRuntime, RuntimeKind, StartedCluster};
 use super::state::{Phase, Role, SandboxState};
 use super::toolchain;
-use super::{KUBECONFIG_FILE, context_name, multikueue, queues, status};
+use super::{KUBECONFIG_FILE, context_name, multikueue, queues, revive, status};
 use crate::integrations::declarative::config::Integration;
 use crate::kube_util;
 
@@ -43,8 +43,16 @@ pub struct UpOptions {
 
 #[derive(Debug)]
 pub enum UpOutcome {
-    Started { state: SandboxState, elapsed: Duration },
+    Started {
+        state: SandboxState,
+        elapsed: Duration,
+    },
     AlreadyUp(SandboxState),
+    /// It was up, but these components (`component of cluster`) had stopped and were restarted.
+    Revived {
+        state: SandboxState,
+        restarted: Vec<String>,
+    },
 }
 
 const READY_TIMEOUT: Duration = Duration::from_secs(120);
@@ -53,7 +61,7 @@ pub async fn up(options: &UpOptions, progress: &Progress) -> Result<UpOutcome, S
     let dir = &options.state_dir;
     if let Some(existing) = SandboxState::load(dir).map_err(SandboxError::io(dir))? {
         if !is_leftover_of_failed_start(&existing) {
-            return already_there(dir, existing, options.workers).await;
+            return already_there(dir, existing, options.workers, progress).await;
         }
         progress.line(format!("removing the leftovers of an earlier failed start at {}", dir.display()));
         super::down(dir).await?;
@@ -105,14 +113,21 @@ async fn up_with(
     std::fs::create_dir_all(dir).map_err(SandboxError::io(dir))?;
     let recorder = Recorder::new(dir, options.workers, runtime.kind());
     recorder.save()?;
-    let result = start_all(runtime, options, &recorder, progress).await;
+    // ctrl-c stops what was started, as a failure does; `down` removes the logs left.
+    let result = tokio::select! {
+        result = start_all(runtime, options, &recorder, progress) => result,
+        _ = tokio::signal::ctrl_c() => Err(SandboxError::Interrupted),
+    };
     match result {
         Ok(()) => {
             let state = recorder.finish()?;
             Ok(UpOutcome::Started { state, elapsed: started.elapsed() })
         }
         Err(err) => {
-            progress.line("start-up failed; stopping what was started");
+            progress.line(match err {
+                SandboxError::Interrupted => "interrupted; stopping what was started",
+                _ => "start-up failed; stopping what was started",
+            });
             recorder.abandon(runtime).await;
             Err(err)
         }
@@ -124,12 +139,14 @@ fn is_leftover_of_failed_start(state: &SandboxState) -> bool {
     state.phase == Phase::Starting && state.clusters.iter().all(|c| c.components.is_empty() && c.kind_cluster.is_none())
 }
 
-/// `up` on an existing sandbox changes nothing: it is either fine, or we say what is wrong.
-async fn already_there(dir: &Path, existing: SandboxState, workers: u32) -> Result<UpOutcome, SandboxError> {
-    let report = status(dir).await?;
-    if !report.ready {
-        return Err(SandboxError::Broken { dir: dir.to_path_buf(), problems: report.problems().join("; ") });
-    }
+/// `up` on an existing sandbox: fine as it is, or with its dead components started again
+/// (process runtime), or we say what is wrong.
+async fn already_there(
+    dir: &Path,
+    mut existing: SandboxState,
+    workers: u32,
+    progress: &Progress,
+) -> Result<UpOutcome, SandboxError> {
     if existing.workers != workers {
         return Err(SandboxError::WorkersMismatch {
             dir: dir.to_path_buf(),
@@ -137,7 +154,35 @@ async fn already_there(dir: &Path, existing: SandboxState, workers: u32) -> Resu
             asked: workers,
         });
     }
-    Ok(UpOutcome::AlreadyUp(existing))
+    let mut report = status(dir).await?;
+    let mut restarted = Vec::new();
+    if !report.ready && existing.runtime == RuntimeKind::Process && existing.phase == Phase::Up {
+        restarted = revive::revive(dir, &mut existing, progress).await?;
+        if !restarted.is_empty() {
+            report = ready_again(dir).await?;
+        }
+    }
+    if !report.ready {
+        return Err(SandboxError::Broken { dir: dir.to_path_buf(), problems: report.problems().join("; ") });
+    }
+    Ok(if restarted.is_empty() {
+        UpOutcome::AlreadyUp(existing)
+    } else {
+        UpOutcome::Revived { state: existing, restarted }
+    })
+}
+
+/// The status once it is ready again after restarts (MultiKueue reconnects on its own
+/// schedule), or the last one seen when it does not get there.
+async fn ready_again(dir: &Path) -> Result<status::StatusReport, SandboxError> {
+    let deadline = Instant::now() + READY_TIMEOUT;
+    loop {
+        let report = status(dir).await?;
+        if report.ready || Instant::now() >= deadline {
+            return Ok(report);
+        }
+        tokio::time::sleep(Duration::from_millis(500)).await;
+    }
 }
 
 async fn start_all(

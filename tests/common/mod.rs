@@ -35,7 +35,8 @@ static SERIAL: Mutex<()> = Mutex::new(());
 pub struct Sandbox {
     pub dir: PathBuf,
     _tmp: tempfile::TempDir,
-    _serial: MutexGuard<'static, ()>,
+    /// `None` for a second sandbox that runs beside the first on purpose.
+    _serial: Option<MutexGuard<'static, ()>>,
 }
 
 impl Sandbox {
@@ -57,7 +58,13 @@ impl Sandbox {
         let serial = SERIAL.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
         ensure_toolchain();
         let tmp = tempfile::tempdir().expect("temp dir");
-        Sandbox { dir: tmp.path().join("state"), _tmp: tmp, _serial: serial }
+        Sandbox { dir: tmp.path().join("state"), _tmp: tmp, _serial: Some(serial) }
+    }
+
+    /// A second private state dir, for a sandbox that runs beside this one.
+    pub fn beside(&self) -> Sandbox {
+        let tmp = tempfile::tempdir().expect("temp dir");
+        Sandbox { dir: tmp.path().join("state"), _tmp: tmp, _serial: None }
     }
 
     pub fn run(&self, command: &str, extra: &[&str]) -> Output {
@@ -390,7 +397,11 @@ impl Restarts {
     }
 
     pub fn kill(&mut self) {
-        nix::sys::signal::kill(nix::unistd::Pid::from_raw(self.pid), nix::sys::signal::Signal::SIGKILL).unwrap();
+        // ESRCH: it already exited by itself, which a crash test must survive too.
+        match nix::sys::signal::kill(nix::unistd::Pid::from_raw(self.pid), nix::sys::signal::Signal::SIGKILL) {
+            Ok(()) | Err(nix::errno::Errno::ESRCH) => {}
+            Err(e) => panic!("killing pid {}: {e}", self.pid),
+        }
         if let Some(mut old) = self.replacement.take() {
             let _ = old.wait();
         }

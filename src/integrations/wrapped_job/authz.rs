@@ -325,8 +325,8 @@ impl Authorizer for ApiAuthorizer {
     }
 }
 
-/// An authorizer for tests: an API server in memory.
-#[cfg(test)]
+/// An authorizer for tests and the fuzz target: an API server in memory.
+#[cfg(any(test, fuzzing))]
 pub mod fake {
     use std::sync::{Mutex, PoisonError};
 

@@ -12,6 +12,7 @@ use serde_json::{Value, json};
 use super::fsutil::write_private;
 use super::kubeconfig::{self, Credentials, Entry};
 use super::layout::Layout;
+use super::pki::PkiPaths;
 use crate::integrations::declarative::config::Integration;
 use crate::kube_util;
 #[cfg(test)]
@@ -170,12 +171,13 @@ pub async fn install(
     std::fs::write(&config_path, config).map_err(io(&config_path))?;
     let certs = dir.join("certs");
     layout.pki.copy_serving_pair(&certs).map_err(io(&certs))?;
-    ensure_metrics_cert(layout)
+    ensure_metrics_cert(&layout.pki)
 }
 
 /// Puts a certificate at Kueue's fixed metrics path when none is there. The metrics endpoint
-/// is disabled, so any valid pair serves; an existing pair is left alone.
-fn ensure_metrics_cert(layout: &Layout) -> Result<Vec<PathBuf>, KueueError> {
+/// is disabled, so any valid pair serves; an existing pair is left alone. Called again before
+/// Kueue is restarted: another sandbox's `down` may have removed the pair this one used.
+pub fn ensure_metrics_cert(pki: &PkiPaths) -> Result<Vec<PathBuf>, KueueError> {
     let dir = Path::new(METRICS_CERT_DIR);
     let (crt, key) = (dir.join("tls.crt"), dir.join("tls.key"));
     if crt.exists() && key.exists() {
@@ -185,7 +187,7 @@ fn ensure_metrics_cert(layout: &Layout) -> Result<Vec<PathBuf>, KueueError> {
         |source| KueueError::MetricsCert { dir: METRICS_CERT_DIR, version: super::toolchain::versions::KUEUE, source };
     // Directories this call creates are recorded too (deepest first), so `down` leaves none.
     let created_dirs: Vec<PathBuf> = dir.ancestors().take_while(|d| !d.exists()).map(Path::to_path_buf).collect();
-    for (from, to) in [(&layout.pki.serving_cert, &crt), (&layout.pki.serving_key, &key)] {
+    for (from, to) in [(&pki.serving_cert, &crt), (&pki.serving_key, &key)] {
         let bytes = std::fs::read(from).map_err(io(from))?;
         write_private(to, &bytes).map_err(fail)?;
     }

@@ -1,0 +1,29 @@
+#!/usr/bin/env bash
+# Soak: the end-to-end crash-safety test (tests/e2e_crash_safety.rs) at a larger size, on a
+# MultiKueue sandbox (manager + 2 workers). The jobs go in over several waves; during each wave
+# a round of faults lands at random moments: our controller SIGKILLed and restarted five times
+# on random clusters, Kueue's manager restarted, a worker's kube-apiserver restarted. Every job
+# must finish exactly once, counted from the pods, Workloads and components that really existed.
+# Prints a summary table (submitted, finished once, lost, duplicated, orphans, faults, time).
+#
+#   hack/soak.sh [EXTERNAL_JOBS] [WRAPPED_JOBS] [ROUNDS] [SEED]   default 2000 300 10, random seed
+#
+# The log lands in target/soak/; a failing run is replayed with the seed it printed.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+export KUEUE_EXT_CRASH_EXTERNAL_JOBS="${1:-2000}"
+export KUEUE_EXT_CRASH_WRAPPED_JOBS="${2:-300}"
+export KUEUE_EXT_CRASH_ROUNDS="${3:-10}"
+if [ -n "${4:-}" ]; then export KUEUE_EXT_CRASH_SEED="$4"; fi
+
+mkdir -p target/soak
+log="target/soak/soak-$(date -u +%Y%m%dT%H%M%SZ).log"
+cargo build --locked --tests
+target/debug/kubectl-kueue_ext toolchain install
+status=0
+cargo test --locked --test e2e_crash_safety every_job_finishes_exactly_once -- --nocapture 2>&1 | tee "$log" || status=$?
+echo
+grep -A 4 "crash-safety summary" "$log" || echo "no summary: the run stopped before the end (see $log)"
+echo "log: $log"
+exit "$status"

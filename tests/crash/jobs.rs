@@ -1,0 +1,123 @@
+//! The jobs of a crash-safety run: ExternalJobs and WrappedJobs (a batch Job and a Deployment)
+//! of a few small pods with random run times, submitted to the manager's `user-queue`.
+
+use std::time::Duration;
+
+use kube::Client;
+use serde_json::Value;
+
+use super::Rng;
+use crate::common::{deployment_component, eventually, job_component, wrapped_job};
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Kind {
+    External,
+    Wrapped,
+}
+
+/// A job to submit, and how many pods of its work must succeed, once.
+#[derive(Clone, Debug)]
+pub struct Planned {
+    pub kind: Kind,
+    pub name: String,
+    pub pods: u32,
+    pub run_seconds: u64,
+}
+
+/// A planned job that the manager accepted.
+#[derive(Clone, Debug)]
+pub struct Submitted {
+    pub job: Planned,
+    pub uid: String,
+}
+
+/// `external` ExternalJobs and `wrapped` WrappedJobs, interleaved so both kinds meet every fault.
+pub fn plan(external: usize, wrapped: usize, rng: &mut Rng) -> Vec<Planned> {
+    let mut out = Vec::with_capacity(external + wrapped);
+    let (mut e, mut w) = (0, 0);
+    while e < external || w < wrapped {
+        // Keep the kinds in proportion along the run.
+        let wrapped_next = w < wrapped && (e >= external || w * external <= e * wrapped);
+        let (kind, name) = if wrapped_next {
+            w += 1;
+            (Kind::Wrapped, format!("wj-{w}"))
+        } else {
+            e += 1;
+            (Kind::External, format!("ej-{e}"))
+        };
+        out.push(Planned { kind, name, pods: rng.between(1, 2) as u32, run_seconds: rng.between(2, 10) });
+    }
+    out
+}
+
+impl Planned {
+    pub fn yaml(&self) -> String {
+        let run = format!("{}s", self.run_seconds);
+        match self.kind {
+            Kind::External => format!(
+                r#"
+apiVersion: kueue-ext.dev/v1alpha1
+kind: ExternalJob
+metadata:
+  name: {name}
+  namespace: default
+  labels: {{kueue.x-k8s.io/queue-name: user-queue}}
+spec:
+  podSets:
+  - name: main
+    count: {pods}
+    template:
+      metadata:
+        annotations: {{kueue-ext.dev/run-duration: {run}}}
+      spec:
+        containers:
+        - name: main
+          image: registry.invalid/work
+          resources: {{requests: {{cpu: 250m, memory: 256Mi}}}}
+"#,
+                name = self.name,
+                pods = self.pods,
+            ),
+            Kind::Wrapped => {
+                let components = [
+                    job_component(&format!("{}-work", self.name), self.pods, "250m", &run, ""),
+                    deployment_component(&format!("{}-server", self.name), 1, "100m"),
+                ];
+                wrapped_job(&self.name, "user-queue", "", "", &components)
+            }
+        }
+    }
+
+    /// Submits it, retrying while the webhooks are down (they fail closed while a controller
+    /// restarts): the retry a user or a CI pipeline does. Server-side apply makes it idempotent.
+    pub async fn submit(&self, client: &Client) -> Submitted {
+        let object: Value = serde_saphyr::from_str(&self.yaml()).expect("job YAML parses");
+        let applied = eventually(&format!("{} to be accepted", self.name), Duration::from_secs(180), || async {
+            kueue_ext::kube_util::apply(client, &object).await.map_err(|e| e.to_string())
+        })
+        .await;
+        Submitted { job: self.clone(), uid: applied.metadata.uid.expect("an applied object has a uid") }
+    }
+}
+
+/// Whether the manager's copy of the job says it is done: `Some(true)` succeeded,
+/// `Some(false)` failed, `None` still going.
+pub fn outcome(kind: Kind, job: &Value) -> Option<bool> {
+    match kind {
+        Kind::External => {
+            let is = |kind: &str| crate::common::condition_is(job, kind, "True");
+            if is("Complete") {
+                Some(true)
+            } else if is("Failed") {
+                Some(false)
+            } else {
+                None
+            }
+        }
+        Kind::Wrapped => match job["status"]["phase"].as_str() {
+            Some("Succeeded") => Some(true),
+            Some("Failed") => Some(false),
+            _ => None,
+        },
+    }
+}

@@ -1,0 +1,191 @@
+//! What really happened, from watches on every cluster kept for the whole run: every pod of a
+//! job's work, every Workload, every WrappedJob component and every job copy, by UID. Objects
+//! that MultiKueue or the garbage collector delete later stay in the ledger, so a job that ran
+//! twice is caught even after its copies are gone.
+
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::sync::{Arc, Mutex, PoisonError};
+
+use futures::StreamExt;
+use kube::api::{Api, ApiResource, DynamicObject};
+use kube::runtime::{WatchStreamExt, watcher};
+use kube::{Client, ResourceExt};
+use tokio::task::JoinHandle;
+
+use super::jobs::{Kind, Submitted};
+
+/// One object as last seen; `succeeded` stays set once a pod was seen Succeeded.
+#[derive(Clone, Debug, Default)]
+pub struct Seen {
+    pub uid: String,
+    pub cluster: String,
+    pub kind: String,
+    pub name: String,
+    pub labels: BTreeMap<String, String>,
+    /// UID of its controller owner.
+    pub owner: Option<String>,
+    pub succeeded: bool,
+}
+
+#[derive(Clone, Default)]
+pub struct Ledger {
+    /// By object UID (unique across clusters).
+    seen: Arc<Mutex<HashMap<String, Seen>>>,
+}
+
+const EXTERNAL_JOB_POD: &str = "kueue-ext.dev/job-name";
+const WRAPPED_JOB_LABEL: &str = "kueue-ext.dev/wrapped-job";
+/// Set by the batch Job controller on the pods of a Job: tells a WrappedJob's work pods from
+/// its Deployment's.
+const BATCH_JOB_POD: &str = "batch.kubernetes.io/job-name";
+
+fn resource(api_version: &str, kind: &str, plural: &str) -> ApiResource {
+    let (group, version) = api_version.split_once('/').unwrap_or(("", api_version));
+    ApiResource {
+        group: group.into(),
+        version: version.into(),
+        api_version: api_version.into(),
+        kind: kind.into(),
+        plural: plural.into(),
+    }
+}
+
+/// What the ledger watches on each cluster: `(resource, label selector)`.
+fn watched() -> Vec<(ApiResource, Option<&'static str>)> {
+    vec![
+        (resource("v1", "Pod", "pods"), Some(EXTERNAL_JOB_POD)),
+        (resource("v1", "Pod", "pods"), Some(WRAPPED_JOB_LABEL)),
+        (resource("kueue.x-k8s.io/v1beta2", "Workload", "workloads"), None),
+        (resource("batch/v1", "Job", "jobs"), Some(WRAPPED_JOB_LABEL)),
+        (resource("apps/v1", "Deployment", "deployments"), Some(WRAPPED_JOB_LABEL)),
+        (resource("kueue-ext.dev/v1alpha1", "ExternalJob", "externaljobs"), None),
+        (resource("kueue-ext.dev/v1alpha1", "WrappedJob", "wrappedjobs"), None),
+    ]
+}
+
+impl Ledger {
+    /// Starts the watches on `cluster`; they run (resuming after any API server restart) until
+    /// the returned tasks are aborted.
+    pub fn watch(&self, cluster: &str, client: &Client) -> Vec<JoinHandle<()>> {
+        watched()
+            .into_iter()
+            .map(|(resource, labels)| {
+                let api: Api<DynamicObject> = Api::namespaced_with(client.clone(), "default", &resource);
+                let config = match labels {
+                    Some(selector) => watcher::Config::default().labels(selector),
+                    None => watcher::Config::default(),
+                };
+                let (ledger, cluster, kind) = (self.clone(), cluster.to_string(), resource.kind.clone());
+                tokio::spawn(async move {
+                    let mut objects = watcher(api, config).default_backoff().applied_objects().boxed();
+                    while let Some(next) = objects.next().await {
+                        if let Ok(object) = next {
+                            ledger.record(&cluster, &kind, &object);
+                        }
+                    }
+                })
+            })
+            .collect()
+    }
+
+    pub fn record(&self, cluster: &str, kind: &str, object: &DynamicObject) {
+        let Some(uid) = object.uid() else { return };
+        let owner = object.owner_references().iter().find(|o| o.controller == Some(true)).map(|o| o.uid.clone());
+        let succeeded = kind == "Pod" && object.data["status"]["phase"] == "Succeeded";
+        let mut seen = self.seen.lock().unwrap_or_else(PoisonError::into_inner);
+        let entry = seen.entry(uid.clone()).or_default();
+        entry.uid = uid;
+        entry.cluster = cluster.to_string();
+        entry.kind = kind.to_string();
+        entry.name = object.name_any();
+        entry.labels = object.labels().clone();
+        entry.owner = owner.or(entry.owner.take());
+        entry.succeeded |= succeeded;
+    }
+
+    pub fn snapshot(&self) -> Vec<Seen> {
+        self.seen.lock().unwrap_or_else(PoisonError::into_inner).values().cloned().collect()
+    }
+}
+
+/// What the ledger says about one submitted job.
+#[derive(Debug, Default, PartialEq)]
+pub struct Evidence {
+    /// Pods of its work ever created, on any cluster.
+    pub pods: usize,
+    /// Those seen Succeeded.
+    pub succeeded: usize,
+    /// Clusters its pods ran on.
+    pub ran_on: BTreeSet<String>,
+    /// Workloads on the manager owned by the job.
+    pub manager_workloads: usize,
+    /// The most Workloads owned by one copy of the job on one worker.
+    pub workloads_per_copy: usize,
+    /// WrappedJob components ever created, per component name.
+    pub components_per_name: usize,
+}
+
+impl Evidence {
+    /// Ran more than once somewhere: more pods than asked, two places, two Workloads, two
+    /// incarnations of a component.
+    pub fn duplicated(&self, wanted_pods: usize) -> bool {
+        self.pods > wanted_pods
+            || self.succeeded > wanted_pods
+            || self.ran_on.len() > 1
+            || self.manager_workloads > 1
+            || self.workloads_per_copy > 1
+            || self.components_per_name > 1
+    }
+
+    pub fn ran_once(&self, wanted_pods: usize) -> bool {
+        !self.duplicated(wanted_pods) && self.succeeded == wanted_pods
+    }
+}
+
+/// The evidence for `job` among everything seen.
+pub fn evidence(job: &Submitted, seen: &[Seen]) -> Evidence {
+    let name = job.job.name.as_str();
+    let is_work_pod = |s: &Seen| {
+        s.kind == "Pod"
+            && match job.job.kind {
+                Kind::External => s.labels.get(EXTERNAL_JOB_POD).map(String::as_str) == Some(name),
+                Kind::Wrapped => {
+                    s.labels.get(WRAPPED_JOB_LABEL).map(String::as_str) == Some(name)
+                        && s.labels.contains_key(BATCH_JOB_POD)
+                }
+            }
+    };
+    let copy_kind = match job.job.kind {
+        Kind::External => "ExternalJob",
+        Kind::Wrapped => "WrappedJob",
+    };
+    let copies: BTreeSet<&str> = seen
+        .iter()
+        .filter(|s| s.kind == copy_kind && s.name == name && s.cluster != "manager")
+        .map(|s| s.uid.as_str())
+        .collect();
+    let mut per_copy: HashMap<&str, usize> = HashMap::new();
+    for s in seen.iter().filter(|s| s.kind == "Workload") {
+        if let Some(owner) = s.owner.as_deref().filter(|o| copies.contains(o)) {
+            *per_copy.entry(owner).or_default() += 1;
+        }
+    }
+    let mut per_component: HashMap<(&str, &str), usize> = HashMap::new();
+    for s in seen.iter().filter(|s| matches!(s.kind.as_str(), "Job" | "Deployment")) {
+        if s.labels.get(WRAPPED_JOB_LABEL).map(String::as_str) == Some(name) {
+            *per_component.entry((s.kind.as_str(), s.name.as_str())).or_default() += 1;
+        }
+    }
+    let work: Vec<&Seen> = seen.iter().filter(|s| is_work_pod(s)).collect();
+    Evidence {
+        pods: work.len(),
+        succeeded: work.iter().filter(|s| s.succeeded).count(),
+        ran_on: work.iter().map(|s| s.cluster.clone()).collect(),
+        manager_workloads: seen
+            .iter()
+            .filter(|s| s.kind == "Workload" && s.cluster == "manager" && s.owner.as_deref() == Some(&job.uid))
+            .count(),
+        workloads_per_copy: per_copy.values().copied().max().unwrap_or(0),
+        components_per_name: per_component.values().copied().max().unwrap_or(0),
+    }
+}

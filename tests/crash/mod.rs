@@ -1,0 +1,28 @@
+//! Crash safety under load: the jobs a run submits, the faults it injects, and the ledger of
+//! what really happened on every cluster (pods that ran, Workloads, components), from which
+//! "exactly once" is counted.
+
+pub mod faults;
+pub mod jobs;
+pub mod ledger;
+
+/// A small seeded generator (xorshift64*): a failing run is replayed with the same seed.
+pub struct Rng(u64);
+
+impl Rng {
+    pub fn new(seed: u64) -> Self {
+        Rng(seed.max(1))
+    }
+
+    pub fn next(&mut self) -> u64 {
+        self.0 ^= self.0 >> 12;
+        self.0 ^= self.0 << 25;
+        self.0 ^= self.0 >> 27;
+        self.0.wrapping_mul(0x2545_f491_4f6c_dd1d)
+    }
+
+    /// Uniform in `low..=high`.
+    pub fn between(&mut self, low: u64, high: u64) -> u64 {
+        low + self.next() % (high - low + 1)
+    }
+}
