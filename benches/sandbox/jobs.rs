@@ -6,17 +6,18 @@ use serde_json::{Value, json};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Kind {
-    BatchJob,
-    ExternalJob,
-    WrappedJob,
+    /// batch/v1 Job, run by Kueue's Go integration.
+    Batch,
+    External,
+    Wrapped,
 }
 
 impl Kind {
     pub fn resource(self) -> ApiResource {
         let (group, version, kind, plural) = match self {
-            Kind::BatchJob => ("batch", "v1", "Job", "jobs"),
-            Kind::ExternalJob => ("kueue-ext.dev", "v1alpha1", "ExternalJob", "externaljobs"),
-            Kind::WrappedJob => ("kueue-ext.dev", "v1alpha1", "WrappedJob", "wrappedjobs"),
+            Kind::Batch => ("batch", "v1", "Job", "jobs"),
+            Kind::External => ("kueue-ext.dev", "v1alpha1", "ExternalJob", "externaljobs"),
+            Kind::Wrapped => ("kueue-ext.dev", "v1alpha1", "WrappedJob", "wrappedjobs"),
         };
         let api_version = format!("{group}/{version}");
         ApiResource {
@@ -30,18 +31,18 @@ impl Kind {
 
     fn name(self, i: usize) -> String {
         match self {
-            Kind::BatchJob => format!("go-{i}"),
-            Kind::ExternalJob => format!("rust-{i}"),
-            Kind::WrappedJob => format!("wrapped-{i}"),
+            Kind::Batch => format!("go-{i}"),
+            Kind::External => format!("rust-{i}"),
+            Kind::Wrapped => format!("wrapped-{i}"),
         }
     }
 
     /// How Kueue names their Workloads: lowercase kind, job name, hash.
     pub fn workload_prefix(self) -> &'static str {
         match self {
-            Kind::BatchJob => "job-go-",
-            Kind::ExternalJob => "externaljob-rust-",
-            Kind::WrappedJob => "wrappedjob-wrapped-",
+            Kind::Batch => "job-go-",
+            Kind::External => "externaljob-rust-",
+            Kind::Wrapped => "wrappedjob-wrapped-",
         }
     }
 
@@ -50,14 +51,14 @@ impl Kind {
         let metadata =
             json!({"name": name, "namespace": "default", "labels": {"kueue.x-k8s.io/queue-name": "user-queue"}});
         match self {
-            Kind::BatchJob => json!({"apiVersion": "batch/v1", "kind": "Job", "metadata": metadata,
+            Kind::Batch => json!({"apiVersion": "batch/v1", "kind": "Job", "metadata": metadata,
                 "spec": {"parallelism": 1, "completions": 1, "template": pod_template()}}),
-            Kind::ExternalJob => {
+            Kind::External => {
                 json!({"apiVersion": "kueue-ext.dev/v1alpha1", "kind": "ExternalJob", "metadata": metadata,
                 "spec": {"podSets": [{"name": "main", "count": 1, "template": pod_template()}]}})
             }
             // Succeeded once the Job has, and the Deployment serving it is stopped.
-            Kind::WrappedJob => {
+            Kind::Wrapped => {
                 json!({"apiVersion": "kueue-ext.dev/v1alpha1", "kind": "WrappedJob", "metadata": metadata,
                 "spec": {"components": [
                     {"template": {"apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": format!("{name}-work")},

@@ -17,7 +17,7 @@ pub async fn bench(runs: usize, jobs: usize) -> Vec<Row> {
     for run in 0..runs {
         let sandbox = Sandbox::up(&SANDBOX);
         let manager = sandbox.client("manager").await;
-        let (ours, peer) = versus(&manager, Kind::ExternalJob, Kind::BatchJob, jobs, run).await;
+        let (ours, peer) = versus(&manager, Kind::External, Kind::Batch, jobs, run).await;
         admitted.push(ours.admitted, peer.admitted);
         finished.push(ours.finished, peer.finished);
     }

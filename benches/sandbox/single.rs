@@ -26,12 +26,12 @@ pub async fn bench(runs: usize, jobs: usize, wrapped: usize) -> Vec<Row> {
         let client = sandbox.client("manager").await;
         let controller = sandbox.pid("manager", "kueue-ext-controller");
         let kueue = sandbox.pid("manager", "kueue");
-        let (ours, peer) = versus(&client, Kind::ExternalJob, Kind::BatchJob, jobs, run).await;
+        let (ours, peer) = versus(&client, Kind::External, Kind::Batch, jobs, run).await;
         admitted.push(ours.admitted, peer.admitted);
         finished.push(ours.finished, peer.finished);
         rss.push(peak_rss_mib(controller), peak_rss_mib(kueue));
         if wrapped > 0 {
-            let (ours, peer) = versus(&client, Kind::WrappedJob, Kind::BatchJob, wrapped, run).await;
+            let (ours, peer) = versus(&client, Kind::Wrapped, Kind::Batch, wrapped, run).await;
             wrapped_done.push(ours.finished, peer.finished);
             rss_wrapped.push(peak_rss_mib(controller), peak_rss_mib(kueue));
         }

@@ -154,7 +154,7 @@ pub async fn clear(client: &kube::Client, kind: Kind) {
 /// Our kind against the peer's on the same cluster, one after the other; who goes first
 /// alternates between runs, as the second meets a cluster that has been busy.
 pub async fn versus(client: &kube::Client, ours: Kind, peer: Kind, n: usize, run: usize) -> (Times, Times) {
-    if run % 2 == 0 {
+    if run.is_multiple_of(2) {
         let peer = timed(client, peer, n, run).await;
         (timed(client, ours, n, run).await, peer)
     } else {

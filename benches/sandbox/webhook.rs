@@ -46,19 +46,19 @@ pub async fn bench(runs: usize, rate: usize, admissions: usize) -> Vec<Row> {
     let ours = Arc::new(
         target(
             &api,
-            Kind::ExternalJob,
+            Kind::External,
             kueue_ext::manifests::MUTATE_EXTERNAL_JOB,
             kueue_ext::manifests::VALIDATE_EXTERNAL_JOB,
         )
         .await,
     );
-    let kueue = Arc::new(target(&api, Kind::BatchJob, "/mutate-batch-v1-job", "/validate-batch-v1-job").await);
+    let kueue = Arc::new(target(&api, Kind::Batch, "/mutate-batch-v1-job", "/validate-batch-v1-job").await);
     let peer = "Kueue's webhook, batch/v1 Jobs";
     let mut p50 = Row::new(format!("webhook p50 at {rate} admissions/s"), "ms", peer);
     let mut p99 = Row::new(format!("webhook p99 at {rate} admissions/s"), "ms", peer);
     for run in 0..runs {
         // Who goes first alternates, as the machine's load drifts.
-        let (ours_ms, kueue_ms) = if run % 2 == 0 {
+        let (ours_ms, kueue_ms) = if run.is_multiple_of(2) {
             let o = load(&ours, rate, admissions).await;
             (o, load(&kueue, rate, admissions).await)
         } else {
