@@ -9,6 +9,7 @@ pub mod leader;
 pub mod metrics;
 pub mod queues;
 pub mod server;
+pub mod workloads;
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -17,21 +18,19 @@ use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
 use futures::StreamExt;
-use k8s_openapi::api::apps::v1::{Deployment, StatefulSet};
-use k8s_openapi::api::batch::v1::Job as BatchJob;
-use k8s_openapi::api::core::v1::{Pod, Service};
+use k8s_openapi::api::core::v1::Pod;
 use kube::api::{Api, ApiResource, DynamicObject};
 use kube::runtime::controller::{Action, Controller};
 use kube::runtime::events::{Recorder, Reporter};
-use kube::runtime::reflector::{self, ObjectRef, Store};
+use kube::runtime::reflector::{self, Store};
 use kube::runtime::{WatchStreamExt, watcher};
-use kube::{Client, Resource, ResourceExt};
+use kube::{Client, Resource};
 use tokio::sync::watch;
 use tracing::{info, warn};
 
 use crate::api::external_job::ExternalJob;
 use crate::api::kueue::{AdmissionCheck, ClusterQueue, LocalQueue, Workload};
-use crate::api::wrapped_job::{WRAPPED_JOB_LABEL, WrappedJob};
+use crate::api::wrapped_job::WrappedJob;
 use crate::integrations::declarative::config::Integration;
 use crate::integrations::external_job::pods::JOB_UID_LABEL;
 use crate::integrations::wrapped_job::authz::ApiAuthorizer;
@@ -86,7 +85,14 @@ pub async fn run(options: Options) -> anyhow::Result<()> {
         cluster_queues: cache(Api::<ClusterQueue>::all(client.clone())),
         admission_checks: cache(Api::<AdmissionCheck>::all(client.clone())),
     };
-    let workloads = cache(Api::<Workload>::all(client.clone()));
+    // The Workloads of the kinds this process integrates; nothing here acts on others.
+    let orphan_kinds: Vec<ApiResource> =
+        [ApiResource::erase::<ExternalJob>(&()), ApiResource::erase::<WrappedJob>(&())]
+            .into_iter()
+            .chain(integrations.iter().map(|i| i.api_resource()))
+            .collect();
+    let our_workloads = workloads::watch(client.clone(), orphan_kinds.clone());
+    let workloads = our_workloads.store.clone();
     // Component kinds, looked up by the webhook and the controller alike.
     let kinds = Arc::new(Kinds::new(client.clone()));
     let state = Arc::new(ServerState {
@@ -169,27 +175,19 @@ pub async fn run(options: Options) -> anyhow::Result<()> {
         )
         .for_each(|_| async {});
     let reconciled_configured = reconciled.clone();
-    let labelled = || watcher::Config::default().labels(WRAPPED_JOB_LABEL);
     let wrapped_jobs = Controller::new(Api::<WrappedJob>::all(client.clone()), watcher::Config::default())
         .trigger_backoff(backoff::TriggerBackoff::default())
-        .owns(Api::<Workload>::all(client.clone()), watcher::Config::default())
-        // Components of the kinds every cluster serves are watched; others are looked at on a timer.
-        .owns(Api::<BatchJob>::all(client.clone()), labelled())
-        .owns(Api::<Deployment>::all(client.clone()), labelled())
-        .owns(Api::<StatefulSet>::all(client.clone()), labelled())
-        .owns(Api::<Service>::all(client.clone()), labelled())
-        // Pods of components (and Pod components) name their job by label.
-        .watches(Api::<Pod>::all(client.clone()), labelled(), |pod: Pod| {
-            let job = pod.labels().get(WRAPPED_JOB_LABEL)?.clone();
-            Some(ObjectRef::new(&job).within(&pod.namespace()?))
-        })
+        .owns(Api::<Workload>::all(client.clone()), watcher::Config::default());
+    // Components of the kinds every cluster serves are watched; others are looked at on a timer.
+    let (wrapped_jobs, component_caches) = wrapped_job::watched::watch(wrapped_jobs, &client);
+    let wrapped_jobs = wrapped_jobs
         .graceful_shutdown_on(stopped(stop_rx.clone()))
         .run(
             move |job: Arc<WrappedJob>, ctx: Arc<Context>| {
-                let (kinds, reconciled) = (kinds.clone(), reconciled.clone());
+                let (kinds, caches, reconciled) = (kinds.clone(), component_caches.clone(), reconciled.clone());
                 async move {
                     let started = Instant::now();
-                    let result = wrapped_job::controller::reconcile(&job, &ctx, &kinds).await;
+                    let result = wrapped_job::controller::reconcile(&job, &ctx, &kinds, &caches).await;
                     reconciled("WrappedJob", &result, started);
                     result
                 }
@@ -225,12 +223,7 @@ pub async fn run(options: Options) -> anyhow::Result<()> {
         )
         .for_each(|_| async {})
     }));
-    let orphan_kinds: Vec<ApiResource> =
-        [ApiResource::erase::<ExternalJob>(&()), ApiResource::erase::<WrappedJob>(&())]
-            .into_iter()
-            .chain(integrations.iter().map(|i| i.api_resource()))
-            .collect();
-    let orphans = Controller::new(Api::<Workload>::all(client.clone()), watcher::Config::default())
+    let orphans = Controller::for_stream(our_workloads.deleting, our_workloads.store)
         .trigger_backoff(backoff::TriggerBackoff::default())
         .graceful_shutdown_on(stopped(stop_rx.clone()))
         .run(

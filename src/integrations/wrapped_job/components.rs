@@ -11,6 +11,7 @@ use serde_json::Value;
 use super::kinds::{Kinds, Served};
 use super::lifecycle::{Completion, FailedExit, Observed, ObservedComponent, Outcome, PodCounts, completion_of};
 use super::podsets;
+use super::watched::Caches;
 use crate::api::wrapped_job::{ComponentFailure, WRAPPED_JOB_LABEL, WrappedJob};
 
 /// Annotation on each created component naming its index in `spec.components`, so it is found
@@ -38,10 +39,12 @@ fn kube_err(action: &'static str, what: impl Into<String>) -> impl FnOnce(kube::
     move |source| Error::Kube { action, what, source }
 }
 
-/// Lists the job's components (by label, owner and index) and its pods.
-pub async fn observe(client: &Client, kinds: &Kinds, job: &WrappedJob) -> Result<Observed, Error> {
+/// The job's components (by label, owner and index) and its pods: from the controller's caches
+/// for the kinds it watches, through the API for the others.
+pub async fn observe(client: &Client, kinds: &Kinds, caches: &Caches, job: &WrappedJob) -> Result<Observed, Error> {
     let namespace = job.namespace().unwrap_or_default();
-    let selector = ListParams::default().labels(&format!("{WRAPPED_JOB_LABEL}={}", job.name_any()));
+    let name = job.name_any();
+    let selector = ListParams::default().labels(&format!("{WRAPPED_JOB_LABEL}={name}"));
     let uid = job.uid().unwrap_or_default();
     let mut listed: HashMap<(String, String), Vec<DynamicObject>> = HashMap::new();
     let mut components = Vec::with_capacity(job.spec.components.len());
@@ -49,12 +52,15 @@ pub async fn observe(client: &Client, kinds: &Kinds, job: &WrappedJob) -> Result
         let (api_version, kind) = type_of(&component.template);
         let key = (api_version.to_string(), kind.to_string());
         if !listed.contains_key(&key) {
-            let objects = match kinds.served(api_version, kind).await.map_err(kube_err("discover", kind))? {
-                Some(Served { resource, .. }) => {
-                    let api: Api<DynamicObject> = Api::namespaced_with(client.clone(), &namespace, &resource);
-                    api.list(&selector).await.map_err(kube_err("list", resource.plural.clone()))?.items
-                }
-                None => Vec::new(),
+            let objects = match caches.components(api_version, kind, &namespace, &name) {
+                Some(cached) => cached,
+                None => match kinds.served(api_version, kind).await.map_err(kube_err("discover", kind))? {
+                    Some(Served { resource, .. }) => {
+                        let api: Api<DynamicObject> = Api::namespaced_with(client.clone(), &namespace, &resource);
+                        api.list(&selector).await.map_err(kube_err("list", resource.plural.clone()))?.items
+                    }
+                    None => Vec::new(),
+                },
             };
             listed.insert(key.clone(), objects);
         }
@@ -76,9 +82,8 @@ pub async fn observe(client: &Client, kinds: &Kinds, job: &WrappedJob) -> Result
             None => ObservedComponent::Missing,
         });
     }
-    let pods: Api<Pod> = Api::namespaced(client.clone(), &namespace);
-    let pods = pods.list(&selector).await.map_err(kube_err("list pods of", job.name_any()))?.items;
-    Ok(Observed { components, pods: count_pods(&pods) })
+    let pods = caches.pods(&namespace, &name);
+    Ok(Observed { components, pods: count_pods(pods.iter().map(AsRef::as_ref)) })
 }
 
 /// Whether a component of this kind ends on its own, and how it is doing, from its status.
@@ -119,7 +124,7 @@ pub fn classify(api_version: &str, kind: &str, object: &Value) -> (Completion, O
 }
 
 /// Pods by phase; a pod being deleted counts only as terminating.
-pub fn count_pods(pods: &[Pod]) -> PodCounts {
+pub fn count_pods<'a>(pods: impl IntoIterator<Item = &'a Pod>) -> PodCounts {
     let mut counts = PodCounts::default();
     for pod in pods {
         if pod.metadata.deletion_timestamp.is_some() {

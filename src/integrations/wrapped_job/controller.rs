@@ -16,20 +16,25 @@ use super::kinds::Kinds;
 use super::lifecycle::{self, Act, ObservedComponent, Step};
 use super::podsets;
 use super::settings::Settings;
+use super::watched::Caches;
 use crate::api::kueue::MULTIKUEUE_CONTROLLER;
 use crate::api::wrapped_job::{ComponentStatus, WRAPPED_JOB_FINALIZER, WrappedJob};
 use crate::jobframework::reconciler::{self, Context, Error};
 
-pub async fn reconcile(job: &WrappedJob, ctx: &Context, kinds: &Kinds) -> Result<Action, Error> {
+pub async fn reconcile(job: &WrappedJob, ctx: &Context, kinds: &Kinds, caches: &Caches) -> Result<Action, Error> {
     // On a MultiKueue manager a worker runs the job and Kueue mirrors its status here.
     if job.spec.managed_by.as_deref() == Some(MULTIKUEUE_CONTROLLER) {
         return reconciler::reconcile(job, ctx).await;
+    }
+    // Until the caches have listed once, every component would look missing.
+    if !caches.synced().await {
+        return Ok(Action::requeue(Duration::from_secs(1)));
     }
     let (settings, ignored) = Settings::from_annotations(job.annotations());
     for bad in ignored {
         warn!(job = %job.name_any(), annotation = %bad.annotation, "ignored: {}", bad.why);
     }
-    let observed = components::observe(&ctx.client, kinds, job).await.map_err(|e| wrapped_err(job, e))?;
+    let observed = components::observe(&ctx.client, kinds, caches, job).await.map_err(|e| wrapped_err(job, e))?;
     let step = lifecycle::step(job, &shape(job), &observed, &settings, time::OffsetDateTime::now_utc());
     let requeue = step.requeue;
     let current = act(job, ctx, kinds, step, &observed).await?;

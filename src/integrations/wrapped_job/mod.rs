@@ -8,6 +8,7 @@ pub mod kinds;
 pub mod lifecycle;
 pub mod podsets;
 pub mod settings;
+pub mod watched;
 pub mod webhook;
 
 use kube::ResourceExt;

@@ -1,0 +1,110 @@
+//! Benchmarks against peers measured in the same run (ratios, not absolute targets: the
+//! machine is shared and noisy):
+//!
+//! - `up`: `up` of a manager + 2 workers vs kwokctl creating three bare clusters from the same
+//!   binaries; wall time and the CPU seconds the clusters' processes spent (`up.rs`).
+//! - `single`: N ExternalJobs vs N batch/v1 Jobs of the same shape on one cluster, until all are
+//!   admitted and all finished; the peak RSS of our controller vs Kueue's manager meanwhile; then
+//!   WrappedJobs of a Job and a Deployment vs as many batch/v1 Jobs (`single.rs`).
+//! - `multikueue`: the same through a manager and two workers (`multikueue.rs`).
+//! - `webhook`: p50/p99 of our webhook vs Kueue's under a fixed admission rate (`webhook.rs`).
+//!
+//! `cargo bench --bench sandbox`. Sized by environment variables (defaults are the issue's):
+//! `KUEUE_EXT_BENCH_ONLY` (comma list of the names above; all by default),
+//! `KUEUE_EXT_BENCH_RUNS` (3: repeats of `up` and `webhook`), `KUEUE_EXT_BENCH_JOB_RUNS` (1:
+//! repeats of `single` and `multikueue`), `KUEUE_EXT_BENCH_JOBS` (1000),
+//! `KUEUE_EXT_BENCH_MULTIKUEUE_JOBS` (500), `KUEUE_EXT_BENCH_WRAPPED_JOBS` (200),
+//! `KUEUE_EXT_BENCH_RATE` (200 admissions/s), `KUEUE_EXT_BENCH_ADMISSIONS` (3000).
+//! Prints a table and writes target/bench/sandbox.json.
+
+mod jobs;
+mod multikueue;
+mod report;
+mod sandbox;
+mod single;
+mod throughput;
+mod up;
+mod webhook;
+
+use std::path::PathBuf;
+use std::process::Command;
+
+use serde_json::json;
+
+struct Settings {
+    only: Vec<String>,
+    runs: usize,
+    job_runs: usize,
+    jobs: usize,
+    multikueue_jobs: usize,
+    wrapped_jobs: usize,
+    rate: usize,
+    admissions: usize,
+}
+
+fn env_number(name: &str, default: usize) -> usize {
+    std::env::var(name).ok().and_then(|v| v.parse().ok()).unwrap_or(default)
+}
+
+impl Settings {
+    fn from_env() -> Settings {
+        let only = std::env::var("KUEUE_EXT_BENCH_ONLY").unwrap_or_default();
+        Settings {
+            only: only.split(',').map(str::trim).filter(|s| !s.is_empty()).map(String::from).collect(),
+            runs: env_number("KUEUE_EXT_BENCH_RUNS", 3).max(1),
+            job_runs: env_number("KUEUE_EXT_BENCH_JOB_RUNS", 1).max(1),
+            jobs: env_number("KUEUE_EXT_BENCH_JOBS", 1000),
+            multikueue_jobs: env_number("KUEUE_EXT_BENCH_MULTIKUEUE_JOBS", 500),
+            wrapped_jobs: env_number("KUEUE_EXT_BENCH_WRAPPED_JOBS", 200),
+            rate: env_number("KUEUE_EXT_BENCH_RATE", 200).max(1),
+            admissions: env_number("KUEUE_EXT_BENCH_ADMISSIONS", 3000).max(1),
+        }
+    }
+
+    fn wants(&self, bench: &str) -> bool {
+        self.only.is_empty() || self.only.iter().any(|o| o == bench)
+    }
+
+    fn json(&self) -> serde_json::Value {
+        json!({"only": self.only, "runs": self.runs, "job_runs": self.job_runs, "jobs": self.jobs,
+               "multikueue_jobs": self.multikueue_jobs, "wrapped_jobs": self.wrapped_jobs,
+               "rate": self.rate, "admissions": self.admissions})
+    }
+}
+
+fn main() {
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    // `cargo bench` passes `--bench`; anything else (e.g. `cargo test --benches`) runs nothing.
+    if !std::env::args().any(|a| a == "--bench") {
+        return;
+    }
+    let settings = Settings::from_env();
+    let load_before = report::load_average();
+    let bin_dir = PathBuf::from(
+        sandbox::run(Command::new(sandbox::BIN).args(["toolchain", "install"]))
+            .lines()
+            .last()
+            .unwrap_or_default()
+            .trim(),
+    );
+    let toolchain_root = bin_dir.parent().expect("bin dir has a parent").to_path_buf();
+
+    let mut rows = Vec::new();
+    if settings.wants("up") {
+        let kwokctl = up::kwokctl(&toolchain_root.join("src"), &toolchain_root);
+        rows.extend(up::bench(settings.runs, &bin_dir, &kwokctl));
+    }
+    let runtime = tokio::runtime::Runtime::new().expect("tokio runtime");
+    if settings.wants("single") {
+        rows.extend(runtime.block_on(single::bench(settings.job_runs, settings.jobs, settings.wrapped_jobs)));
+    }
+    if settings.wants("multikueue") {
+        rows.extend(runtime.block_on(multikueue::bench(settings.job_runs, settings.multikueue_jobs)));
+    }
+    if settings.wants("webhook") {
+        rows.extend(runtime.block_on(webhook::bench(settings.runs, settings.rate, settings.admissions)));
+    }
+    report::print(&rows);
+    let path = report::write_json(&rows, settings.json(), &load_before);
+    println!("\nload average before {load_before}, after {}; wrote {}", report::load_average(), path.display());
+}

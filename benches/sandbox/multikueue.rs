@@ -1,0 +1,25 @@
+//! MultiKueue: N ExternalJobs against N batch/v1 Jobs submitted to the manager and run on two
+//! workers, timed on the manager's Workloads (admitted once a worker admitted the copy; finished
+//! once the worker's outcome came back).
+
+use crate::jobs::Kind;
+use crate::report::Row;
+use crate::sandbox::Sandbox;
+use crate::throughput::versus;
+
+/// Two workers with room for every pod; the manager's quota is their sum.
+const SANDBOX: [&str; 6] = ["--workers", "2", "--nodes", "8", "--node-cpu", "64"];
+
+pub async fn bench(runs: usize, jobs: usize) -> Vec<Row> {
+    let go = format!("{jobs} batch/v1 Jobs through MultiKueue");
+    let mut admitted = Row::new(format!("MultiKueue, {jobs} ExternalJobs: all admitted"), "s", &go);
+    let mut finished = Row::new(format!("MultiKueue, {jobs} ExternalJobs: all finished"), "s", &go);
+    for run in 0..runs {
+        let sandbox = Sandbox::up(&SANDBOX);
+        let manager = sandbox.client("manager").await;
+        let (ours, peer) = versus(&manager, Kind::External, Kind::Batch, jobs, run).await;
+        admitted.push(ours.admitted, peer.admitted);
+        finished.push(ours.finished, peer.finished);
+    }
+    vec![admitted, finished]
+}

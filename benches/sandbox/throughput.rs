@@ -1,0 +1,177 @@
+//! Submits N jobs of one kind and times them until all their Workloads are admitted and all are
+//! finished, then deletes them so the next kind starts from an empty namespace.
+//!
+//! Progress comes from a watch on Workloads: listing thousands of Workloads on every tick would
+//! load the very API server being measured.
+
+use std::collections::HashSet;
+use std::time::{Duration, Instant};
+
+use futures::{StreamExt, TryStreamExt, stream};
+use kube::api::{Api, ApiResource, DeleteParams, DynamicObject, ListParams, PostParams};
+use kube::runtime::{WatchStreamExt, watcher};
+use tokio::sync::watch;
+
+use crate::jobs::Kind;
+
+/// Jobs in flight while submitting, as a busy client would send them.
+const SUBMIT_CONCURRENCY: usize = 20;
+const RUN_TIMEOUT: Duration = Duration::from_secs(30 * 60);
+const CLEAR_TIMEOUT: Duration = Duration::from_secs(15 * 60);
+
+/// Seconds from the first submission until all were admitted, and until all finished.
+pub struct Times {
+    pub admitted: f64,
+    pub finished: f64,
+}
+
+#[derive(Clone, Default)]
+struct Progress {
+    admitted: usize,
+    finished: usize,
+    all_admitted: Option<Instant>,
+    all_finished: Option<Instant>,
+}
+
+fn workload_resource() -> ApiResource {
+    ApiResource {
+        group: "kueue.x-k8s.io".into(),
+        version: "v1beta2".into(),
+        api_version: "kueue.x-k8s.io/v1beta2".into(),
+        kind: "Workload".into(),
+        plural: "workloads".into(),
+    }
+}
+
+fn holds(workload: &DynamicObject, condition: &str) -> bool {
+    workload.data["status"]["conditions"]
+        .as_array()
+        .is_some_and(|c| c.iter().any(|c| c["type"] == condition && c["status"] == "True"))
+}
+
+/// Follows the Workloads named `prefix…` and notes when `n` were admitted and `n` finished
+/// (a Workload counts once it was seen admitted, even if it has moved on since).
+fn track(client: &kube::Client, prefix: &'static str, n: usize) -> watch::Receiver<Progress> {
+    let (tx, rx) = watch::channel(Progress::default());
+    let api: Api<DynamicObject> = Api::namespaced_with(client.clone(), "default", &workload_resource());
+    tokio::spawn(async move {
+        let (mut admitted, mut finished) = (HashSet::new(), HashSet::new());
+        let mut events = std::pin::pin!(watcher(api, watcher::Config::default()).default_backoff().applied_objects());
+        loop {
+            // Ends with the watch, or once nobody reads the progress.
+            let event = tokio::select! {
+                () = tx.closed() => break,
+                event = events.next() => event,
+            };
+            let workload = match event {
+                Some(Ok(workload)) => workload,
+                Some(Err(_)) => continue,
+                None => break,
+            };
+            let name = workload.metadata.name.clone().unwrap_or_default();
+            if !name.starts_with(prefix) {
+                continue;
+            }
+            if holds(&workload, "Admitted") || holds(&workload, "Finished") {
+                admitted.insert(name.clone());
+            }
+            if holds(&workload, "Finished") {
+                finished.insert(name);
+            }
+            tx.send_modify(|p| {
+                p.admitted = admitted.len();
+                p.finished = finished.len();
+                if p.admitted >= n && p.all_admitted.is_none() {
+                    p.all_admitted = Some(Instant::now());
+                }
+                if p.finished >= n && p.all_finished.is_none() {
+                    p.all_finished = Some(Instant::now());
+                }
+            });
+        }
+    });
+    rx
+}
+
+async fn submit(client: &kube::Client, kind: Kind, n: usize) {
+    let api: Api<DynamicObject> = Api::namespaced_with(client.clone(), "default", &kind.resource());
+    stream::iter(0..n)
+        .map(|i| {
+            let api = api.clone();
+            async move {
+                let object: DynamicObject = serde_json::from_value(kind.manifest(i)).expect("job manifest");
+                api.create(&PostParams::default(), &object).await
+            }
+        })
+        .buffer_unordered(SUBMIT_CONCURRENCY)
+        .try_collect::<Vec<_>>()
+        .await
+        .unwrap_or_else(|e| panic!("submitting {kind:?}: {e}"));
+}
+
+/// Submits `n` jobs of `kind` into `default` and waits until all have finished.
+pub async fn measure(client: &kube::Client, kind: Kind, n: usize) -> Times {
+    let mut progress = track(client, kind.workload_prefix(), n);
+    let started = Instant::now();
+    submit(client, kind, n).await;
+    let done =
+        matches!(tokio::time::timeout(RUN_TIMEOUT, progress.wait_for(|p| p.all_finished.is_some())).await, Ok(Ok(_)));
+    let seen = progress.borrow().clone();
+    assert!(done, "{kind:?}: {} of {n} admitted, {} finished after {RUN_TIMEOUT:?}", seen.admitted, seen.finished);
+    let since = |t: Option<Instant>| t.map(|t| t.duration_since(started).as_secs_f64()).unwrap_or_default();
+    Times { admitted: since(seen.all_admitted), finished: since(seen.all_finished) }
+}
+
+/// Deletes every job of `kind` in `default` and waits until they, their Workloads and all pods
+/// are gone.
+pub async fn clear(client: &kube::Client, kind: Kind) {
+    let jobs: Api<DynamicObject> = Api::namespaced_with(client.clone(), "default", &kind.resource());
+    let params = DeleteParams::background();
+    jobs.delete_collection(&params, &ListParams::default()).await.expect("jobs deleted");
+    let pods = ApiResource {
+        group: String::new(),
+        version: "v1".into(),
+        api_version: "v1".into(),
+        kind: "Pod".into(),
+        plural: "pods".into(),
+    };
+    let left = [kind.resource(), workload_resource(), pods];
+    let deadline = Instant::now() + CLEAR_TIMEOUT;
+    loop {
+        let mut remaining = 0;
+        for resource in &left {
+            let api: Api<DynamicObject> = Api::namespaced_with(client.clone(), "default", resource);
+            remaining += api.list_metadata(&ListParams::default()).await.map(|l| l.items.len()).unwrap_or(1);
+        }
+        if remaining == 0 {
+            return;
+        }
+        assert!(Instant::now() < deadline, "{kind:?}: {remaining} objects left after {CLEAR_TIMEOUT:?}");
+        tokio::time::sleep(Duration::from_secs(1)).await;
+    }
+}
+
+/// Our kind against the peer's on the same cluster, one after the other; who goes first
+/// alternates between runs, as the second meets a cluster that has been busy.
+pub async fn versus(client: &kube::Client, ours: Kind, peer: Kind, n: usize, run: usize) -> (Times, Times) {
+    if run.is_multiple_of(2) {
+        let peer = timed(client, peer, n, run).await;
+        (timed(client, ours, n, run).await, peer)
+    } else {
+        let ours = timed(client, ours, n, run).await;
+        (ours, timed(client, peer, n, run).await)
+    }
+}
+
+/// Measures one kind, says how it went, and clears the namespace for the next.
+pub async fn timed(client: &kube::Client, kind: Kind, n: usize, run: usize) -> Times {
+    let times = measure(client, kind, n).await;
+    eprintln!(
+        "run {}: {n} {kind:?}: all admitted {:.1} s, all finished {:.1} s",
+        run + 1,
+        times.admitted,
+        times.finished
+    );
+    clear(client, kind).await;
+    times
+}

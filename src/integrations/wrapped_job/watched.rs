@@ -1,0 +1,170 @@
+//! What the WrappedJob controller sees of components and pods: one watch per component kind
+//! every cluster serves, and one on pods, all selected by the job label. Each watch fills a
+//! cache and triggers the job's reconcile, so `components::observe` reads memory instead of
+//! listing through the API on every reconcile. The caches keep only what `observe` reads.
+
+use std::fmt::Debug;
+use std::sync::Arc;
+
+use futures::Stream;
+use k8s_openapi::api::apps::v1::{Deployment, DeploymentStatus, StatefulSet, StatefulSetStatus};
+use k8s_openapi::api::batch::v1::{Job as BatchJob, JobStatus};
+use k8s_openapi::api::core::v1::{ContainerStatus, Pod, PodStatus, Service};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+use kube::api::{Api, DynamicObject};
+use kube::runtime::controller::Controller;
+use kube::runtime::reflector::{self, ObjectRef, Store};
+use kube::runtime::{WatchStreamExt, watcher};
+use kube::{Client, Resource, ResourceExt};
+use serde::de::DeserializeOwned;
+
+use super::components::COMPONENT_INDEX_ANNOTATION;
+use crate::api::wrapped_job::{WRAPPED_JOB_LABEL, WrappedJob};
+
+/// Cut an object down to what `observe` reads: identity, owners, labels, the component-index
+/// annotation, deletion, and the status fields that tell how it is doing.
+pub trait Slim {
+    fn slim(&mut self);
+}
+
+fn slim_metadata(meta: &mut ObjectMeta) {
+    meta.managed_fields = None;
+    if let Some(annotations) = &mut meta.annotations {
+        annotations.retain(|key, _| key == COMPONENT_INDEX_ANNOTATION);
+    }
+}
+
+impl Slim for BatchJob {
+    fn slim(&mut self) {
+        slim_metadata(&mut self.metadata);
+        self.spec = None;
+        self.status = self.status.take().map(|s| JobStatus { conditions: s.conditions, ..JobStatus::default() });
+    }
+}
+
+impl Slim for Deployment {
+    fn slim(&mut self) {
+        slim_metadata(&mut self.metadata);
+        self.spec = None;
+        self.status =
+            self.status.take().map(|s| DeploymentStatus { conditions: s.conditions, ..DeploymentStatus::default() });
+    }
+}
+
+impl Slim for StatefulSet {
+    fn slim(&mut self) {
+        slim_metadata(&mut self.metadata);
+        self.spec = None;
+        self.status =
+            self.status.take().map(|s| StatefulSetStatus { conditions: s.conditions, ..StatefulSetStatus::default() });
+    }
+}
+
+impl Slim for Service {
+    fn slim(&mut self) {
+        slim_metadata(&mut self.metadata);
+        self.spec = None;
+        self.status = None;
+    }
+}
+
+impl Slim for Pod {
+    fn slim(&mut self) {
+        slim_metadata(&mut self.metadata);
+        self.spec = None;
+        self.status = self.status.take().map(|s| PodStatus {
+            phase: s.phase,
+            reason: s.reason,
+            message: s.message,
+            container_statuses: s.container_statuses.map(|containers| {
+                containers
+                    .into_iter()
+                    .map(|c| ContainerStatus { name: c.name, state: c.state, ..ContainerStatus::default() })
+                    .collect()
+            }),
+            ..PodStatus::default()
+        });
+    }
+}
+
+/// The caches; each is complete once [`Caches::synced`] says so.
+pub struct Caches {
+    jobs: Store<BatchJob>,
+    deployments: Store<Deployment>,
+    stateful_sets: Store<StatefulSet>,
+    services: Store<Service>,
+    pods: Store<Pod>,
+}
+
+/// A cache of `K` labelled for some WrappedJob, and the watch that fills it, to be driven by
+/// the controller it triggers.
+fn watched<K>(client: &Client) -> (Store<K>, impl Stream<Item = Result<K, watcher::Error>> + Send + 'static)
+where
+    K: Resource<DynamicType = ()> + Slim + Clone + Debug + DeserializeOwned + Send + Sync + 'static,
+{
+    let (reader, writer) = reflector::store();
+    let config = watcher::Config::default().labels(WRAPPED_JOB_LABEL);
+    let events = watcher(Api::<K>::all(client.clone()), config).default_backoff().modify(K::slim);
+    (reader, reflector::reflector(writer, events).touched_objects())
+}
+
+/// Adds the component and pod watches to the WrappedJob controller; returns their caches.
+pub fn watch(controller: Controller<WrappedJob>, client: &Client) -> (Controller<WrappedJob>, Arc<Caches>) {
+    let (jobs, job_changes) = watched::<BatchJob>(client);
+    let (deployments, deployment_changes) = watched::<Deployment>(client);
+    let (stateful_sets, stateful_set_changes) = watched::<StatefulSet>(client);
+    let (services, service_changes) = watched::<Service>(client);
+    let (pods, pod_changes) = watched::<Pod>(client);
+    let controller = controller
+        .owns_stream(job_changes)
+        .owns_stream(deployment_changes)
+        .owns_stream(stateful_set_changes)
+        .owns_stream(service_changes)
+        // Pods of components (and Pod components) name their job by label.
+        .watches_stream(pod_changes, |pod: Pod| {
+            let job = pod.labels().get(WRAPPED_JOB_LABEL)?.clone();
+            Some(ObjectRef::new(&job).within(&pod.namespace()?))
+        });
+    (controller, Arc::new(Caches { jobs, deployments, stateful_sets, services, pods }))
+}
+
+fn labelled_for<K: Resource<DynamicType = ()> + Clone>(store: &Store<K>, namespace: &str, job: &str) -> Vec<Arc<K>> {
+    store.state_filter(|o| {
+        let meta = o.meta();
+        meta.namespace.as_deref() == Some(namespace)
+            && meta.labels.as_ref().and_then(|l| l.get(WRAPPED_JOB_LABEL)).map(String::as_str) == Some(job)
+    })
+}
+
+/// Cached objects as `observe` reads every kind.
+fn dynamic<K: serde::Serialize>(objects: Vec<Arc<K>>) -> Vec<DynamicObject> {
+    objects.iter().filter_map(|o| serde_json::from_value(serde_json::to_value(o.as_ref()).ok()?).ok()).collect()
+}
+
+impl Caches {
+    /// Waits until every cache has listed once: before that a component would look missing.
+    pub async fn synced(&self) -> bool {
+        self.jobs.wait_until_ready().await.is_ok()
+            && self.deployments.wait_until_ready().await.is_ok()
+            && self.stateful_sets.wait_until_ready().await.is_ok()
+            && self.services.wait_until_ready().await.is_ok()
+            && self.pods.wait_until_ready().await.is_ok()
+    }
+
+    /// The objects of this kind labelled for `job`; `None` for a kind not cached here.
+    pub fn components(&self, api_version: &str, kind: &str, namespace: &str, job: &str) -> Option<Vec<DynamicObject>> {
+        Some(match (api_version, kind) {
+            ("batch/v1", "Job") => dynamic(labelled_for(&self.jobs, namespace, job)),
+            ("apps/v1", "Deployment") => dynamic(labelled_for(&self.deployments, namespace, job)),
+            ("apps/v1", "StatefulSet") => dynamic(labelled_for(&self.stateful_sets, namespace, job)),
+            ("v1", "Service") => dynamic(labelled_for(&self.services, namespace, job)),
+            ("v1", "Pod") => dynamic(labelled_for(&self.pods, namespace, job)),
+            _ => return None,
+        })
+    }
+
+    /// The pods labelled for `job`.
+    pub fn pods(&self, namespace: &str, job: &str) -> Vec<Arc<Pod>> {
+        labelled_for(&self.pods, namespace, job)
+    }
+}
