@@ -96,6 +96,12 @@ fn webhook_for<K: JobWebhook>(hook: Hook, kind: K::Kind) -> MethodRouter<Arc<Ser
 /// an AdmissionReview gets a 400: there is no request UID to answer to.
 async fn review<K: JobWebhook>(state: &ServerState, kind: &K::Kind, body: &[u8], hook: Hook) -> Response {
     let started = Instant::now();
+    if !state.ready.load(Ordering::Relaxed) {
+        // Defaulting reads the queue caches: answering before they sync would leave a job on a
+        // MultiKueue queue without managedBy, and Kueue would reject it for good. Failing
+        // makes the API server refuse the request (failurePolicy Fail), so it is retried.
+        return (StatusCode::SERVICE_UNAVAILABLE, "the queue caches have not synced yet; retry").into_response();
+    }
     let review: AdmissionReview<DynamicObject> = match serde_json::from_slice(body) {
         Ok(review) => review,
         Err(err) => return (StatusCode::BAD_REQUEST, format!("not an AdmissionReview: {err}")).into_response(),
@@ -283,6 +289,14 @@ mod tests {
         assert_eq!(call(VALIDATE_EXTERNAL_JOB, deep).await.0, StatusCode::BAD_REQUEST);
         let huge = vec![b' '; MAX_BODY_BYTES + 1];
         assert_eq!(call(VALIDATE_EXTERNAL_JOB, huge).await.0, StatusCode::PAYLOAD_TOO_LARGE);
+    }
+
+    #[tokio::test]
+    async fn admission_waits_for_the_caches() {
+        let body = review("CREATE", job(one_pod_set()), None).to_string();
+        let (status, _) = call_with(state(false), MUTATE_EXTERNAL_JOB, body.clone()).await;
+        assert_eq!(status, StatusCode::SERVICE_UNAVAILABLE, "no defaulting from empty caches");
+        assert_eq!(call_with(state(true), MUTATE_EXTERNAL_JOB, body).await.0, StatusCode::OK);
     }
 
     #[tokio::test]
