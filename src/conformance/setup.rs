@@ -4,16 +4,17 @@
 //! LocalQueue. Everything is deleted at the end, without waiting.
 
 use std::collections::BTreeMap;
-use std::time::{SystemTime, UNIX_EPOCH};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use k8s_openapi::api::core::v1::Namespace;
-use kube::api::{Api, DeleteParams};
+use kube::api::{Api, ApiResource, DeleteParams, DynamicObject};
+use kube::runtime::wait::await_condition;
 use kube::{Client, ResourceExt};
 use serde_json::{Value, json};
 use sha1::{Digest, Sha1};
 
 use super::catalog::Check;
-use crate::api::kueue::{ClusterQueue, ResourceFlavor};
+use crate::api::kueue::{ClusterQueue, LocalQueue, ResourceFlavor};
 
 /// The LocalQueue of every check namespace.
 pub const QUEUE: &str = "conformance";
@@ -22,6 +23,8 @@ pub const QUEUE: &str = "conformance";
 pub const SANDBOX_CLUSTER_QUEUE: &str = "cluster-queue";
 /// Node labels of the sandbox's kwok nodes, given to the run's ResourceFlavor.
 pub const NODE_LABEL: (&str, &str) = ("type", "kwok");
+/// How long Kueue may take to report a new LocalQueue on a busy machine.
+const KUEUE_SEES_QUEUE: Duration = Duration::from_secs(60);
 
 #[derive(Clone, Debug)]
 pub struct Run {
@@ -113,11 +116,31 @@ pub async fn create_namespace(
     if held {
         local_queue["spec"]["stopPolicy"] = json!("Hold");
     }
+    let namespace_name = namespace;
     let namespace = json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": namespace}});
     for object in [namespace, local_queue] {
         apply(client, &object).await?;
     }
-    Ok(())
+    await_known_to_kueue(client, namespace_name, queue).await
+}
+
+/// Waits until Kueue has written the LocalQueue's status: only then does its queue manager map
+/// the LocalQueue to its ClusterQueue, and a job created earlier is not defaulted to MultiKueue.
+async fn await_known_to_kueue(client: &Client, namespace: &str, queue: &str) -> Result<(), String> {
+    let resource = ApiResource::erase::<LocalQueue>(&());
+    let api: Api<DynamicObject> = Api::namespaced_with(client.clone(), namespace, &resource);
+    let has_status = |lq: Option<&DynamicObject>| {
+        lq.and_then(|lq| lq.data["status"]["conditions"].as_array()).is_some_and(|c| !c.is_empty())
+    };
+    let seen = await_condition(api, queue, has_status);
+    match tokio::time::timeout(KUEUE_SEES_QUEUE, seen).await {
+        Ok(Ok(_)) => Ok(()),
+        Ok(Err(e)) => Err(format!("cannot watch LocalQueue {namespace}/{queue}: {e}")),
+        Err(_) => Err(format!(
+            "Kueue did not report LocalQueue {namespace}/{queue} within {} s (no status conditions)",
+            KUEUE_SEES_QUEUE.as_secs()
+        )),
+    }
 }
 
 pub async fn delete_namespace(client: &Client, namespace: &str) {
