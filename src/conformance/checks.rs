@@ -66,7 +66,9 @@ impl Suite<'_> {
         let job = self.create(scene).await?;
         let (flavor, labels) = (self.run.flavor(), self.run.node_labels());
         until(ADMISSION, POLL, || async {
-            verdict::started_with_flavor(&scene.job(&job).await?, &flavor, &labels, &scene.pods().await?)
+            // Pods first: a pod listed means the job read after it has already been unsuspended.
+            let pods = scene.pods().await?;
+            verdict::started_with_flavor(&scene.job(&job).await?, &flavor, &labels, &pods)
         })
         .await
     }
