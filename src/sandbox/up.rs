@@ -6,6 +6,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use futures::future::try_join_all;
+use tokio::signal::unix::{Signal, SignalKind, signal};
 
 use super::error::SandboxError;
 use super::kind::{self, BollardDocker, Kind, KindCli, KindOptions, KindRuntime};
@@ -67,6 +68,8 @@ pub async fn up(options: &UpOptions, progress: &Progress) -> Result<UpOutcome, S
         super::down(dir).await?;
     }
     let started = Instant::now();
+    // Listened to from here on: a ctrl-c while the runtime is prepared is answered as one later.
+    let mut interrupt = signal(SignalKind::interrupt()).map_err(SandboxError::io(dir))?;
     let docker = BollardDocker::connect();
     let kind_on_path = KindCli::from_path().map(|k| k.program().to_path_buf());
     let selection = kind::select(options.runtime, &docker, kind_on_path).await?;
@@ -87,7 +90,7 @@ pub async fn up(options: &UpOptions, progress: &Progress) -> Result<UpOutcome, S
                 progress,
             )
             .await?;
-            up_with(&runtime, options, started, progress).await
+            up_with(&runtime, options, started, &mut interrupt, progress).await
         }
         _ => {
             let runtime = ProcessRuntime::prepare(
@@ -97,7 +100,7 @@ pub async fn up(options: &UpOptions, progress: &Progress) -> Result<UpOutcome, S
                 progress,
             )
             .await?;
-            up_with(&runtime, options, started, progress).await
+            up_with(&runtime, options, started, &mut interrupt, progress).await
         }
     }
 }
@@ -107,6 +110,7 @@ async fn up_with(
     runtime: &impl ClusterRuntime,
     options: &UpOptions,
     started: Instant,
+    interrupt: &mut Signal,
     progress: &Progress,
 ) -> Result<UpOutcome, SandboxError> {
     let dir = &options.state_dir;
@@ -116,7 +120,7 @@ async fn up_with(
     // ctrl-c stops what was started, as a failure does; `down` removes the logs left.
     let result = tokio::select! {
         result = start_all(runtime, options, &recorder, progress) => result,
-        _ = tokio::signal::ctrl_c() => Err(SandboxError::Interrupted),
+        _ = interrupt.recv() => Err(SandboxError::Interrupted),
     };
     match result {
         Ok(()) => {

@@ -100,8 +100,30 @@ impl Sandbox {
 impl Drop for Sandbox {
     fn drop(&mut self) {
         if self.dir.exists() {
+            if std::thread::panicking() {
+                self.keep_logs();
+            }
             let _ = self.run("down", &[]);
         }
+    }
+}
+
+impl Sandbox {
+    /// Copies every cluster's component logs to target/e2e-logs/<test>/ before `down` removes
+    /// the state dir: a failed run is diagnosed from them.
+    fn keep_logs(&self) {
+        let test = std::thread::current().name().unwrap_or("test").replace("::", "-");
+        let kept = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("e2e-logs").join(test);
+        let clusters = std::fs::read_dir(&self.dir).into_iter().flatten().flatten();
+        for logs in clusters.map(|c| c.path().join("logs")).filter(|l| l.is_dir()) {
+            let cluster = logs.parent().and_then(|c| c.file_name()).unwrap_or_default().to_owned();
+            let into = kept.join(cluster);
+            let _ = std::fs::create_dir_all(&into);
+            for log in std::fs::read_dir(&logs).into_iter().flatten().flatten() {
+                let _ = std::fs::copy(log.path(), into.join(log.file_name()));
+            }
+        }
+        eprintln!("component logs kept in {}", kept.display());
     }
 }
 
