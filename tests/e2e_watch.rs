@@ -165,7 +165,9 @@ async fn watch_follows_jobs_across_clusters_and_restores_the_terminal() {
     set_stop_policy(&manager, json!("Hold")).await;
 
     let state_dir = sandbox.dir.to_str().expect("utf-8 path");
-    let tmux = Tmux::start(&format!("sh -c '{BIN} watch --state-dir {state_dir}; echo EXIT=$?; stty -a; sleep 3600'"));
+    let tmux = Tmux::start(&format!(
+        "sh -c '{BIN} watch --state-dir {state_dir}; echo EXIT=$?; stty -a; echo STTY-END; sleep 3600'"
+    ));
     tmux.wait_for("the header with every cluster", |s| {
         s.contains("kueue-ext watch") && ["manager ●", "worker1 ●", "worker2 ●"].iter().all(|c| s.contains(c))
     })
@@ -267,7 +269,8 @@ async fn watch_follows_jobs_across_clusters_and_restores_the_terminal() {
 
     // `q` quits and gives the terminal back: main screen, line discipline and echo restored.
     tmux.type_text("q");
-    let after = tmux.wait_for("watch to exit", |s| s.contains("EXIT=")).await;
+    // Read once stty has printed all of its settings, not just the exit code.
+    let after = tmux.wait_for("watch to exit", |s| s.contains("EXIT=") && s.contains("STTY-END")).await;
     assert!(after.contains("EXIT=0"), "{after}");
     assert_eq!(tmux.run(&["display-message", "-p", "-t", "watch", "#{alternate_on}"]).trim(), "0");
     let stty: Vec<&str> = after.split_whitespace().collect();
