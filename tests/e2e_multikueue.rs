@@ -236,7 +236,8 @@ async fn multikueue_dispatches_jobs_to_workers_and_reports_back() {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn jobs_of_a_lost_worker_run_elsewhere_once_and_its_copies_are_collected() {
-    let sandbox = Sandbox::up(&[]);
+    // Given up on after 30s, so the test sees the job move.
+    let sandbox = Sandbox::up(&["--worker-lost-timeout", "30s"]);
     let manager = sandbox.client("manager").await;
     let externals = api(&manager, "kueue-ext.dev/v1alpha1", "ExternalJob", "externaljobs", Some("default"));
     let job =

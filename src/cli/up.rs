@@ -1,7 +1,9 @@
 use std::path::PathBuf;
 use std::process::ExitCode;
+use std::time::Duration;
 
 use crate::integrations::declarative::config::IntegrationConfig;
+use crate::integrations::wrapped_job::settings::parse_go_duration;
 use crate::sandbox::kwok::NodePool;
 use crate::sandbox::progress::{Progress, human_duration};
 use crate::sandbox::{self, KindOptions, RuntimeKind, UpOptions, UpOutcome};
@@ -45,6 +47,10 @@ pub struct Args {
     /// externalFrameworks, RBAC, webhooks and the controller's `--integrations`.
     #[arg(long, value_name = "FILE")]
     pub integrations: Option<PathBuf>,
+    /// How long MultiKueue waits for an unreachable worker before running its jobs on another
+    /// (Go duration; Kueue's default is 15m). Jobs a lost worker already ran may run twice.
+    #[arg(long, value_name = "DURATION", default_value = "5m", value_parser = parse_go_duration)]
+    pub worker_lost_timeout: Duration,
     #[command(flatten)]
     pub kind: KindArgs,
 }
@@ -116,6 +122,7 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
         }),
         kind: args.kind.into(),
         integrations,
+        worker_lost_timeout: args.worker_lost_timeout,
     };
     let outcome = match sandbox::up(&options, &Progress::stderr()).await {
         Err(err @ sandbox::SandboxError::Interrupted) => {

@@ -45,10 +45,24 @@ pub struct ClusterPlan {
     pub fixed_api_port: Option<u16>,
     /// Fake nodes to create, on clusters that run pods.
     pub nodes: Option<NodePool>,
-    /// Whether its Kueue runs MultiKueue for workers.
-    pub multikueue_manager: bool,
+    /// Set when its Kueue runs MultiKueue for workers.
+    pub multikueue_manager: Option<MultiKueueManager>,
     /// Kinds integrated by configuration, on every cluster.
     pub integrations: Arc<[Integration]>,
+}
+
+/// How a manager's Kueue runs MultiKueue.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct MultiKueueManager {
+    /// How long a worker may be unreachable before MultiKueue runs its jobs elsewhere (they
+    /// may then have run twice: longer than an API server restart on a busy machine).
+    pub worker_lost_timeout: std::time::Duration,
+}
+
+impl Default for MultiKueueManager {
+    fn default() -> Self {
+        MultiKueueManager { worker_lost_timeout: std::time::Duration::from_secs(5 * 60) }
+    }
 }
 
 impl ClusterPlan {
@@ -60,7 +74,7 @@ impl ClusterPlan {
             role: Role::Manager,
             fixed_api_port: api_server_port,
             nodes: (workers == 0).then(|| nodes.clone()),
-            multikueue_manager: workers > 0,
+            multikueue_manager: (workers > 0).then_some(MultiKueueManager::default()),
             integrations: Arc::from([]),
         }];
         for i in 1..=workers {
@@ -69,7 +83,7 @@ impl ClusterPlan {
                 role: Role::Worker,
                 fixed_api_port: None,
                 nodes: Some(nodes.clone()),
-                multikueue_manager: false,
+                multikueue_manager: None,
                 integrations: Arc::from([]),
             });
         }
@@ -139,12 +153,12 @@ mod tests {
         let pool = NodePool::default();
         let alone = ClusterPlan::all(0, &pool, Some(6443));
         assert_eq!(alone.len(), 1);
-        assert!(alone[0].nodes.is_some() && !alone[0].multikueue_manager);
+        assert!(alone[0].nodes.is_some() && alone[0].multikueue_manager.is_none());
         assert_eq!(alone[0].fixed_api_port, Some(6443));
         let names: Vec<String> = ClusterPlan::all(2, &pool, None).into_iter().map(|p| p.name).collect();
         assert_eq!(names, ["manager", "worker1", "worker2"]);
         let with_workers = ClusterPlan::all(2, &pool, None);
-        assert!(with_workers[0].nodes.is_none() && with_workers[0].multikueue_manager);
+        assert!(with_workers[0].nodes.is_none() && with_workers[0].multikueue_manager.is_some());
         assert!(with_workers[1].nodes.is_some() && with_workers[1].fixed_api_port.is_none());
     }
 }

@@ -40,6 +40,8 @@ pub struct UpOptions {
     pub kind: KindOptions,
     /// Kinds integrated by configuration (`--integrations`), on every cluster.
     pub integrations: Vec<Integration>,
+    /// MultiKueue's workerLostTimeout on the manager.
+    pub worker_lost_timeout: Duration,
 }
 
 #[derive(Debug)]
@@ -78,7 +80,7 @@ pub async fn up(options: &UpOptions, progress: &Progress) -> Result<UpOutcome, S
             if !options.component_args.is_empty() {
                 return Err(SandboxError::Usage("--component-arg applies to the process runtime only".into()));
             }
-            let plans = ClusterPlan::all(options.workers, &options.nodes, options.api_server_port);
+            let plans = plans(options, Arc::from([]));
             let cache = toolchain::cache_root().join("kind");
             let runtime = KindRuntime::prepare(
                 KindCli::new(program),
@@ -103,6 +105,18 @@ pub async fn up(options: &UpOptions, progress: &Progress) -> Result<UpOutcome, S
             up_with(&runtime, options, started, &mut interrupt, progress).await
         }
     }
+}
+
+/// The clusters `options` ask for, each with these integrations.
+fn plans(options: &UpOptions, integrations: Arc<[Integration]>) -> Vec<ClusterPlan> {
+    let mut plans = ClusterPlan::all(options.workers, &options.nodes, options.api_server_port);
+    for plan in &mut plans {
+        plan.integrations = integrations.clone();
+        if let Some(manager) = plan.multikueue_manager.as_mut() {
+            manager.worker_lost_timeout = options.worker_lost_timeout;
+        }
+    }
+    plans
 }
 
 /// Brings every cluster up with `runtime`, then wires them together; on failure undoes it all.
@@ -195,11 +209,7 @@ async fn start_all(
     recorder: &Recorder,
     progress: &Progress,
 ) -> Result<(), SandboxError> {
-    let integrations: Arc<[Integration]> = options.integrations.clone().into();
-    let mut plans = ClusterPlan::all(options.workers, &options.nodes, options.api_server_port);
-    for plan in &mut plans {
-        plan.integrations = integrations.clone();
-    }
+    let plans = plans(options, options.integrations.clone().into());
     // Clusters do not depend on each other: start them side by side.
     let started = try_join_all(plans.iter().map(|plan| runtime.start_cluster(plan, recorder, progress))).await?;
     let step = progress.step(if options.workers > 0 { "MultiKueue and default queues" } else { "default queues" });

@@ -114,8 +114,14 @@ impl Sandbox {
     fn keep_logs(&self) {
         let test = std::thread::current().name().unwrap_or("test").replace("::", "-");
         let kept = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("e2e-logs").join(test);
-        let clusters = std::fs::read_dir(&self.dir).into_iter().flatten().flatten();
-        for logs in clusters.map(|c| c.path().join("logs")).filter(|l| l.is_dir()) {
+        let entries: Vec<PathBuf> =
+            std::fs::read_dir(&self.dir).into_iter().flatten().flatten().map(|e| e.path()).collect();
+        // Logs of components a test restarted itself sit beside the clusters.
+        let _ = std::fs::create_dir_all(&kept);
+        for log in entries.iter().filter(|e| e.extension().is_some_and(|x| x == "log")) {
+            let _ = std::fs::copy(log, kept.join(log.file_name().unwrap_or_default()));
+        }
+        for logs in entries.iter().map(|c| c.join("logs")).filter(|l| l.is_dir()) {
             let cluster = logs.parent().and_then(|c| c.file_name()).unwrap_or_default().to_owned();
             let into = kept.join(cluster);
             let _ = std::fs::create_dir_all(&into);

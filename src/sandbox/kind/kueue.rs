@@ -15,6 +15,7 @@ use crate::integrations::declarative::config::Integration;
 use crate::kube_util::{self, FIELD_MANAGER};
 use crate::sandbox::kueue::configure_for_sandbox;
 use crate::sandbox::kueue::manifests::NAMESPACE;
+use crate::sandbox::runtime::MultiKueueManager;
 use crate::sandbox::toolchain::versions::KUEUE;
 
 /// Kueue's Deployment and the ConfigMap its Configuration is read from, as the release names them.
@@ -76,7 +77,7 @@ fn parse(bytes: &[u8], source: &str) -> Result<Vec<Value>, KindError> {
 /// The release with its Configuration set up for a sandbox cluster.
 pub fn configured(
     release: &[Value],
-    multikueue_manager: bool,
+    multikueue_manager: Option<MultiKueueManager>,
     integrations: &[Integration],
 ) -> Result<Vec<Value>, String> {
     let mut docs = release.to_vec();
@@ -179,14 +180,16 @@ mod tests {
     #[test]
     fn configuration_keeps_the_release_settings_and_adds_ours() {
         let docs = parse(RELEASE.as_bytes(), "f").unwrap();
-        let manager = config_of(&configured(&docs, true, &[]).unwrap());
+        let manager = config_of(
+            &configured(&docs, Some(MultiKueueManager { worker_lost_timeout: Duration::from_secs(30) }), &[]).unwrap(),
+        );
         assert_eq!(manager["webhook"]["port"], 9443, "release settings stay");
         assert_eq!(manager["integrations"]["frameworks"], json!(["batch/job", "jobset.x-k8s.io/jobset"]));
         assert_eq!(manager["integrations"]["externalFrameworks"], json!(crate::manifests::EXTERNAL_FRAMEWORKS));
         assert_eq!(manager["featureGates"]["MultiKueueAdaptersForCustomJobs"], true);
         assert_eq!(manager["multiKueue"]["workerLostTimeout"], "30s");
-        let worker = config_of(&configured(&docs, false, &[]).unwrap());
+        let worker = config_of(&configured(&docs, None, &[]).unwrap());
         assert!(worker.get("multiKueue").is_none());
-        assert!(configured(&docs[..1], false, &[]).unwrap_err().contains(CONFIG_MAP));
+        assert!(configured(&docs[..1], None, &[]).unwrap_err().contains(CONFIG_MAP));
     }
 }

@@ -13,6 +13,7 @@ use super::fsutil::write_private;
 use super::kubeconfig::{self, Credentials, Entry};
 use super::layout::Layout;
 use super::pki::PkiPaths;
+use super::runtime::MultiKueueManager;
 use crate::integrations::declarative::config::Integration;
 use crate::kube_util;
 #[cfg(test)]
@@ -62,7 +63,11 @@ fn io(path: &Path) -> impl FnOnce(std::io::Error) -> KueueError + '_ {
 }
 
 /// Kueue's Configuration for one process-runtime cluster.
-pub fn configuration(layout: &Layout, multikueue_manager: bool, integrations: &[Integration]) -> Value {
+pub fn configuration(
+    layout: &Layout,
+    multikueue_manager: Option<MultiKueueManager>,
+    integrations: &[Integration],
+) -> Value {
     let mut config = json!({
         "apiVersion": "config.kueue.x-k8s.io/v1beta2",
         "kind": "Configuration",
@@ -91,7 +96,11 @@ pub fn configuration(layout: &Layout, multikueue_manager: bool, integrations: &[
 /// What every sandbox's Kueue is told, whatever runs it: our kinds as external frameworks (and
 /// MultiKueue's generic adapter for them, which is gated), and on a manager of workers
 /// MultiKueue with sandbox timings.
-pub fn configure_for_sandbox(config: &mut Value, multikueue_manager: bool, integrations: &[Integration]) {
+pub fn configure_for_sandbox(
+    config: &mut Value,
+    multikueue_manager: Option<MultiKueueManager>,
+    integrations: &[Integration],
+) {
     let frameworks = external_frameworks(integrations);
     config["integrations"]["externalFrameworks"] = json!(frameworks);
     // A kind configured here replaces Kueue's built-in integration of it: one owner per kind.
@@ -108,11 +117,11 @@ pub fn configure_for_sandbox(config: &mut Value, multikueue_manager: bool, integ
         }
     }
     config["featureGates"]["MultiKueueAdaptersForCustomJobs"] = json!(true);
-    if multikueue_manager {
-        // Short timings suit a sandbox: a lost worker is given up on after 30s (default 15m),
-        // and orphaned remote objects are collected every 30s (default 1m).
+    if let Some(manager) = multikueue_manager {
+        // Orphaned remote objects are collected every 30s (default 1m): a sandbox is watched.
         let external: Vec<Value> = frameworks.iter().map(|name| json!({"name": name})).collect();
-        config["multiKueue"] = json!({"gcInterval": "30s", "workerLostTimeout": "30s", "externalFrameworks": external});
+        let lost = format!("{}s", manager.worker_lost_timeout.as_secs());
+        config["multiKueue"] = json!({"gcInterval": "30s", "workerLostTimeout": lost, "externalFrameworks": external});
     }
 }
 
@@ -134,7 +143,7 @@ pub async fn install(
     client: &Client,
     layout: &Layout,
     components: &Path,
-    multikueue_manager: bool,
+    multikueue_manager: Option<MultiKueueManager>,
     integrations: &[Integration],
 ) -> Result<Vec<PathBuf>, KueueError> {
     kube_util::apply_crds(client, &manifests::crds(components)?).await?;
@@ -204,7 +213,7 @@ mod tests {
         let file = include_str!("../../../samples/third-party/job-integration.yaml");
         let integrations = IntegrationConfig::parse("job-integration.yaml", file).unwrap().integrations;
         let mut config = json!({"integrations": {"frameworks": ["batch/job"]}});
-        configure_for_sandbox(&mut config, true, &integrations);
+        configure_for_sandbox(&mut config, Some(MultiKueueManager::default()), &integrations);
         assert_eq!(
             config["integrations"]["frameworks"],
             json!([IDLE_FRAMEWORK.0]),
@@ -216,9 +225,10 @@ mod tests {
         assert!(
             config["multiKueue"]["externalFrameworks"].as_array().unwrap().contains(&json!({"name": "Job.v1.batch"}))
         );
+        assert_eq!(config["multiKueue"]["workerLostTimeout"], "300s", "longer than an API server restart");
 
         let mut untouched = json!({"integrations": {"frameworks": ["batch/job", "jobset.x-k8s.io/jobset"]}});
-        configure_for_sandbox(&mut untouched, false, &[]);
+        configure_for_sandbox(&mut untouched, None, &[]);
         assert_eq!(untouched["integrations"]["frameworks"], json!(["batch/job", "jobset.x-k8s.io/jobset"]));
         assert!(untouched["featureGates"].get(IDLE_FRAMEWORK.1).is_none());
     }
