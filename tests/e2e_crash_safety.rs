@@ -161,6 +161,21 @@ async fn orphans(sandbox: &Sandbox, timeout: Duration) -> Vec<String> {
     }
 }
 
+/// What Kueue last said about a job's Workloads on the manager, for the report of a lost job.
+async fn workload_story(client: &Client, uid: &str) -> String {
+    let workloads = match common::workloads_owned_by(client, "default", uid).await {
+        Ok(workloads) => workloads,
+        Err(e) => return format!("cannot list Workloads: {e}"),
+    };
+    let conditions = |wl: &serde_json::Value| {
+        let list = wl["status"]["conditions"].as_array().cloned().unwrap_or_default();
+        let said: Vec<String> =
+            list.iter().map(|c| format!("{}={} ({}: {})", c["type"], c["status"], c["reason"], c["message"])).collect();
+        format!("{} [{}] checks {}", wl["metadata"]["name"], said.join("; "), wl["status"]["admissionChecks"])
+    };
+    workloads.iter().map(conditions).collect::<Vec<_>>().join(" | ")
+}
+
 /// Manager Workloads of the jobs that are not Finished.
 async fn unfinished_workloads(client: &Client, submitted: &[Submitted]) -> usize {
     let uids: HashSet<&str> = submitted.iter().map(|s| s.uid.as_str()).collect();
@@ -296,10 +311,12 @@ async fn every_job_finishes_exactly_once_through_controller_kueue_and_api_server
             Some(problem) => {
                 if evidence.duplicated(job.job.pods as usize) {
                     report.duplicated += 1;
+                    report.problems.push(problem);
                 } else {
                     report.lost += 1;
+                    let story = workload_story(&manager, &job.uid).await;
+                    report.problems.push(format!("{problem}\n    manager Workload: {story}"));
                 }
-                report.problems.push(problem);
             }
         }
     }

@@ -3,7 +3,7 @@
 #![allow(dead_code)] // each test binary uses its own subset
 
 use std::future::Future;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 use std::sync::{Mutex, MutexGuard, Once};
 use std::time::{Duration, Instant};
@@ -129,8 +129,30 @@ impl Sandbox {
                 let _ = std::fs::copy(log.path(), into.join(log.file_name()));
             }
         }
+        for cluster in entries.iter().filter(|e| e.join("logs").is_dir()) {
+            let name = cluster.file_name().unwrap_or_default().to_string_lossy().into_owned();
+            self.dump_objects(&name, &kept.join(&name).join("objects.yaml"));
+        }
         eprintln!("component logs kept in {}", kept.display());
     }
+
+    /// What the cluster held when the test failed: jobs, their parts, Workloads and events.
+    fn dump_objects(&self, cluster: &str, into: &Path) {
+        let path = Command::new(BIN).args(["toolchain", "path"]).output();
+        let Some(bin) = path.ok().filter(|o| o.status.success()) else { return };
+        let kubectl = PathBuf::from(String::from_utf8_lossy(&bin.stdout).trim()).join("kubectl");
+        let kinds = "externaljobs,wrappedjobs,workloads,jobs,deployments,pods,localqueues,clusterqueues,events";
+        let context = format!("kueue-ext-{cluster}");
+        let kubeconfig = self.kubeconfig();
+        let args = ["--kubeconfig", path_str(&kubeconfig), "--context", &context, "get", kinds, "-A", "-o", "yaml"];
+        if let Ok(out) = Command::new(kubectl).args(args).output() {
+            let _ = std::fs::write(into, [out.stdout, out.stderr].concat());
+        }
+    }
+}
+
+fn path_str(path: &Path) -> &str {
+    path.to_str().expect("utf-8 path")
 }
 
 /// Polls `check` until it returns `Some`, or panics after `timeout` with `what` and the last

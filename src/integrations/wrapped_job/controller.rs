@@ -9,7 +9,7 @@ use kube::api::{Api, Patch, PatchParams};
 use kube::runtime::controller::Action;
 use kube::runtime::events::EventType;
 use serde_json::json;
-use tracing::warn;
+use tracing::{debug, warn};
 
 use super::components;
 use super::kinds::Kinds;
@@ -28,6 +28,7 @@ pub async fn reconcile(job: &WrappedJob, ctx: &Context, kinds: &Kinds, caches: &
     }
     // Until the caches have listed once, every component would look missing.
     if !caches.synced().await {
+        debug!(job = %job.name_any(), "component caches not synced yet");
         return Ok(Action::requeue(Duration::from_secs(1)));
     }
     let (settings, ignored) = Settings::from_annotations(job.annotations());

@@ -17,6 +17,7 @@ use kube::runtime::reflector::{self, ObjectRef, Store};
 use kube::runtime::{WatchStreamExt, watcher};
 use kube::{Client, Resource, ResourceExt};
 use serde::de::DeserializeOwned;
+use tokio::sync::watch;
 
 use super::components::COMPONENT_INDEX_ANNOTATION;
 use crate::api::wrapped_job::{WRAPPED_JOB_LABEL, WrappedJob};
@@ -94,6 +95,8 @@ pub struct Caches {
     stateful_sets: Store<StatefulSet>,
     services: Store<Service>,
     pods: Store<Pod>,
+    /// True once every store has listed; its sender is dropped if a watch ends before that.
+    synced: watch::Receiver<bool>,
 }
 
 /// A cache of `K` labelled for some WrappedJob, and the watch that fills it, to be driven by
@@ -125,7 +128,7 @@ pub fn watch(controller: Controller<WrappedJob>, client: &Client) -> (Controller
             let job = pod.labels().get(WRAPPED_JOB_LABEL)?.clone();
             Some(ObjectRef::new(&job).within(&pod.namespace()?))
         });
-    (controller, Arc::new(Caches { jobs, deployments, stateful_sets, services, pods }))
+    (controller, Arc::new(Caches::new(jobs, deployments, stateful_sets, services, pods)))
 }
 
 fn labelled_for<K: Resource<DynamicType = ()> + Clone>(store: &Store<K>, namespace: &str, job: &str) -> Vec<Arc<K>> {
@@ -142,13 +145,35 @@ fn dynamic<K: serde::Serialize>(objects: Vec<Arc<K>>) -> Vec<DynamicObject> {
 }
 
 impl Caches {
+    fn new(
+        jobs: Store<BatchJob>,
+        deployments: Store<Deployment>,
+        stateful_sets: Store<StatefulSet>,
+        services: Store<Service>,
+        pods: Store<Pod>,
+    ) -> Self {
+        let (ready, synced) = watch::channel(false);
+        // One waiter per store, here: a Store's own readiness future wakes only the last of
+        // several concurrent waiters (it polls a oneshot receiver, which keeps one waker), and a
+        // restarted controller starts a reconcile for every job at once.
+        let stores = (jobs.clone(), deployments.clone(), stateful_sets.clone(), services.clone(), pods.clone());
+        tokio::spawn(async move {
+            let all = stores.0.wait_until_ready().await.is_ok()
+                && stores.1.wait_until_ready().await.is_ok()
+                && stores.2.wait_until_ready().await.is_ok()
+                && stores.3.wait_until_ready().await.is_ok()
+                && stores.4.wait_until_ready().await.is_ok();
+            if all {
+                let _ = ready.send(true);
+            }
+        });
+        Caches { jobs, deployments, stateful_sets, services, pods, synced }
+    }
+
     /// Waits until every cache has listed once: before that a component would look missing.
+    /// `false` if a watch ended first.
     pub async fn synced(&self) -> bool {
-        self.jobs.wait_until_ready().await.is_ok()
-            && self.deployments.wait_until_ready().await.is_ok()
-            && self.stateful_sets.wait_until_ready().await.is_ok()
-            && self.services.wait_until_ready().await.is_ok()
-            && self.pods.wait_until_ready().await.is_ok()
+        self.synced.clone().wait_for(|synced| *synced).await.is_ok()
     }
 
     /// The objects of this kind labelled for `job`; `None` for a kind not cached here.
@@ -166,5 +191,60 @@ impl Caches {
     /// The pods labelled for `job`.
     pub fn pods(&self, namespace: &str, job: &str) -> Vec<Arc<Pod>> {
         labelled_for(&self.pods, namespace, job)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use kube::runtime::reflector::store::Writer;
+
+    use super::*;
+
+    fn listed<K>(writer: &mut Writer<K>)
+    where
+        K: Resource<DynamicType = ()> + Clone + 'static,
+    {
+        writer.apply_watcher_event(&watcher::Event::InitDone);
+    }
+
+    #[tokio::test]
+    async fn every_reconcile_waiting_for_the_caches_is_released_once_they_listed() {
+        let (jobs, mut jobs_writer) = reflector::store::<BatchJob>();
+        let (deployments, mut deployments_writer) = reflector::store::<Deployment>();
+        let (stateful_sets, mut stateful_sets_writer) = reflector::store::<StatefulSet>();
+        let (services, mut services_writer) = reflector::store::<Service>();
+        let (pods, mut pods_writer) = reflector::store::<Pod>();
+        let caches = Arc::new(Caches::new(jobs, deployments, stateful_sets, services, pods));
+        // Separate tasks, as the controller's reconciles are: each has its own waker.
+        let waiting: Vec<_> = (0..6)
+            .map(|_| {
+                let caches = caches.clone();
+                tokio::spawn(async move { caches.synced().await })
+            })
+            .collect();
+        tokio::task::yield_now().await;
+        listed(&mut jobs_writer);
+        listed(&mut deployments_writer);
+        listed(&mut stateful_sets_writer);
+        listed(&mut services_writer);
+        listed(&mut pods_writer);
+        for waiter in waiting {
+            let synced = tokio::time::timeout(Duration::from_secs(10), waiter).await;
+            assert!(matches!(synced, Ok(Ok(true))), "a reconcile stayed waiting: {synced:?}");
+        }
+    }
+
+    #[tokio::test]
+    async fn caches_whose_watch_ended_before_listing_are_never_synced() {
+        let (jobs, jobs_writer) = reflector::store::<BatchJob>();
+        let (deployments, _d) = reflector::store::<Deployment>();
+        let (stateful_sets, _s) = reflector::store::<StatefulSet>();
+        let (services, _v) = reflector::store::<Service>();
+        let (pods, _p) = reflector::store::<Pod>();
+        let caches = Caches::new(jobs, deployments, stateful_sets, services, pods);
+        drop(jobs_writer);
+        assert!(!caches.synced().await);
     }
 }
