@@ -20,7 +20,7 @@ use std::time::{Duration, Instant};
 use futures::StreamExt;
 use k8s_openapi::api::core::v1::Pod;
 use kube::api::{Api, ApiResource, DynamicObject};
-use kube::runtime::controller::{Action, Controller};
+use kube::runtime::controller::{self as runtime_controller, Action, Controller};
 use kube::runtime::events::{Recorder, Reporter};
 use kube::runtime::reflector::{self, Store};
 use kube::runtime::{WatchStreamExt, watcher};
@@ -43,6 +43,11 @@ use server::ServerState;
 
 /// The metrics label of reconciles of kinds integrated by configuration.
 const CONFIGURED: &str = "configured";
+
+/// Reconciles in flight per controller. Unbounded, a burst of a thousand jobs queued our
+/// requests behind the API server's priority-and-fairness seats (seconds per call, 429s) and
+/// slowed Kueue's own requests in the same priority level; a few dozen keep the server busy.
+const CONCURRENT_RECONCILES: u16 = 32;
 
 /// Name under which the controller writes events.
 pub const MANAGER: &str = "kueue-ext-controller";
@@ -153,6 +158,7 @@ pub async fn run(options: Options) -> anyhow::Result<()> {
         }
     };
     let external_jobs = Controller::new(Api::<ExternalJob>::all(client.clone()), watcher::Config::default())
+        .with_config(bounded())
         .trigger_backoff(backoff::TriggerBackoff::default())
         .owns(Api::<Workload>::all(client.clone()), watcher::Config::default())
         .owns(Api::<Pod>::all(client.clone()), watcher::Config::default().labels(JOB_UID_LABEL))
@@ -176,6 +182,7 @@ pub async fn run(options: Options) -> anyhow::Result<()> {
         .for_each(|_| async {});
     let reconciled_configured = reconciled.clone();
     let wrapped_jobs = Controller::new(Api::<WrappedJob>::all(client.clone()), watcher::Config::default())
+        .with_config(bounded())
         .trigger_backoff(backoff::TriggerBackoff::default())
         .owns(Api::<Workload>::all(client.clone()), watcher::Config::default());
     // Components of the kinds every cluster serves are watched; others are looked at on a timer.
@@ -206,6 +213,7 @@ pub async fn run(options: Options) -> anyhow::Result<()> {
             watcher::Config::default(),
             resource,
         )
+        .with_config(bounded())
         .owns(Api::<Workload>::all(client.clone()), watcher::Config::default())
         .graceful_shutdown_on(stopped(stop_rx.clone()))
         .run(
@@ -224,6 +232,7 @@ pub async fn run(options: Options) -> anyhow::Result<()> {
         .for_each(|_| async {})
     }));
     let orphans = Controller::for_stream(our_workloads.deleting, our_workloads.store)
+        .with_config(bounded())
         .trigger_backoff(backoff::TriggerBackoff::default())
         .graceful_shutdown_on(stopped(stop_rx.clone()))
         .run(
@@ -262,6 +271,10 @@ pub async fn run(options: Options) -> anyhow::Result<()> {
     let _ = stop_tx.send(true);
     server.await??;
     outcome
+}
+
+fn bounded() -> runtime_controller::Config {
+    runtime_controller::Config::default().concurrency(CONCURRENT_RECONCILES)
 }
 
 fn error_policy<K>(_: Arc<K>, error: &Error, _: Arc<Context>) -> Action {
