@@ -3,8 +3,10 @@
 # MultiKueue sandbox (manager + 2 workers). The jobs go in over several waves; during each wave
 # a round of faults lands at random moments: our controller SIGKILLed and restarted five times
 # on random clusters, Kueue's manager restarted, a worker's kube-apiserver restarted. Every job
-# must finish exactly once, counted from the pods, Workloads and components that really existed.
-# Prints a summary table (submitted, finished once, lost, duplicated, orphans, faults, time).
+# must finish exactly once, counted from the pods, Workloads and components that really existed
+# (jobs Kueue's MultiKueue itself dispatched to a second worker are counted apart).
+# Prints a summary table (submitted, finished once, lost, duplicated, dispatched twice by Kueue,
+# orphans, faults, time).
 #
 #   hack/soak.sh [EXTERNAL_JOBS] [WRAPPED_JOBS] [ROUNDS] [SEED]   default 2000 300 10, random seed
 #

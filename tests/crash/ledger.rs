@@ -140,6 +140,25 @@ impl Evidence {
     pub fn ran_once(&self, wanted_pods: usize) -> bool {
         !self.duplicated(wanted_pods) && self.succeeded == wanted_pods
     }
+
+    /// Ran exactly once on each of two workers from one manager Workload: the shape of a
+    /// second dispatch by MultiKueue, as opposed to a second run by our controller (twice on
+    /// one cluster, or a second Workload).
+    pub fn ran_once_on_two_workers(&self, wanted_pods: usize) -> bool {
+        self.ran_on.len() == 2
+            && !self.ran_on.contains("manager")
+            && self.pods == 2 * wanted_pods
+            && self.manager_workloads == 1
+            && self.workloads_per_copy == 1
+            && self.components_per_name <= 2
+    }
+}
+
+/// Names of the manager Workloads owned by `job`.
+pub fn manager_workloads<'a>(job: &'a Submitted, seen: &'a [Seen]) -> impl Iterator<Item = &'a str> {
+    seen.iter()
+        .filter(|s| s.kind == "Workload" && s.cluster == "manager" && s.owner.as_deref() == Some(&job.uid))
+        .map(|s| s.name.as_str())
 }
 
 /// The evidence for `job` among everything seen.
@@ -181,10 +200,7 @@ pub fn evidence(job: &Submitted, seen: &[Seen]) -> Evidence {
         pods: work.len(),
         succeeded: work.iter().filter(|s| s.succeeded).count(),
         ran_on: work.iter().map(|s| s.cluster.clone()).collect(),
-        manager_workloads: seen
-            .iter()
-            .filter(|s| s.kind == "Workload" && s.cluster == "manager" && s.owner.as_deref() == Some(&job.uid))
-            .count(),
+        manager_workloads: manager_workloads(job, seen).count(),
         workloads_per_copy: per_copy.values().copied().max().unwrap_or(0),
         components_per_name: per_component.values().copied().max().unwrap_or(0),
     }

@@ -4,6 +4,7 @@
 
 pub mod faults;
 pub mod jobs;
+pub mod kueue_log;
 pub mod ledger;
 
 /// A small seeded generator (xorshift64*): a failing run is replayed with the same seed.
