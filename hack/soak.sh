@@ -5,8 +5,10 @@
 # on random clusters, Kueue's manager restarted, a worker's kube-apiserver restarted. Every job
 # must finish exactly once, counted from the pods, Workloads and components that really existed
 # (jobs Kueue's MultiKueue itself dispatched to a second worker are counted apart).
+# Plain batch/v1 Jobs go in beside ours (KUEUE_EXT_CRASH_BATCH_JOBS, default a tenth of the
+# ExternalJobs): Kueue runs them through its own integration, a peer under the same faults.
 # Prints a summary table (submitted, finished once, lost, duplicated, dispatched twice by Kueue,
-# orphans, faults, time).
+# orphans, faults, time), one row for ours and one for the peer.
 #
 #   hack/soak.sh [EXTERNAL_JOBS] [WRAPPED_JOBS] [ROUNDS] [SEED]   default 2000 300 10, random seed
 #
@@ -17,6 +19,7 @@ cd "$(dirname "$0")/.."
 export KUEUE_EXT_CRASH_EXTERNAL_JOBS="${1:-2000}"
 export KUEUE_EXT_CRASH_WRAPPED_JOBS="${2:-300}"
 export KUEUE_EXT_CRASH_ROUNDS="${3:-10}"
+export KUEUE_EXT_CRASH_BATCH_JOBS="${KUEUE_EXT_CRASH_BATCH_JOBS:-$((KUEUE_EXT_CRASH_EXTERNAL_JOBS / 10))}"
 if [ -n "${4:-}" ]; then export KUEUE_EXT_CRASH_SEED="$4"; fi
 
 mkdir -p target/soak
@@ -26,6 +29,6 @@ target/debug/kubectl-kueue_ext toolchain install
 status=0
 cargo test --locked --test e2e_crash_safety every_job_finishes_exactly_once -- --nocapture 2>&1 | tee "$log" || status=$?
 echo
-grep -A 4 "crash-safety summary" "$log" || echo "no summary: the run stopped before the end (see $log)"
+grep -A 5 "crash-safety summary" "$log" || echo "no summary: the run stopped before the end (see $log)"
 echo "log: $log"
 exit "$status"

@@ -10,6 +10,8 @@
 //! The default size suits the test command; `hack/soak.sh` runs the same test bigger through
 //! KUEUE_EXT_CRASH_EXTERNAL_JOBS, KUEUE_EXT_CRASH_WRAPPED_JOBS, KUEUE_EXT_CRASH_ROUNDS and
 //! KUEUE_EXT_CRASH_SEED (a failing run is replayed with its printed seed).
+//! KUEUE_EXT_CRASH_BATCH_JOBS adds plain batch/v1 Jobs, which Kueue runs through its own
+//! integration, under the same faults: their row shows what Kueue does with its own jobs.
 
 mod common;
 mod crash;
@@ -34,6 +36,8 @@ const CLUSTERS: [&str; 3] = ["manager", "worker1", "worker2"];
 struct Size {
     external: usize,
     wrapped: usize,
+    /// Peer batch/v1 Jobs under the same faults; none by default.
+    batch: usize,
     rounds: usize,
     seed: u64,
 }
@@ -45,6 +49,7 @@ impl Size {
         Size {
             external: read("KUEUE_EXT_CRASH_EXTERNAL_JOBS", 60) as usize,
             wrapped: read("KUEUE_EXT_CRASH_WRAPPED_JOBS", 10) as usize,
+            batch: read("KUEUE_EXT_CRASH_BATCH_JOBS", 0) as usize,
             rounds: read("KUEUE_EXT_CRASH_ROUNDS", 1).max(1) as usize,
             seed: read("KUEUE_EXT_CRASH_SEED", clock.as_nanos() as u64),
         }
@@ -62,6 +67,7 @@ fn jobs_api(client: &Client, kind: Kind) -> kube::Api<DynamicObject> {
     match kind {
         Kind::External => api(client, "kueue-ext.dev/v1alpha1", "ExternalJob", "externaljobs", Some("default")),
         Kind::Wrapped => api(client, "kueue-ext.dev/v1alpha1", "WrappedJob", "wrappedjobs", Some("default")),
+        Kind::Batch => api(client, "batch/v1", "Job", "jobs", Some("default")),
     }
 }
 
@@ -82,7 +88,7 @@ async fn submit_all(client: Client, wave: Vec<Planned>) -> Vec<Submitted> {
 async fn outcomes(client: &Client, submitted: &[Submitted], deadline: Instant) -> Vec<Option<bool>> {
     loop {
         let mut by_uid = std::collections::HashMap::new();
-        for kind in [Kind::External, Kind::Wrapped] {
+        for kind in Kind::ALL {
             if let Ok(list) = jobs_api(client, kind).list(&ListParams::default()).await {
                 for job in list.items {
                     let job = serde_json::to_value(job).expect("object serializes");
@@ -192,8 +198,9 @@ async fn unfinished_workloads(client: &Client, submitted: &[Submitted]) -> usize
     uids.iter().filter(|uid| !finished.contains(**uid)).count()
 }
 
-struct Report {
-    seed: u64,
+/// How the jobs of one side fared.
+#[derive(Default)]
+struct Tally {
     submitted: usize,
     finished_once: usize,
     lost: usize,
@@ -201,6 +208,14 @@ struct Report {
     /// Ran once on each of two workers, dispatched twice by Kueue's MultiKueue on its own
     /// word (see `crash::kueue_log`): reported, not held against our controller.
     dispatched_twice_by_kueue: usize,
+}
+
+struct Report {
+    seed: u64,
+    /// ExternalJobs and WrappedJobs: what this test holds to exactly once.
+    ours: Tally,
+    /// batch/v1 Jobs run by Kueue's own integration under the same faults, for comparison.
+    peer: Tally,
     orphans: usize,
     unfinished_workloads: usize,
     faults: Injected,
@@ -210,7 +225,7 @@ struct Report {
 
 impl Report {
     fn clean(&self) -> bool {
-        self.lost == 0 && self.duplicated == 0 && self.orphans == 0 && self.unfinished_workloads == 0
+        self.ours.lost == 0 && self.ours.duplicated == 0 && self.orphans == 0 && self.unfinished_workloads == 0
     }
 }
 
@@ -219,28 +234,33 @@ impl fmt::Display for Report {
         writeln!(f, "crash-safety summary (seed {}):", self.seed)?;
         writeln!(
             f,
-            "| submitted | finished once | lost | duplicated | dispatched twice by Kueue | orphans | faults (controller kills / Kueue restarts / API server restarts) | time |"
+            "| jobs | submitted | finished once | lost | duplicated | dispatched twice by Kueue | orphans | faults (controller kills / Kueue restarts / API server restarts) | time |"
         )?;
-        writeln!(f, "| --- | --- | --- | --- | --- | --- | --- | --- |")?;
-        writeln!(
-            f,
-            "| {} | {} | {} | {} | {} | {} | {} ({} / {} / {}) | {:.0} s |",
-            self.submitted,
-            self.finished_once,
-            self.lost,
-            self.duplicated,
-            self.dispatched_twice_by_kueue,
-            self.orphans,
-            self.faults.total(),
-            self.faults.controller_kills,
-            self.faults.kueue_restarts,
-            self.faults.api_server_restarts,
-            self.elapsed.as_secs_f64()
-        )?;
-        if self.unfinished_workloads > 0 {
-            writeln!(f, "{} manager Workload(s) not Finished", self.unfinished_workloads)?;
+        writeln!(f, "| --- | --- | --- | --- | --- | --- | --- | --- | --- |")?;
+        let row = |f: &mut fmt::Formatter<'_>, jobs: &str, t: &Tally, orphans: &str| {
+            writeln!(
+                f,
+                "| {jobs} | {} | {} | {} | {} | {} | {orphans} | {} ({} / {} / {}) | {:.0} s |",
+                t.submitted,
+                t.finished_once,
+                t.lost,
+                t.duplicated,
+                t.dispatched_twice_by_kueue,
+                self.faults.total(),
+                self.faults.controller_kills,
+                self.faults.kueue_restarts,
+                self.faults.api_server_restarts,
+                self.elapsed.as_secs_f64()
+            )
+        };
+        row(f, "ExternalJob + WrappedJob", &self.ours, &self.orphans.to_string())?;
+        if self.peer.submitted > 0 {
+            row(f, "peer: batch/v1 Job (Kueue's integration)", &self.peer, "-")?;
         }
-        for problem in self.problems.iter().take(30) {
+        if self.unfinished_workloads > 0 {
+            writeln!(f, "{} manager Workload(s) of ours not Finished", self.unfinished_workloads)?;
+        }
+        for problem in self.problems.iter().take(40) {
             writeln!(f, "  {problem}")?;
         }
         Ok(())
@@ -263,8 +283,8 @@ fn judge(submitted: &Submitted, outcome: Option<bool>, evidence: &Evidence) -> O
 async fn every_job_finishes_exactly_once_through_controller_kueue_and_api_server_crashes() {
     let size = Size::from_env();
     println!(
-        "crash-safety run: {} ExternalJobs + {} WrappedJobs, {} round(s) of faults, seed {}",
-        size.external, size.wrapped, size.rounds, size.seed
+        "crash-safety run: {} ExternalJobs + {} WrappedJobs (+ {} batch/v1 Jobs as the peer), {} round(s) of faults, seed {}",
+        size.external, size.wrapped, size.batch, size.rounds, size.seed
     );
     let sandbox = Sandbox::up(&[]);
     let started = Instant::now();
@@ -275,7 +295,7 @@ async fn every_job_finishes_exactly_once_through_controller_kueue_and_api_server
     }
     let manager = sandbox.client("manager").await;
     let mut rng = Rng::new(size.seed);
-    let planned = jobs::plan(size.external, size.wrapped, &mut rng);
+    let planned = jobs::plan([size.external, size.wrapped, size.batch], &mut rng);
     let mut injector = Injector::new(&sandbox, WORKERS);
     let mut submitted = Vec::new();
     for (round, wave) in planned.chunks(planned.len().div_ceil(size.rounds).max(1)).enumerate() {
@@ -291,7 +311,8 @@ async fn every_job_finishes_exactly_once_through_controller_kueue_and_api_server
     println!("{:>4.0} s: every job done (or the deadline passed)", started.elapsed().as_secs_f64());
     let orphans = orphans(&sandbox, Duration::from_secs(180)).await;
     println!("{:>4.0} s: no orphan left (or the deadline passed)", started.elapsed().as_secs_f64());
-    let unfinished_workloads = unfinished_workloads(&manager, &submitted).await;
+    let ours: Vec<Submitted> = submitted.iter().filter(|s| s.job.kind.is_ours()).cloned().collect();
+    let unfinished_workloads = unfinished_workloads(&manager, &ours).await;
     // Let the watches catch the last updates before reading the ledger.
     tokio::time::sleep(Duration::from_secs(2)).await;
     let seen = ledger.snapshot();
@@ -301,11 +322,8 @@ async fn every_job_finishes_exactly_once_through_controller_kueue_and_api_server
 
     let mut report = Report {
         seed: size.seed,
-        submitted: submitted.len(),
-        finished_once: 0,
-        lost: 0,
-        duplicated: 0,
-        dispatched_twice_by_kueue: 0,
+        ours: Tally::default(),
+        peer: Tally::default(),
         orphans: orphans.len(),
         unfinished_workloads,
         faults: injector.injected,
@@ -316,19 +334,21 @@ async fn every_job_finishes_exactly_once_through_controller_kueue_and_api_server
     let second_dispatches = kueue_log::second_dispatches(&kueue_logs.each_ref().map(|p| p.as_path()));
     for (job, outcome) in submitted.iter().zip(&outcomes) {
         let evidence = ledger::evidence(job, &seen);
+        let tally = if job.job.kind.is_ours() { &mut report.ours } else { &mut report.peer };
+        tally.submitted += 1;
         match judge(job, *outcome, &evidence) {
-            None => report.finished_once += 1,
+            None => tally.finished_once += 1,
             Some(problem) => {
                 let wanted = job.job.pods as usize;
                 let kueue_said_so = ledger::manager_workloads(job, &seen).any(|w| second_dispatches.contains(w));
                 if evidence.ran_once_on_two_workers(wanted) && kueue_said_so {
-                    report.dispatched_twice_by_kueue += 1;
+                    tally.dispatched_twice_by_kueue += 1;
                     report.problems.push(format!("{problem} (Kueue logged dispatching it to a second worker)"));
                 } else if evidence.duplicated(wanted) {
-                    report.duplicated += 1;
+                    tally.duplicated += 1;
                     report.problems.push(problem);
                 } else {
-                    report.lost += 1;
+                    tally.lost += 1;
                     let story = workload_story(&manager, &job.uid).await;
                     report.problems.push(format!("{problem}\n    manager Workload: {story}"));
                 }
@@ -423,4 +443,18 @@ async fn jobs_created_just_after_an_api_server_restart_are_run() {
         job(Kind::Wrapped, "after-restart-wrapped").submit(&client).await,
     ];
     done(after, Duration::from_secs(120)).await;
+}
+
+#[test]
+fn a_plan_has_the_jobs_asked_for_with_every_kind_spread_along_the_run() {
+    let planned = jobs::plan([6, 3, 3], &mut Rng::new(7));
+    let count = |kind| planned.iter().filter(|p| p.kind == kind).count();
+    assert_eq!((count(Kind::External), count(Kind::Wrapped), count(Kind::Batch)), (6, 3, 3));
+    for half in planned.chunks(6) {
+        assert!(Kind::ALL.iter().all(|k| half.iter().any(|p| p.kind == *k)), "{half:?}");
+    }
+    let names: HashSet<&str> = planned.iter().map(|p| p.name.as_str()).collect();
+    assert_eq!(names.len(), 12);
+    assert!(names.contains("ej-6") && names.contains("wj-3") && names.contains("bj-3"));
+    assert!(jobs::plan([2, 0, 0], &mut Rng::new(7)).iter().all(|p| p.kind == Kind::External));
 }

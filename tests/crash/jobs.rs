@@ -1,5 +1,7 @@
 //! The jobs of a crash-safety run: ExternalJobs and WrappedJobs (a batch Job and a Deployment)
-//! of a few small pods with random run times, submitted to the manager's `user-queue`.
+//! of a few small pods with random run times, submitted to the manager's `user-queue`, and
+//! optionally plain batch/v1 Jobs, run by Kueue's own integration, as a peer under the same
+//! faults.
 
 use std::time::Duration;
 
@@ -7,12 +9,31 @@ use kube::Client;
 use serde_json::Value;
 
 use super::Rng;
-use crate::common::{deployment_component, eventually, job_component, wrapped_job};
+use crate::common::{batch_job, deployment_component, eventually, job_component, wrapped_job};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Kind {
     External,
     Wrapped,
+    /// The peer: a batch/v1 Job, which Kueue integrates itself.
+    Batch,
+}
+
+impl Kind {
+    pub const ALL: [Kind; 3] = [Kind::External, Kind::Wrapped, Kind::Batch];
+
+    /// Whether our controller runs it (the peer's outcome is Kueue's alone).
+    pub fn is_ours(self) -> bool {
+        self != Kind::Batch
+    }
+
+    fn prefix(self) -> &'static str {
+        match self {
+            Kind::External => "ej",
+            Kind::Wrapped => "wj",
+            Kind::Batch => "bj",
+        }
+    }
 }
 
 /// A job to submit, and how many pods of its work must succeed, once.
@@ -31,20 +52,20 @@ pub struct Submitted {
     pub uid: String,
 }
 
-/// `external` ExternalJobs and `wrapped` WrappedJobs, interleaved so both kinds meet every fault.
-pub fn plan(external: usize, wrapped: usize, rng: &mut Rng) -> Vec<Planned> {
-    let mut out = Vec::with_capacity(external + wrapped);
-    let (mut e, mut w) = (0, 0);
-    while e < external || w < wrapped {
-        // Keep the kinds in proportion along the run.
-        let wrapped_next = w < wrapped && (e >= external || w * external <= e * wrapped);
-        let (kind, name) = if wrapped_next {
-            w += 1;
-            (Kind::Wrapped, format!("wj-{w}"))
-        } else {
-            e += 1;
-            (Kind::External, format!("ej-{e}"))
-        };
+/// `counts[i]` jobs of `Kind::ALL[i]`, interleaved so every kind meets every fault.
+pub fn plan(counts: [usize; 3], rng: &mut Rng) -> Vec<Planned> {
+    let total: usize = counts.iter().sum();
+    let mut made = [0usize; 3];
+    let mut out = Vec::with_capacity(total);
+    while out.len() < total {
+        // The kind furthest behind its share of the run so far goes next.
+        let next = (0..3)
+            .filter(|&k| made[k] < counts[k])
+            .min_by_key(|&k| made[k] * total / counts[k])
+            .expect("a kind with jobs left");
+        made[next] += 1;
+        let kind = Kind::ALL[next];
+        let name = format!("{}-{}", kind.prefix(), made[next]);
         out.push(Planned { kind, name, pods: rng.between(1, 2) as u32, run_seconds: rng.between(2, 10) });
     }
     out
@@ -85,6 +106,7 @@ spec:
                 ];
                 wrapped_job(&self.name, "user-queue", "", "", &components)
             }
+            Kind::Batch => batch_job(&self.name, self.pods, "250m", &run),
         }
     }
 
@@ -104,7 +126,7 @@ spec:
 /// `Some(false)` failed, `None` still going.
 pub fn outcome(kind: Kind, job: &Value) -> Option<bool> {
     match kind {
-        Kind::External => {
+        Kind::External | Kind::Batch => {
             let is = |kind: &str| crate::common::condition_is(job, kind, "True");
             if is("Complete") {
                 Some(true)

@@ -1,5 +1,6 @@
 //! What really happened, from watches on every cluster kept for the whole run: every pod of a
-//! job's work, every Workload, every WrappedJob component and every job copy, by UID. Objects
+//! job's work, every Workload, every WrappedJob component and every job copy (batch Jobs
+//! included), by UID. Objects
 //! that MultiKueue or the garbage collector delete later stay in the ledger, so a job that ran
 //! twice is caught even after its copies are gone.
 
@@ -36,7 +37,7 @@ pub struct Ledger {
 const EXTERNAL_JOB_POD: &str = "kueue-ext.dev/job-name";
 const WRAPPED_JOB_LABEL: &str = "kueue-ext.dev/wrapped-job";
 /// Set by the batch Job controller on the pods of a Job: tells a WrappedJob's work pods from
-/// its Deployment's.
+/// its Deployment's, and finds the peer batch Jobs' pods.
 const BATCH_JOB_POD: &str = "batch.kubernetes.io/job-name";
 
 fn resource(api_version: &str, kind: &str, plural: &str) -> ApiResource {
@@ -55,8 +56,9 @@ fn watched() -> Vec<(ApiResource, Option<&'static str>)> {
     vec![
         (resource("v1", "Pod", "pods"), Some(EXTERNAL_JOB_POD)),
         (resource("v1", "Pod", "pods"), Some(WRAPPED_JOB_LABEL)),
+        (resource("v1", "Pod", "pods"), Some(BATCH_JOB_POD)),
         (resource("kueue.x-k8s.io/v1beta2", "Workload", "workloads"), None),
-        (resource("batch/v1", "Job", "jobs"), Some(WRAPPED_JOB_LABEL)),
+        (resource("batch/v1", "Job", "jobs"), None),
         (resource("apps/v1", "Deployment", "deployments"), Some(WRAPPED_JOB_LABEL)),
         (resource("kueue-ext.dev/v1alpha1", "ExternalJob", "externaljobs"), None),
         (resource("kueue-ext.dev/v1alpha1", "WrappedJob", "wrappedjobs"), None),
@@ -172,11 +174,16 @@ pub fn evidence(job: &Submitted, seen: &[Seen]) -> Evidence {
                     s.labels.get(WRAPPED_JOB_LABEL).map(String::as_str) == Some(name)
                         && s.labels.contains_key(BATCH_JOB_POD)
                 }
+                Kind::Batch => {
+                    s.labels.get(BATCH_JOB_POD).map(String::as_str) == Some(name)
+                        && !s.labels.contains_key(WRAPPED_JOB_LABEL)
+                }
             }
     };
     let copy_kind = match job.job.kind {
         Kind::External => "ExternalJob",
         Kind::Wrapped => "WrappedJob",
+        Kind::Batch => "Job",
     };
     let copies: BTreeSet<&str> = seen
         .iter()
