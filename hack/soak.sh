@@ -26,6 +26,7 @@ mkdir -p target/soak
 log="target/soak/soak-$(date -u +%Y%m%dT%H%M%SZ).log"
 cargo build --locked --tests
 target/debug/kubectl-kueue_ext toolchain install
+export KUEUE_EXT_KEEP_LOGS=1  # every component's log and the clusters' objects, kept in target/tmp/e2e-logs/
 status=0
 cargo test --locked --test e2e_crash_safety every_job_finishes_exactly_once -- --nocapture 2>&1 | tee "$log" || status=$?
 echo

