@@ -279,9 +279,16 @@ async fn killing_the_controller_mid_run_loses_nothing_and_duplicates_nothing() {
         wait_complete(&client, &format!("batch-{i}"), Duration::from_secs(180)).await;
     }
     for uid in &uids {
-        let owned = workloads_owned_by(&client, "default", uid).await.unwrap();
-        assert_eq!(owned.len(), 1, "exactly one Workload for job {uid}");
-        assert!(condition_is(&owned[0], "Finished", "True"));
+        // The job's end reaches its Workload in the reconcile after the job's own status.
+        eventually(&format!("job {uid}'s Workload to be Finished"), Duration::from_secs(30), || async {
+            let owned = workloads_owned_by(&client, "default", uid).await?;
+            assert_eq!(owned.len(), 1, "exactly one Workload for job {uid}");
+            if !condition_is(&owned[0], "Finished", "True") {
+                return Err(format!("{:#}", owned[0]["status"]));
+            }
+            Ok(())
+        })
+        .await;
     }
     let pods: Api<Pod> = Api::namespaced(client.clone(), "default");
     for (i, uid) in uids.iter().enumerate() {

@@ -183,8 +183,15 @@ async fn a_preempted_job_is_suspended_and_later_completes() {
     assert!(batch_jobs(&client).get_opt("low-work").await.unwrap().is_none(), "the evicted job's components are gone");
     wait_phase(&client, "high", "Succeeded", Duration::from_secs(60)).await;
     wait_phase(&client, "low", "Succeeded", Duration::from_secs(120)).await;
-    let wl = only_workload(&client, &low_uid).await.expect("one Workload through eviction and readmission");
-    assert!(condition_is(&wl, "Finished", "True"));
+    // The phase is written first; the Workload learns of the end in the next reconcile.
+    eventually("low's one Workload to be Finished", Duration::from_secs(30), || async {
+        let wl = only_workload(&client, &low_uid).await.map_err(|e| format!("one Workload through eviction: {e}"))?;
+        if !condition_is(&wl, "Finished", "True") {
+            return Err(format!("{:#}", wl["status"]));
+        }
+        Ok(())
+    })
+    .await;
 }
 
 /// A client that acts as `user` (the sandbox's admin impersonates it).
