@@ -172,11 +172,7 @@ async fn orphans(sandbox: &Sandbox, timeout: Duration) -> Vec<String> {
 }
 
 /// What Kueue last said about a job's Workloads on the manager, for the report of a lost job.
-async fn workload_story(client: &Client, uid: &str) -> String {
-    let workloads = match common::workloads_owned_by(client, "default", uid).await {
-        Ok(workloads) => workloads,
-        Err(e) => return format!("cannot list Workloads: {e}"),
-    };
+fn workload_story(workloads: &[serde_json::Value]) -> String {
     let conditions = |wl: &serde_json::Value| {
         let list = wl["status"]["conditions"].as_array().cloned().unwrap_or_default();
         let said: Vec<String> =
@@ -336,7 +332,7 @@ async fn every_job_finishes_exactly_once_through_controller_kueue_and_api_server
     let kueue_logs = [sandbox.dir.join("manager/logs/kueue.log"), sandbox.dir.join("kueue-0-restarted.log")];
     let second_dispatches = by_kueue::second_dispatches(&kueue_logs.each_ref().map(|p| p.as_path()));
     // Jobs of ours whose fate Kueue decided alone: not held against the controller.
-    let mut kueues = HashSet::new();
+    let mut decided_by_kueue = HashSet::new();
     let now = time::OffsetDateTime::now_utc();
     for (job, outcome) in submitted.iter().zip(&outcomes) {
         let evidence = ledger::evidence(job, &seen);
@@ -347,28 +343,38 @@ async fn every_job_finishes_exactly_once_through_controller_kueue_and_api_server
             Some(problem) => {
                 let wanted = job.job.pods as usize;
                 let kueue_said_so = ledger::manager_workloads(job, &seen).any(|w| second_dispatches.contains(w));
-                let workloads = common::workloads_owned_by(&manager, "default", &job.uid).await.unwrap_or_default();
                 if evidence.ran_once_on_two_workers(wanted) && kueue_said_so {
                     tally.dispatched_twice_by_kueue += 1;
-                    kueues.insert(job.uid.clone());
+                    decided_by_kueue.insert(job.uid.clone());
                     report.problems.push(format!("{problem} (Kueue logged dispatching it to a second worker)"));
-                } else if evidence.duplicated(wanted) {
+                    continue;
+                }
+                if evidence.duplicated(wanted) {
                     tally.duplicated += 1;
                     report.problems.push(problem);
-                } else if evidence.pods == 0 && workloads.len() == 1 && by_kueue::never_nominated(&workloads[0], now) {
+                    continue;
+                }
+                let workloads = match common::workloads_owned_by(&manager, "default", &job.uid).await {
+                    Ok(workloads) => workloads,
+                    Err(e) => {
+                        tally.lost += 1;
+                        report.problems.push(format!("{problem}\n    cannot list its Workloads: {e}"));
+                        continue;
+                    }
+                };
+                if evidence.pods == 0 && workloads.len() == 1 && by_kueue::never_nominated(&workloads[0], now) {
                     tally.never_nominated_by_kueue += 1;
-                    kueues.insert(job.uid.clone());
+                    decided_by_kueue.insert(job.uid.clone());
                     report.problems.push(format!("{problem} (Kueue's MultiKueue never nominated a worker for it)"));
                 } else {
                     tally.lost += 1;
-                    let story = workload_story(&manager, &job.uid).await;
-                    report.problems.push(format!("{problem}\n    manager Workload: {story}"));
+                    report.problems.push(format!("{problem}\n    manager Workload: {}", workload_story(&workloads)));
                 }
             }
         }
     }
     let ours: Vec<Submitted> =
-        submitted.iter().filter(|s| s.job.kind.is_ours() && !kueues.contains(&s.uid)).cloned().collect();
+        submitted.iter().filter(|s| s.job.kind.is_ours() && !decided_by_kueue.contains(&s.uid)).cloned().collect();
     report.unfinished_workloads = unfinished_workloads(&manager, &ours).await;
     println!("{report}");
     assert!(report.faults.controller_kills >= 5, "at least five controller kills");

@@ -38,7 +38,7 @@ pub fn second_dispatches(logs: &[&Path]) -> BTreeSet<String> {
 }
 
 fn second_dispatch(line: &str) -> Option<String> {
-    let entry: serde_json::Value = serde_json::from_str(line).ok()?;
+    let entry: Value = serde_json::from_str(line).ok()?;
     let error = entry["error"].as_str()?;
     if entry["logger"] != "multikueue-workload" || !SECOND_DISPATCH.iter().any(|s| error.contains(s)) {
         return None;

@@ -1,8 +1,7 @@
 //! What really happened, from watches on every cluster kept for the whole run: every pod of a
 //! job's work, every Workload, every WrappedJob component and every job copy (batch Jobs
-//! included), by UID. Objects
-//! that MultiKueue or the garbage collector delete later stay in the ledger, so a job that ran
-//! twice is caught even after its copies are gone.
+//! included), by UID. Objects that MultiKueue or the garbage collector delete later stay in the
+//! ledger, so a job that ran twice is caught even after its copies are gone.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::{Arc, Mutex, PoisonError};
