@@ -87,10 +87,14 @@ pub struct ExternalJobStatus {
 #[serde(rename_all = "camelCase")]
 pub struct PodSetStatus {
     pub name: String,
+    /// Pods pending or running, including those created by the reconcile that wrote this.
     pub active: i32,
     pub ready: i32,
     pub succeeded: i32,
     pub failed: i32,
+    /// Pods being deleted that have not ended: they still hold the job's quota.
+    #[serde(default)]
+    pub terminating: i32,
 }
 
 impl ExternalJob {

@@ -82,8 +82,9 @@ impl GenericJob for ExternalJob {
             .collect()
     }
 
+    /// Pods being deleted count: the quota is held until they have ended.
     fn is_active(&self) -> bool {
-        self.status.as_ref().is_some_and(|s| s.pod_sets.iter().any(|p| p.active > 0))
+        self.status.as_ref().is_some_and(|s| s.pod_sets.iter().any(|p| p.active + p.terminating > 0))
     }
 
     fn pods_ready(&self) -> bool {

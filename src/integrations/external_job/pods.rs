@@ -42,11 +42,19 @@ impl ObservedPod {
     pub fn is_active(&self) -> bool {
         !self.deleting && matches!(self.phase.as_str(), "Pending" | "Running")
     }
+
+    /// Being deleted but not ended: its containers may still run.
+    pub fn is_terminating(&self) -> bool {
+        self.deleting && matches!(self.phase.as_str(), "Pending" | "Running")
+    }
 }
 
 /// The next step for a job's pods.
 #[derive(Debug, PartialEq)]
 pub struct Plan {
+    /// The job's status once the creations and deletions below are done: Kueue releases the
+    /// quota of an evicted job as soon as its status shows no pod, so a pod this reconcile
+    /// creates or deletes must already be counted, as active or as terminating.
     pub status: ExternalJobStatus,
     /// Pods to create: (pod set index, how many).
     pub create: Vec<(usize, i32)>,
@@ -58,28 +66,26 @@ pub struct Plan {
 pub fn plan(job: &ExternalJob, pods: &[ObservedPod], now: &str) -> Plan {
     let previous = job.status_or_default();
     let mut status = ExternalJobStatus { conditions: previous.conditions.clone(), ..Default::default() };
-    for pod_set in &job.spec.pod_sets {
-        let of_set: Vec<&ObservedPod> = pods.iter().filter(|p| p.pod_set == pod_set.name).collect();
-        let count = |f: &dyn Fn(&ObservedPod) -> bool| of_set.iter().filter(|p| f(p)).count() as i32;
-        status.pod_sets.push(PodSetStatus {
-            name: pod_set.name.clone(),
-            active: count(&|p| p.is_active()),
-            ready: count(&|p| p.is_active() && p.ready),
-            succeeded: count(&|p| p.phase == "Succeeded"),
-            failed: count(&|p| p.phase == "Failed"),
-        });
-    }
+    status.pod_sets = job.spec.pod_sets.iter().map(|p| observed_counts(&p.name, pods)).collect();
     status.start_time = previous.start_time.clone();
     status.completion_time = previous.completion_time.clone();
-    let active_pods = || pods.iter().filter(|p| p.is_active()).map(|p| p.name.clone()).collect::<Vec<_>>();
+
+    let stop = |mut status: ExternalJobStatus| {
+        for counts in &mut status.pod_sets {
+            counts.terminating += counts.active;
+            (counts.active, counts.ready) = (0, 0);
+        }
+        let delete = pods.iter().filter(|p| p.is_active()).map(|p| p.name.clone()).collect();
+        Plan { status, create: Vec::new(), delete }
+    };
     let finished = condition::is_true(&status.conditions, COMPLETE) || condition::is_true(&status.conditions, FAILED);
     if finished {
-        return Plan { status, create: Vec::new(), delete: active_pods() };
+        return stop(status);
     }
     if job.is_suspended() {
         condition::set(&mut status.conditions, Condition::new(SUSPENDED, true, "JobSuspended", "Job suspended"), now);
         condition::set(&mut status.conditions, Condition::new(RUNNING, false, "JobSuspended", ""), now);
-        return Plan { status, create: Vec::new(), delete: active_pods() };
+        return stop(status);
     }
     condition::set(&mut status.conditions, Condition::new(SUSPENDED, false, "JobResumed", "Job resumed"), now);
     status.start_time.get_or_insert_with(|| now.to_string());
@@ -103,21 +109,31 @@ pub fn plan(job: &ExternalJob, pods: &[ObservedPod], now: &str) -> Plan {
         condition::set(&mut status.conditions, Condition::new(kind, true, reason, message.clone()), now);
         condition::set(&mut status.conditions, Condition::new(RUNNING, false, reason, message), now);
         status.completion_time = Some(now.to_string());
-        return Plan { status, create: Vec::new(), delete: active_pods() };
+        return stop(status);
     }
     condition::set(&mut status.conditions, Condition::new(RUNNING, true, "PodsCreated", "Pods are running"), now);
-    let create = job
-        .spec
-        .pod_sets
-        .iter()
-        .zip(&status.pod_sets)
-        .enumerate()
-        .filter_map(|(i, (want, got))| {
-            let missing = want.count - got.active - got.succeeded;
-            (missing > 0).then_some((i, missing))
-        })
-        .collect();
+    let mut create = Vec::new();
+    for (i, (want, got)) in job.spec.pod_sets.iter().zip(&mut status.pod_sets).enumerate() {
+        let missing = want.count - got.active - got.succeeded;
+        if missing > 0 {
+            create.push((i, missing));
+            got.active += missing;
+        }
+    }
     Plan { status, create, delete: Vec::new() }
+}
+
+fn observed_counts(pod_set: &str, pods: &[ObservedPod]) -> PodSetStatus {
+    let of_set: Vec<&ObservedPod> = pods.iter().filter(|p| p.pod_set == pod_set).collect();
+    let count = |f: &dyn Fn(&ObservedPod) -> bool| of_set.iter().filter(|p| f(p)).count() as i32;
+    PodSetStatus {
+        name: pod_set.to_string(),
+        active: count(&|p| p.is_active()),
+        ready: count(&|p| p.is_active() && p.ready),
+        succeeded: count(&|p| p.phase == "Succeeded"),
+        failed: count(&|p| p.phase == "Failed"),
+        terminating: count(&|p| p.is_terminating()),
+    }
 }
 
 fn deadline_passed(job: &ExternalJob, start: Option<&str>, now: &str) -> bool {

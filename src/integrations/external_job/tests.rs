@@ -69,7 +69,8 @@ fn running_job_gets_its_missing_pods() {
     assert!(plan.delete.is_empty());
     assert_eq!(
         plan.status.pod_sets[1],
-        PodSetStatus { name: "workers".into(), active: 1, ready: 1, succeeded: 1, failed: 0 }
+        PodSetStatus { name: "workers".into(), active: 2, ready: 1, succeeded: 1, failed: 0, terminating: 0 },
+        "the pod being created is active already"
     );
     assert_eq!(plan.status.start_time.as_deref(), Some("2026-01-01T00:00:00Z"));
 }
@@ -83,6 +84,34 @@ fn suspended_job_loses_its_active_pods() {
     assert_eq!(plan.delete, vec!["a".to_string()]);
     assert!(plan.create.is_empty());
     assert!(crate::api::condition::is_true(&plan.status.conditions, SUSPENDED));
+    assert_eq!((plan.status.pod_sets[0].active, plan.status.pod_sets[0].terminating), (0, 1));
+}
+
+/// Kueue may evict the job in the very reconcile that creates its pods: the status it reads
+/// then must already count them, or the quota goes back while they start.
+#[test]
+fn a_job_holds_its_quota_from_pod_creation_until_its_pods_have_ended() {
+    let mut job = job(&[("launcher", 1), ("workers", 2)]);
+    let created = plan(&job, &[], "now");
+    assert_eq!(created.create, vec![(0, 1), (1, 2)]);
+    job.status = Some(created.status);
+    assert!(job.is_active(), "pods being created");
+
+    job.spec.suspend = Some(true);
+    let running = [pod("l", "launcher", "Running", true), pod("w1", "workers", "Running", true)];
+    let stopping = plan(&job, &running, "now");
+    assert_eq!(stopping.delete.len(), 2);
+    job.status = Some(stopping.status);
+    assert!(job.is_active(), "pods being deleted");
+
+    let mut terminating = running.clone();
+    terminating.iter_mut().for_each(|p| p.deleting = true);
+    job.status = Some(plan(&job, &terminating, "now").status);
+    assert!(job.is_active(), "pods deleted but still running");
+
+    let ended = [ObservedPod { phase: "Failed".into(), ..terminating[0].clone() }];
+    job.status = Some(plan(&job, &ended, "now").status);
+    assert!(!job.is_active(), "every pod ended or gone");
 }
 
 #[test]
@@ -149,7 +178,14 @@ fn pod_sets_and_activity_follow_spec_and_status() {
     assert_eq!(job.pod_sets()[0].count, 2);
     assert!(!job.is_active() && !job.pods_ready());
     job.status = Some(ExternalJobStatus {
-        pod_sets: vec![PodSetStatus { name: "main".into(), active: 2, ready: 1, succeeded: 1, failed: 0 }],
+        pod_sets: vec![PodSetStatus {
+            name: "main".into(),
+            active: 2,
+            ready: 1,
+            succeeded: 1,
+            failed: 0,
+            terminating: 0,
+        }],
         ..Default::default()
     });
     assert!(job.is_active() && job.pods_ready());
