@@ -27,4 +27,9 @@ cargo build --locked
 target/debug/kubectl-kueue_ext toolchain install
 
 step "tests (unit and end-to-end)"
+summary=target/tmp/crash-safety-summary.md
+rm -f "$summary"
 cargo test --locked
+
+step "crash safety: what tests/e2e_crash_safety.rs counted"
+cat "$summary"

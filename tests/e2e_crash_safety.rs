@@ -19,6 +19,7 @@ mod crash;
 
 use std::collections::HashSet;
 use std::fmt;
+use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use common::{Sandbox, api, condition_is};
@@ -377,6 +378,9 @@ async fn every_job_finishes_exactly_once_through_controller_kueue_and_api_server
         submitted.iter().filter(|s| s.job.kind.is_ours() && !decided_by_kueue.contains(&s.uid)).cloned().collect();
     report.unfinished_workloads = unfinished_workloads(&manager, &ours).await;
     println!("{report}");
+    // A passing test's output is captured: the suite prints this file after the tests.
+    let summary = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("crash-safety-summary.md");
+    std::fs::write(&summary, report.to_string()).unwrap_or_else(|e| panic!("{}: {e}", summary.display()));
     assert!(report.faults.controller_kills >= 5, "at least five controller kills");
     assert!(report.clean(), "{report}");
 }

@@ -145,17 +145,28 @@ impl Scene {
     }
 
     /// Waits until the job runs and at least one of its pods is Running.
+    /// A kind described with an `active` probe must also count its pods by then. Kueue's own
+    /// batch/v1 Job reads `status.active`, which its Job controller updates after creating the
+    /// pods: evicted in between, Kueue gives the quota back while they start. The contract
+    /// checked is the one Kueue's reference keeps, eviction once the job reports its pods; a
+    /// kind without the probe is evicted as soon as a pod runs.
     pub async fn running(&self, job: &ConfiguredJob) -> Result<(), Evidence> {
         until(ADMISSION, POLL, || async {
             let job = self.job(job).await?;
             let pods = self.pods().await?;
-            let running = pods.iter().any(|p| p.status.as_ref().and_then(|s| s.phase.as_deref()) == Some("Running"));
-            if !job.is_suspended() && running {
+            let running =
+                pods.iter().filter(|p| p.status.as_ref().and_then(|s| s.phase.as_deref()) == Some("Running")).count();
+            let counted = job.integration().active.is_none() || job.is_active();
+            if !job.is_suspended() && running > 0 && counted {
                 return Ok(());
             }
             Err(Evidence::new(
-                "the job running, with a pod Running",
-                format!("job suspended: {}, {} pod(s), none Running", job.is_suspended(), pods.len()),
+                "the job running, with a pod Running, and active by its description",
+                format!(
+                    "job suspended: {}, {running} of {} pod(s) Running, active by its description: {counted}",
+                    job.is_suspended(),
+                    pods.len()
+                ),
             ))
         })
         .await

@@ -18,7 +18,6 @@ use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
 use futures::StreamExt;
-use k8s_openapi::api::core::v1::Pod;
 use kube::api::{Api, ApiResource, DynamicObject};
 use kube::runtime::controller::{self as runtime_controller, Action, Controller};
 use kube::runtime::events::{Recorder, Reporter};
@@ -32,7 +31,6 @@ use crate::api::external_job::ExternalJob;
 use crate::api::kueue::{AdmissionCheck, ClusterQueue, LocalQueue, Workload};
 use crate::api::wrapped_job::WrappedJob;
 use crate::integrations::declarative::config::Integration;
-use crate::integrations::external_job::pods::JOB_UID_LABEL;
 use crate::integrations::wrapped_job::authz::ApiAuthorizer;
 use crate::integrations::wrapped_job::kinds::Kinds;
 use crate::integrations::{declarative, external_job, wrapped_job};
@@ -160,17 +158,19 @@ pub async fn run(options: Options) -> anyhow::Result<()> {
     let external_jobs = Controller::new(Api::<ExternalJob>::all(client.clone()), watcher::Config::default())
         .with_config(bounded())
         .trigger_backoff(backoff::TriggerBackoff::default())
-        .owns(Api::<Workload>::all(client.clone()), watcher::Config::default())
-        .owns(Api::<Pod>::all(client.clone()), watcher::Config::default().labels(JOB_UID_LABEL))
+        .owns(Api::<Workload>::all(client.clone()), watcher::Config::default());
+    let (external_jobs, pod_cache) = external_job::pod_cache::watch(external_jobs, &client);
+    let pod_cache = Arc::new(pod_cache);
+    let external_jobs = external_jobs
         .graceful_shutdown_on(stopped(stop_rx.clone()))
         .run(
             {
                 let reconciled = reconciled.clone();
                 move |job: Arc<ExternalJob>, ctx: Arc<Context>| {
-                    let reconciled = reconciled.clone();
+                    let (reconciled, pod_cache) = (reconciled.clone(), pod_cache.clone());
                     async move {
                         let started = Instant::now();
-                        let result = external_job::controller::reconcile(&job, &ctx).await;
+                        let result = external_job::controller::reconcile(&job, &ctx, &pod_cache).await;
                         reconciled("ExternalJob", &result, started);
                         result
                     }

@@ -4,6 +4,7 @@
 pub mod generic_job;
 pub mod naming;
 pub mod podset;
+pub mod readiness;
 pub mod reconciler;
 pub mod status;
 pub mod webhook;

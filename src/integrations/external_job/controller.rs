@@ -1,33 +1,31 @@
 //! One reconcile of an ExternalJob: observe its pods, act on them, write its status, then let
 //! the jobframework keep its Workload in step.
 
+use std::time::Duration;
+
 use kube::ResourceExt;
-use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams, PostParams};
+use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams};
 use kube::runtime::controller::Action;
 use serde_json::json;
 
-use super::pods::{self, JOB_UID_LABEL, ObservedPod};
+use super::pod_cache::PodCache;
+use super::pods;
 use crate::api::condition;
 use crate::api::external_job::ExternalJob;
 use crate::api::kueue::MULTIKUEUE_CONTROLLER;
 use crate::jobframework::reconciler::{self, Context, Error};
 
-pub async fn reconcile(job: &ExternalJob, ctx: &Context) -> Result<Action, Error> {
+pub async fn reconcile(job: &ExternalJob, ctx: &Context, cache: &PodCache) -> Result<Action, Error> {
     // On a MultiKueue manager a worker runs the job and Kueue mirrors its status here: this
     // controller keeps the Workload and never touches pods or status.
     if job.spec.managed_by.as_deref() == Some(MULTIKUEUE_CONTROLLER) {
         return reconciler::reconcile(job, ctx).await;
     }
     let namespace = job.namespace().unwrap_or_default();
+    let Some(observed) = cache.pods_of(&namespace, &job.uid().unwrap_or_default()).await else {
+        return Ok(Action::requeue(Duration::from_secs(1)));
+    };
     let pod_api: Api<k8s_openapi::api::core::v1::Pod> = Api::namespaced(ctx.client.clone(), &namespace);
-    let selector = format!("{JOB_UID_LABEL}={}", job.uid().unwrap_or_default());
-    let listed = pod_api.list(&ListParams::default().labels(&selector)).await.map_err(|source| Error::Kube {
-        action: "list pods of",
-        kind: "ExternalJob",
-        name: job.name_any(),
-        source,
-    })?;
-    let observed: Vec<ObservedPod> = listed.items.iter().map(ObservedPod::from_pod).collect();
     let plan = pods::plan(job, &observed, &condition::now());
 
     for name in &plan.delete {
@@ -38,14 +36,18 @@ pub async fn reconcile(job: &ExternalJob, ctx: &Context) -> Result<Action, Error
             }
         }
     }
-    for &(index, missing) in &plan.create {
-        for _ in 0..missing {
-            pod_api.create(&PostParams::default(), &pods::new_pod(job, index)).await.map_err(|source| Error::Kube {
-                action: "create pod of",
-                kind: "ExternalJob",
-                name: job.name_any(),
-                source,
-            })?;
+    for new in &plan.create {
+        match pod_api.create(&PostParams::default(), &pods::new_pod(job, new)).await {
+            // Created by an earlier reconcile, not in the cache yet: it runs, which is all we want.
+            Err(kube::Error::Api(s)) if s.is_already_exists() => {}
+            other => {
+                other.map_err(|source| Error::Kube {
+                    action: "create pod of",
+                    kind: "ExternalJob",
+                    name: job.name_any(),
+                    source,
+                })?;
+            }
         }
     }
 

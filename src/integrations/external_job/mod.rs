@@ -1,6 +1,7 @@
 //! `ExternalJob` on the jobframework: the `GenericJob` adapter, its pods, its webhook rules.
 
 pub mod controller;
+pub mod pod_cache;
 pub mod pods;
 pub mod webhook;
 

@@ -1,6 +1,11 @@
 //! What the ExternalJob controller does besides the Workload: it runs the pods of a job that is
 //! unsuspended and not managed by another controller, counts them, retries failures up to the
 //! backoff limit, deletes them on suspension, and writes the job's status.
+//!
+//! The pods are read from a cache, which may lag behind what the controller just created. Pod
+//! names are therefore derived, not generated: a pod is the `attempt`-th one of `slot` in its
+//! pod set, so a reconcile that plans a pod the cache has not shown yet is refused by the API
+//! server (AlreadyExists) instead of running it twice.
 
 use std::collections::BTreeMap;
 
@@ -16,12 +21,15 @@ use crate::jobframework::workload::owner_reference;
 pub const JOB_NAME_LABEL: &str = "kueue-ext.dev/job-name";
 pub const JOB_UID_LABEL: &str = "kueue-ext.dev/job-uid";
 pub const POD_SET_LABEL: &str = "kueue-ext.dev/pod-set";
+pub const POD_INDEX_LABEL: &str = "kueue-ext.dev/pod-index";
 
 /// What the controller sees of one pod.
 #[derive(Clone, Debug, PartialEq)]
 pub struct ObservedPod {
     pub name: String,
     pub pod_set: String,
+    /// The slot of the pod set it fills; `None` for a pod without the label.
+    pub slot: Option<i32>,
     pub phase: String,
     pub ready: bool,
     pub deleting: bool,
@@ -33,6 +41,7 @@ impl ObservedPod {
         ObservedPod {
             name: pod.name_any(),
             pod_set: pod.labels().get(POD_SET_LABEL).cloned().unwrap_or_default(),
+            slot: pod.labels().get(POD_INDEX_LABEL).and_then(|i| i.parse().ok()),
             phase: status.phase.unwrap_or_else(|| "Pending".into()),
             ready: status.conditions.iter().flatten().any(|c| c.type_ == "Ready" && c.status == "True"),
             deleting: pod.metadata.deletion_timestamp.is_some(),
@@ -56,10 +65,18 @@ pub struct Plan {
     /// quota of an evicted job as soon as its status shows no pod, so a pod this reconcile
     /// creates or deletes must already be counted, as active or as terminating.
     pub status: ExternalJobStatus,
-    /// Pods to create: (pod set index, how many).
-    pub create: Vec<(usize, i32)>,
+    /// Pods to create.
+    pub create: Vec<NewPod>,
     /// Active pods to delete (suspension, failure, completion).
     pub delete: Vec<String>,
+}
+
+/// A pod to create: the `attempt`-th (from 0) for `slot` of pod set number `pod_set`.
+#[derive(Clone, Debug, PartialEq)]
+pub struct NewPod {
+    pub pod_set: usize,
+    pub slot: i32,
+    pub attempt: usize,
 }
 
 /// Decides what to do from the job and its pods; pure, so every rule has a table test.
@@ -116,11 +133,23 @@ pub fn plan(job: &ExternalJob, pods: &[ObservedPod], now: &str) -> Plan {
     for (i, (want, got)) in job.spec.pod_sets.iter().zip(&mut status.pod_sets).enumerate() {
         let missing = want.count - got.active - got.succeeded;
         if missing > 0 {
-            create.push((i, missing));
-            got.active += missing;
+            let before = create.len();
+            let slots = free_slots(&want.name, want.count, pods).take(missing as usize);
+            create.extend(slots.map(|(slot, attempt)| NewPod { pod_set: i, slot, attempt }));
+            got.active += (create.len() - before) as i32;
         }
     }
     Plan { status, create, delete: Vec::new() }
+}
+
+/// Slots of a pod set that no pending, running or succeeded pod fills, each with the number of
+/// pods that filled it before (failed, or deleted while the job ran): the next attempt.
+fn free_slots<'a>(pod_set: &'a str, count: i32, pods: &'a [ObservedPod]) -> impl Iterator<Item = (i32, usize)> + 'a {
+    (0..count).filter_map(move |slot| {
+        let of_slot: Vec<&ObservedPod> = pods.iter().filter(|p| p.pod_set == pod_set && p.slot == Some(slot)).collect();
+        let taken = of_slot.iter().any(|p| p.is_active() || p.phase == "Succeeded");
+        (!taken).then_some((slot, of_slot.len()))
+    })
 }
 
 fn observed_counts(pod_set: &str, pods: &[ObservedPod]) -> PodSetStatus {
@@ -145,21 +174,22 @@ fn deadline_passed(job: &ExternalJob, start: Option<&str>, now: &str) -> bool {
     }
 }
 
-/// A pod of pod set `index`, owned by the job, from its (admission-injected) template.
-pub fn new_pod(job: &ExternalJob, index: usize) -> Pod {
-    let pod_set = &job.spec.pod_sets[index];
+/// The pod `new` names, owned by the job, from its pod set's (admission-injected) template.
+pub fn new_pod(job: &ExternalJob, new: &NewPod) -> Pod {
+    let pod_set = &job.spec.pod_sets[new.pod_set];
     let PodTemplateSpec { metadata, spec } = pod_set.template.clone();
     let metadata = metadata.unwrap_or_default();
     let mut labels: BTreeMap<String, String> = metadata.labels.unwrap_or_default();
     labels.insert(JOB_NAME_LABEL.into(), job.name_any());
     labels.insert(JOB_UID_LABEL.into(), job.uid().unwrap_or_default());
     labels.insert(POD_SET_LABEL.into(), pod_set.name.clone());
+    labels.insert(POD_INDEX_LABEL.into(), new.slot.to_string());
     let mut spec = spec.unwrap_or_default();
     // The job counts failures and retries with new pods; a pod never restarts in place.
     spec.restart_policy = Some("Never".into());
     Pod {
         metadata: ObjectMeta {
-            generate_name: Some(format!("{}-{}-", job.name_any(), pod_set.name)),
+            name: Some(format!("{}-{}-{}-{}", job.name_any(), pod_set.name, new.slot, new.attempt)),
             namespace: job.namespace(),
             labels: Some(labels),
             annotations: metadata.annotations,

@@ -4,7 +4,7 @@ use k8s_openapi::api::core::v1::{Container, PodSpec, PodTemplateSpec, ResourceRe
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 
-use super::pods::{ObservedPod, plan};
+use super::pods::{NewPod, ObservedPod, new_pod, plan};
 use super::webhook::{check_quantity, validate_create, validate_update};
 use super::*;
 use crate::api::condition::Condition;
@@ -57,15 +57,24 @@ fn job(pod_sets: &[(&str, i32)]) -> ExternalJob {
 }
 
 fn pod(name: &str, set: &str, phase: &str, ready: bool) -> ObservedPod {
-    ObservedPod { name: name.into(), pod_set: set.into(), phase: phase.into(), ready, deleting: false }
+    ObservedPod { name: name.into(), pod_set: set.into(), slot: None, phase: phase.into(), ready, deleting: false }
+}
+
+/// The `attempt`-th pod of `slot`, named as the controller names it.
+fn pod_in(set: &str, slot: i32, attempt: usize, phase: &str) -> ObservedPod {
+    ObservedPod { slot: Some(slot), ..pod(&format!("train-{set}-{slot}-{attempt}"), set, phase, phase == "Running") }
+}
+
+fn new(pod_set: usize, slot: i32, attempt: usize) -> NewPod {
+    NewPod { pod_set, slot, attempt }
 }
 
 #[test]
 fn running_job_gets_its_missing_pods() {
     let job = job(&[("driver", 1), ("workers", 3)]);
-    let pods = [pod("w1", "workers", "Running", true), pod("w2", "workers", "Succeeded", false)];
+    let pods = [pod_in("workers", 0, 0, "Running"), pod_in("workers", 2, 0, "Succeeded")];
     let plan = plan(&job, &pods, "2026-01-01T00:00:00Z");
-    assert_eq!(plan.create, vec![(0, 1), (1, 1)]);
+    assert_eq!(plan.create, vec![new(0, 0, 0), new(1, 1, 0)]);
     assert!(plan.delete.is_empty());
     assert_eq!(
         plan.status.pod_sets[1],
@@ -93,7 +102,7 @@ fn suspended_job_loses_its_active_pods() {
 fn a_job_holds_its_quota_from_pod_creation_until_its_pods_have_ended() {
     let mut job = job(&[("launcher", 1), ("workers", 2)]);
     let created = plan(&job, &[], "now");
-    assert_eq!(created.create, vec![(0, 1), (1, 2)]);
+    assert_eq!(created.create, vec![new(0, 0, 0), new(1, 0, 0), new(1, 1, 0)]);
     job.status = Some(created.status);
     assert!(job.is_active(), "pods being created");
 
@@ -135,7 +144,27 @@ fn failures_beyond_the_backoff_limit_fail_the_job_and_stop_its_pods() {
     assert!(crate::api::condition::is_true(&plan.status.conditions, FAILED));
     assert_eq!(plan.delete, vec!["c".to_string()]);
     let retry = super::pods::plan(&job, &pods[1..], "now");
-    assert_eq!(retry.create, vec![(0, 2)], "one failure is within the limit: replace the failed pod too");
+    assert_eq!(retry.create.len(), 2, "one failure is within the limit: replace the failed pod too");
+}
+
+/// Names are derived from the slot and the attempt: a pod the cache has not shown yet is
+/// planned again under the same name, and the API server refuses it rather than running it twice.
+#[test]
+fn a_failed_pod_is_replaced_under_the_next_name_of_its_slot() {
+    let job = job(&[("main", 2)]);
+    let pods = [pod_in("main", 0, 0, "Failed"), pod_in("main", 1, 0, "Running")];
+    let plan = plan(&job, &pods, "now");
+    assert_eq!(plan.create, vec![new(0, 0, 1)]);
+    let replacement = new_pod(&job, &plan.create[0]);
+    assert_eq!(replacement.metadata.name.as_deref(), Some("train-main-0-1"));
+    assert_eq!(replacement.metadata.generate_name, None);
+    assert_eq!(replacement.metadata.labels.unwrap()[super::pods::POD_INDEX_LABEL], "0");
+
+    let unseen = super::pods::plan(&job, &pods, "later");
+    assert_eq!(unseen.create, plan.create, "the cache still lags: the same pod, by the same name");
+
+    let deleted_while_running = [pod_in("main", 0, 0, "Running"), ObservedPod { deleting: true, ..pods[1].clone() }];
+    assert_eq!(super::pods::plan(&job, &deleted_while_running, "now").create, vec![new(0, 1, 1)]);
 }
 
 #[test]

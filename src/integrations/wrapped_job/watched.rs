@@ -17,10 +17,10 @@ use kube::runtime::reflector::{self, ObjectRef, Store};
 use kube::runtime::{WatchStreamExt, watcher};
 use kube::{Client, Resource, ResourceExt};
 use serde::de::DeserializeOwned;
-use tokio::sync::watch;
 
 use super::components::COMPONENT_INDEX_ANNOTATION;
 use crate::api::wrapped_job::{WRAPPED_JOB_LABEL, WrappedJob};
+use crate::jobframework::readiness::Readiness;
 
 /// Cut an object down to what `observe` reads: identity, owners, labels, the component-index
 /// annotation, deletion, and the status fields that tell how it is doing.
@@ -96,7 +96,7 @@ pub struct Caches {
     services: Store<Service>,
     pods: Store<Pod>,
     /// True once every store has listed; its sender is dropped if a watch ends before that.
-    synced: watch::Receiver<bool>,
+    synced: Readiness,
 }
 
 /// A cache of `K` labelled for some WrappedJob, and the watch that fills it, to be driven by
@@ -152,20 +152,13 @@ impl Caches {
         services: Store<Service>,
         pods: Store<Pod>,
     ) -> Self {
-        let (ready, synced) = watch::channel(false);
-        // One waiter per store, here: a Store's own readiness future wakes only the last of
-        // several concurrent waiters (it polls a oneshot receiver, which keeps one waker), and a
-        // restarted controller starts a reconcile for every job at once.
         let stores = (jobs.clone(), deployments.clone(), stateful_sets.clone(), services.clone(), pods.clone());
-        tokio::spawn(async move {
-            let all = stores.0.wait_until_ready().await.is_ok()
+        let synced = Readiness::once(async move {
+            stores.0.wait_until_ready().await.is_ok()
                 && stores.1.wait_until_ready().await.is_ok()
                 && stores.2.wait_until_ready().await.is_ok()
                 && stores.3.wait_until_ready().await.is_ok()
-                && stores.4.wait_until_ready().await.is_ok();
-            if all {
-                let _ = ready.send(true);
-            }
+                && stores.4.wait_until_ready().await.is_ok()
         });
         Caches { jobs, deployments, stateful_sets, services, pods, synced }
     }
@@ -173,7 +166,7 @@ impl Caches {
     /// Waits until every cache has listed once: before that a component would look missing.
     /// `false` if a watch ended first.
     pub async fn synced(&self) -> bool {
-        self.synced.clone().wait_for(|synced| *synced).await.is_ok()
+        self.synced.wait().await
     }
 
     /// The objects of this kind labelled for `job`; `None` for a kind not cached here.
