@@ -145,6 +145,7 @@ impl Scene {
     }
 
     /// Waits until the job runs and at least one of its pods is Running.
+    ///
     /// A kind described with an `active` probe must also count its pods by then. Kueue's own
     /// batch/v1 Job reads `status.active`, which its Job controller updates after creating the
     /// pods: evicted in between, Kueue gives the quota back while they start. The contract

@@ -95,7 +95,7 @@ pub struct Caches {
     stateful_sets: Store<StatefulSet>,
     services: Store<Service>,
     pods: Store<Pod>,
-    /// True once every store has listed; its sender is dropped if a watch ends before that.
+    /// Ready once every store has listed; never if a watch ends before that.
     synced: Readiness,
 }
 
