@@ -78,6 +78,22 @@ where
     reader
 }
 
+/// A controller of the jobs of one kind whose cache leaves managedFields out: no reconcile reads
+/// them, and a job written back without them keeps its own on the server.
+fn jobs_controller<K>(api: Api<K>, kind: K::DynamicType) -> Controller<K>
+where
+    K: Resource + Clone + std::fmt::Debug + serde::de::DeserializeOwned + Send + Sync + 'static,
+    K::DynamicType: Eq + std::hash::Hash + Clone + Send + Sync,
+{
+    let writer = reflector::store::Writer::new(kind.clone());
+    let reader = writer.as_reader();
+    // Backed off with the controller's other triggers (`trigger_backoff`), as `Controller::new` does.
+    let jobs = watcher(api, watcher::Config::default()).modify(|job: &mut K| job.meta_mut().managed_fields = None);
+    Controller::for_stream_with(reflector::reflector(writer, jobs).applied_objects(), reader, kind)
+        .with_config(bounded())
+        .trigger_backoff(backoff::TriggerBackoff::default())
+}
+
 /// Runs until SIGINT/SIGTERM.
 pub async fn run(options: Options) -> anyhow::Result<()> {
     let client = options.client;
@@ -96,6 +112,7 @@ pub async fn run(options: Options) -> anyhow::Result<()> {
             .collect();
     let our_workloads = workloads::watch(client.clone(), orphan_kinds.clone());
     let workloads = our_workloads.store.clone();
+    let workload_changes = our_workloads.changes.clone();
     // Component kinds, looked up by the webhook and the controller alike.
     let kinds = Arc::new(Kinds::new(client.clone()));
     let state = Arc::new(ServerState {
@@ -155,10 +172,8 @@ pub async fn run(options: Options) -> anyhow::Result<()> {
             metrics.reconciled(kind, result.is_ok(), started.elapsed());
         }
     };
-    let external_jobs = Controller::new(Api::<ExternalJob>::all(client.clone()), watcher::Config::default())
-        .with_config(bounded())
-        .trigger_backoff(backoff::TriggerBackoff::default())
-        .owns(Api::<Workload>::all(client.clone()), watcher::Config::default());
+    let external_jobs = jobs_controller(Api::<ExternalJob>::all(client.clone()), ())
+        .owns_stream(workload_changes.subscribe(ApiResource::erase::<ExternalJob>(&())));
     let (external_jobs, pod_cache) = external_job::pod_cache::watch(external_jobs, &client);
     let pod_cache = Arc::new(pod_cache);
     let external_jobs = external_jobs
@@ -181,10 +196,8 @@ pub async fn run(options: Options) -> anyhow::Result<()> {
         )
         .for_each(|_| async {});
     let reconciled_configured = reconciled.clone();
-    let wrapped_jobs = Controller::new(Api::<WrappedJob>::all(client.clone()), watcher::Config::default())
-        .with_config(bounded())
-        .trigger_backoff(backoff::TriggerBackoff::default())
-        .owns(Api::<Workload>::all(client.clone()), watcher::Config::default());
+    let wrapped_jobs = jobs_controller(Api::<WrappedJob>::all(client.clone()), ())
+        .owns_stream(workload_changes.subscribe(ApiResource::erase::<WrappedJob>(&())));
     // Components of the kinds every cluster serves are watched; others are looked at on a timer.
     let (wrapped_jobs, component_caches) = wrapped_job::watched::watch(wrapped_jobs, &client);
     let wrapped_jobs = wrapped_jobs
@@ -208,28 +221,23 @@ pub async fn run(options: Options) -> anyhow::Result<()> {
         let kind = integration.gvk().kind;
         info!(%kind, "integrated by configuration");
         let (integration, reconciled) = (integration.clone(), reconciled_configured.clone());
-        Controller::new_with(
-            Api::<DynamicObject>::all_with(client.clone(), &resource),
-            watcher::Config::default(),
-            resource,
-        )
-        .with_config(bounded())
-        .owns(Api::<Workload>::all(client.clone()), watcher::Config::default())
-        .graceful_shutdown_on(stopped(stop_rx.clone()))
-        .run(
-            move |job: Arc<DynamicObject>, ctx: Arc<Context>| {
-                let (integration, reconciled) = (integration.clone(), reconciled.clone());
-                async move {
-                    let started = Instant::now();
-                    let result = declarative::controller::reconcile(&job, &integration, &ctx).await;
-                    reconciled(CONFIGURED, &result, started);
-                    result
-                }
-            },
-            error_policy,
-            ctx.clone(),
-        )
-        .for_each(|_| async {})
+        jobs_controller(Api::<DynamicObject>::all_with(client.clone(), &resource), resource)
+            .owns_stream(workload_changes.subscribe(integration.api_resource()))
+            .graceful_shutdown_on(stopped(stop_rx.clone()))
+            .run(
+                move |job: Arc<DynamicObject>, ctx: Arc<Context>| {
+                    let (integration, reconciled) = (integration.clone(), reconciled.clone());
+                    async move {
+                        let started = Instant::now();
+                        let result = declarative::controller::reconcile(&job, &integration, &ctx).await;
+                        reconciled(CONFIGURED, &result, started);
+                        result
+                    }
+                },
+                error_policy,
+                ctx.clone(),
+            )
+            .for_each(|_| async {})
     }));
     let orphans = Controller::for_stream(our_workloads.deleting, our_workloads.store)
         .with_config(bounded())

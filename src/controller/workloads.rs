@@ -1,11 +1,15 @@
 //! The Workloads this process acts on, from one watch: those controlled by a kind it integrates.
 //! Kueue's own jobs' Workloads (often most of a cluster's) are dropped as they arrive, and
 //! managedFields, which no reconcile reads, are cut: the cache costs what our jobs cost. The same
-//! watch feeds the reconcilers' cache (`Context::workloads`) and the orphan finalizer, which
-//! only ever acts on a Workload being deleted.
+//! watch feeds the reconcilers' cache (`Context::workloads`), triggers each kind's controller
+//! when one of its Workloads changes (one watch decoding every Workload, where a watch per
+//! controller decoded each one once per integrated kind), and the orphan finalizer, which only
+//! ever acts on a Workload being deleted.
+
+use std::sync::{Arc, Mutex};
 
 use futures::channel::mpsc;
-use futures::{StreamExt, future};
+use futures::{Stream, StreamExt, future};
 use kube::api::{Api, ApiResource};
 use kube::runtime::reflector::{self, Store};
 use kube::runtime::watcher::Event;
@@ -18,26 +22,70 @@ pub struct OurWorkloads {
     pub store: Store<Workload>,
     /// Our Workloads as they get a deletionTimestamp.
     pub deleting: mpsc::UnboundedReceiver<Result<Workload, watcher::Error>>,
+    pub changes: Changes,
+}
+
+type Trigger = Result<Workload, watcher::Error>;
+
+/// A controller's kind, and where its triggers go.
+type Subscriber = (ApiResource, mpsc::UnboundedSender<Trigger>);
+
+/// Controllers subscribed to the changes of their kind's Workloads.
+#[derive(Clone, Default)]
+pub struct Changes(Arc<Mutex<Vec<Subscriber>>>);
+
+impl Changes {
+    /// Workloads controlled by a `kind` from now on, as they are applied or deleted: the
+    /// trigger stream of that kind's controller (`Controller::owns_stream`). A controller
+    /// subscribes once it leads, so a standby replica queues nothing.
+    pub fn subscribe(&self, kind: ApiResource) -> impl Stream<Item = Trigger> + Send + 'static {
+        let (tx, rx) = mpsc::unbounded();
+        self.0.lock().expect("subscribers lock").push((kind, tx));
+        rx
+    }
+
+    /// Hands `workload` to the subscriber of the kind that controls it; one whose controller
+    /// has stopped is dropped.
+    fn publish(&self, workload: &Workload) {
+        let Some(owner) = workload.owner_references().iter().find(|o| o.controller == Some(true)) else {
+            return;
+        };
+        self.0.lock().expect("subscribers lock").retain(|(kind, tx)| {
+            if kind.kind != owner.kind || kind.api_version != owner.api_version {
+                return !tx.is_closed();
+            }
+            tx.unbounded_send(Ok(workload.clone())).is_ok()
+        });
+    }
 }
 
 /// Starts the watch; `kinds` are the job kinds this process integrates.
 pub fn watch(client: Client, kinds: Vec<ApiResource>) -> OurWorkloads {
     let (reader, writer) = reflector::store();
     let (deleting_tx, deleting) = mpsc::unbounded();
+    let changes = Changes::default();
+    // Short retries: the controllers' Workload triggers come from this watch.
     let events = watcher(Api::<Workload>::all(client), watcher::Config::default())
-        .default_backoff()
+        .backoff(super::backoff::TriggerBackoff::default())
         .filter_map(move |event| future::ready(keep_ours(event, &kinds)));
-    let stream = reflector::reflector(writer, events).applied_objects().for_each(move |workload| {
-        if let Ok(workload) = workload
-            && workload.metadata.deletion_timestamp.is_some()
-        {
-            // Nobody listens until this replica leads; deletions are few, so they wait.
-            let _ = deleting_tx.unbounded_send(Ok(workload));
+    let subscribers = changes.clone();
+    let stream = reflector::reflector(writer, events).for_each(move |event| {
+        match &event {
+            Ok(Event::Apply(workload) | Event::InitApply(workload)) => {
+                if workload.metadata.deletion_timestamp.is_some() {
+                    // Nobody listens until this replica leads; deletions are few, so they wait.
+                    let _ = deleting_tx.unbounded_send(Ok(workload.clone()));
+                }
+                subscribers.publish(workload);
+            }
+            // A job whose Workload is gone gets a new one.
+            Ok(Event::Delete(workload)) => subscribers.publish(workload),
+            _ => {}
         }
         future::ready(())
     });
     tokio::spawn(stream);
-    OurWorkloads { store: reader, deleting }
+    OurWorkloads { store: reader, deleting, changes }
 }
 
 /// Ours enter slimmed; others never enter, and one that stops being ours leaves.
@@ -97,5 +145,28 @@ mod tests {
         // One that is no longer ours leaves the cache.
         assert!(matches!(keep_ours(Ok(Event::Apply(batch)), &kinds()), Some(Ok(Event::Delete(_)))));
         assert!(matches!(keep_ours(Ok(Event::InitDone), &kinds()), Some(Ok(Event::InitDone))));
+    }
+
+    #[tokio::test]
+    async fn a_workload_change_reaches_the_controller_of_its_kind_only() {
+        let changes = Changes::default();
+        let mut external = changes.subscribe(kinds()[0].clone());
+        let mut wrapped = changes.subscribe(ApiResource::erase::<crate::api::wrapped_job::WrappedJob>(&()));
+        changes.publish(&workload(Some(("kueue-ext.dev/v1alpha1", "ExternalJob"))));
+        changes.publish(&workload(Some(("batch/v1", "Job"))));
+        changes.publish(&workload(None));
+        let got = external.next().await.expect("the ExternalJob controller is triggered").unwrap();
+        assert_eq!(got.owner_references()[0].kind, "ExternalJob");
+        drop(changes);
+        assert!(external.next().await.is_none(), "nothing else reached the ExternalJob controller");
+        assert!(wrapped.next().await.is_none(), "nothing reached the WrappedJob controller");
+    }
+
+    #[test]
+    fn a_stopped_controller_is_unsubscribed() {
+        let changes = Changes::default();
+        drop(changes.subscribe(kinds()[0].clone()));
+        changes.publish(&workload(Some(("kueue-ext.dev/v1alpha1", "ExternalJob"))));
+        assert!(changes.0.lock().unwrap().is_empty());
     }
 }

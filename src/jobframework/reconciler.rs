@@ -119,22 +119,75 @@ pub async fn reconcile<J: GenericJob>(job: &J, ctx: &Context) -> Result<Action, 
     let jobs = JobWriter::for_job(job, &ctx.client);
     let workloads: Api<Workload> = Api::namespaced(ctx.client.clone(), &job.namespace().unwrap_or_default());
 
-    let Some(wl) = ensure_one_workload(job, ctx, &jobs, &workloads, prebuilt.as_deref()).await? else {
+    let Some(mut found) = ensure_one_workload(job, ctx, &jobs, &workloads, prebuilt.as_deref()).await? else {
         return handle_job_with_no_workload(job, ctx, &jobs, &workloads, prebuilt.as_deref()).await;
     };
+    // Twice at most: on the current Workload `act` never asks to confirm.
+    loop {
+        match act(job, ctx, &jobs, &workloads, &found.workload, found.current).await? {
+            Step::Done(action) => return Ok(action),
+            // The cache may lag (for a while after an API server restart): a write is decided
+            // on the Workload as the API server has it now, so a stale entry never starts or
+            // stops a job.
+            Step::Confirm => match current_workload(job, &workloads, &found.workload.name_any()).await? {
+                Some(workload) => found = Found { workload, current: true },
+                None => return handle_job_with_no_workload(job, ctx, &jobs, &workloads, prebuilt.as_deref()).await,
+            },
+        }
+    }
+}
 
+/// What [`act`] came to.
+enum Step {
+    Done(Action),
+    /// It would write on a Workload read from the cache: run it again on the current one.
+    Confirm,
+}
+
+/// The Workload a reconcile acts on, and whether it was read from the API server in this
+/// reconcile (else from the cache).
+struct Found {
+    workload: Arc<Workload>,
+    current: bool,
+}
+
+/// Keeps the job and its Workload in step. Most passes write nothing (a job waiting for
+/// admission, or running); those are decided on the cache alone, and a pass that would write on
+/// a cached Workload returns [`Step::Confirm`] before its first write.
+async fn act<J: GenericJob>(
+    job: &J,
+    ctx: &Context,
+    jobs: &JobWriter,
+    workloads: &Api<Workload>,
+    wl: &Workload,
+    current: bool,
+) -> Result<Step, Error> {
+    let done = |action| Ok(Step::Done(action));
+    // Stands before every write.
+    macro_rules! on_current_workload {
+        () => {
+            if !current {
+                return Ok(Step::Confirm);
+            }
+        };
+    }
     if wl.is_finished() {
-        remove_finalizer(&workloads, &wl).await?;
-        return Ok(Action::await_change());
+        if has_finalizer(wl) {
+            on_current_workload!();
+            remove_finalizer(workloads, wl).await?;
+        }
+        return done(Action::await_change());
     }
     if wl.metadata.deletion_timestamp.is_some() {
-        stop_job(job, ctx, &jobs, Some(&wl), "Workload is deleted").await?;
-        remove_finalizer(&workloads, &wl).await?;
-        return Ok(Action::await_change());
+        on_current_workload!();
+        stop_job(job, ctx, jobs, Some(wl), "Workload is deleted").await?;
+        remove_finalizer(workloads, wl).await?;
+        return done(Action::await_change());
     }
     if let Some(end) = job.finished() {
-        let conditions = with_condition(&wl, status::finished(end.success, &end.message));
-        patch_conditions(&workloads, &wl, conditions, None).await?;
+        on_current_workload!();
+        let conditions = with_condition(wl, status::finished(end.success, &end.message));
+        patch_conditions(workloads, wl, conditions, None).await?;
         publish(
             ctx,
             job,
@@ -143,35 +196,39 @@ pub async fn reconcile<J: GenericJob>(job: &J, ctx: &Context) -> Result<Action, 
             format!("Workload '{}' is declared finished", wl.name_any()),
         )
         .await;
-        return Ok(Action::await_change());
+        return done(Action::await_change());
     }
     if ctx.config.wait_for_pods_ready {
         let previous = condition::find(wl.conditions(), PODS_READY);
         let wanted = status::pods_ready(previous, wl.is_admitted(), job.pods_ready());
         if previous.is_none_or(|p| p.status != wanted.status || p.reason != wanted.reason) {
-            patch_conditions(&workloads, &wl, with_condition(&wl, wanted), None).await?;
-            return Ok(Action::await_change());
+            on_current_workload!();
+            patch_conditions(workloads, wl, with_condition(wl, wanted), None).await?;
+            return done(Action::await_change());
         }
     }
     if wl.is(EVICTED) {
+        on_current_workload!();
         let message = condition::find(wl.conditions(), EVICTED).map(|c| c.message.clone()).unwrap_or_default();
-        stop_job(job, ctx, &jobs, Some(&wl), &message).await?;
+        stop_job(job, ctx, jobs, Some(wl), &message).await?;
         if wl.is(QUOTA_RESERVED) {
             if job.is_active() {
-                return Ok(Action::requeue(WAIT));
+                return done(Action::requeue(WAIT));
             }
             // Kueue's core never releases an evicted Workload's quota: the job side does,
             // once no pod of it runs any more.
             let conditions = status::released_after_eviction(wl.conditions(), &condition::now());
-            patch_conditions(&workloads, &wl, conditions, Some(serde_json::Value::Null)).await?;
+            patch_conditions(workloads, wl, conditions, Some(serde_json::Value::Null)).await?;
             info!(workload = %wl.name_any(), "released the quota of an evicted workload");
         }
-        return Ok(Action::await_change());
+        return done(Action::await_change());
     }
     if job.is_suspended() {
         if wl.is_admitted() {
-            start_job(job, ctx, &jobs, &workloads, &wl).await?;
+            on_current_workload!();
+            start_job(job, ctx, jobs, workloads, wl).await?;
         } else if job.queue_name() != wl.spec.queue_name && !wl.is(QUOTA_RESERVED) {
+            on_current_workload!();
             let patch = json!({"spec": {"queueName": job.queue_name()}});
             workloads.patch(&wl.name_any(), &PatchParams::default(), &Patch::Merge(patch)).await.map_err(kube_err(
                 "update queue of",
@@ -179,12 +236,13 @@ pub async fn reconcile<J: GenericJob>(job: &J, ctx: &Context) -> Result<Action, 
                 wl.name_any(),
             ))?;
         }
-        return Ok(Action::await_change());
+        return done(Action::await_change());
     }
     if !wl.is_admitted() {
-        stop_job(job, ctx, &jobs, Some(&wl), "Not admitted by cluster queue").await?;
+        on_current_workload!();
+        stop_job(job, ctx, jobs, Some(wl), "Not admitted by cluster queue").await?;
     }
-    Ok(Action::await_change())
+    done(Action::await_change())
 }
 
 /// Kueue's `ensureOneWorkload`: adopt the prebuilt Workload, or keep the first matching owned
@@ -195,7 +253,7 @@ async fn ensure_one_workload<J: GenericJob>(
     jobs: &JobWriter,
     workloads: &Api<Workload>,
     prebuilt: Option<&str>,
-) -> Result<Option<Workload>, Error> {
+) -> Result<Option<Found>, Error> {
     if let Some(name) = prebuilt {
         let Some(wl) = workloads.get_opt(name).await.map_err(kube_err("get", "Workload", name))? else {
             return Ok(None);
@@ -210,7 +268,7 @@ async fn ensure_one_workload<J: GenericJob>(
                 Condition::new(FINISHED, true, "OutOfSync", "The prebuilt workload is out of sync with its user job");
             patch_conditions(workloads, &wl, with_condition(&wl, out_of_sync), None).await?;
         }
-        return Ok(Some(wl));
+        return Ok(Some(Found { workload: Arc::new(wl), current: true }));
     }
 
     let namespace = job.namespace();
@@ -253,11 +311,23 @@ async fn ensure_one_workload<J: GenericJob>(
     if !extra.is_empty() && matching.is_empty() {
         return Err(Error::RemovedNonMatching(extra.len()));
     }
-    // The cache may lag (for a while after an API server restart): act on the Workload as it
-    // is now, looked up by name, so a stale or missing cache entry never hides its admission.
-    let name = matching.first().map(|w| w.name_any()).unwrap_or_else(|| workload::name_for(job));
-    let current = workloads.get_opt(&name).await.map_err(kube_err("get", "Workload", name.clone()))?;
-    Ok(current.filter(|w| workload::is_controlled_by(w, job) && workload::equivalent(job, w)))
+    if let Some(cached) = matching.into_iter().next() {
+        return Ok(Some(Found { workload: cached, current: false }));
+    }
+    // Not in the cache, which may lag (for a while after an API server restart): looked up by
+    // name, so a missing entry never makes a second Workload.
+    let current = current_workload(job, workloads, &workload::name_for(job)).await?;
+    Ok(current.map(|workload| Found { workload, current: true }))
+}
+
+/// The job's Workload `name` as the API server has it, if it is still the job's and matches it.
+async fn current_workload<J: GenericJob>(
+    job: &J,
+    workloads: &Api<Workload>,
+    name: &str,
+) -> Result<Option<Arc<Workload>>, Error> {
+    let current = workloads.get_opt(name).await.map_err(kube_err("get", "Workload", name))?;
+    Ok(current.filter(|w| workload::is_controlled_by(w, job) && workload::equivalent(job, w)).map(Arc::new))
 }
 
 async fn adopt<J: GenericJob>(job: &J, workloads: &Api<Workload>, wl: &Workload) -> Result<(), Error> {
@@ -494,6 +564,10 @@ async fn patch_conditions(
     Ok(())
 }
 
+fn has_finalizer(wl: &Workload) -> bool {
+    wl.metadata.finalizers.as_deref().unwrap_or_default().iter().any(|f| f == RESOURCE_IN_USE_FINALIZER)
+}
+
 async fn remove_finalizer(workloads: &Api<Workload>, wl: &Workload) -> Result<(), Error> {
     let finalizers = wl.metadata.finalizers.as_deref().unwrap_or_default();
     let Some(index) = finalizers.iter().position(|f| f == RESOURCE_IN_USE_FINALIZER) else {
@@ -547,3 +621,7 @@ pub async fn publish<J: GenericJob>(ctx: &Context, job: &J, type_: EventType, re
         debug!(%err, "could not publish event");
     }
 }
+
+#[cfg(test)]
+#[path = "reconciler_tests.rs"]
+mod tests;

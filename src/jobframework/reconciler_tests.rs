@@ -1,0 +1,127 @@
+//! What a reconcile asks of the API server when its Workload comes from the cache. The API
+//! server here is a recorder: it answers a Workload GET with the Workload it is given and
+//! refuses everything else, so a test sees every request a decision would have made.
+
+use std::sync::Mutex;
+
+use http::{Request, Response};
+use kube::client::Body;
+use kube::runtime::events::Reporter;
+use kube::runtime::reflector::store::Writer;
+use kube::runtime::watcher;
+
+use super::*;
+use crate::api::external_job::{ExternalJob, ExternalJobSpec, ExternalPodSet};
+use crate::api::kueue::{ADMITTED, Admission, PodSetAssignment, QUEUE_NAME_LABEL, WorkloadStatus};
+
+type Requests = Arc<Mutex<Vec<String>>>;
+
+/// A client whose API server serves `current` on GET and answers anything else with 500.
+fn recording_client(current: Option<Workload>) -> (Client, Requests) {
+    let requests = Requests::default();
+    let log = requests.clone();
+    let service = tower::service_fn(move |request: Request<Body>| {
+        log.lock().unwrap().push(format!("{} {}", request.method(), request.uri().path()));
+        let response = match (&current, request.method()) {
+            (Some(wl), &http::Method::GET) => Response::new(Body::from(serde_json::to_vec(wl).unwrap())),
+            _ => Response::builder().status(500).body(Body::from(b"{}".to_vec())).unwrap(),
+        };
+        async move { Ok::<_, std::convert::Infallible>(response) }
+    });
+    (Client::new(service, "default"), requests)
+}
+
+fn context(client: Client, cached: &[Workload]) -> Context {
+    let mut writer: Writer<Workload> = Writer::default();
+    for wl in cached {
+        writer.apply_watcher_event(&watcher::Event::Apply(wl.clone()));
+    }
+    Context {
+        client: client.clone(),
+        config: Config::default(),
+        workloads: writer.as_reader(),
+        recorder: Recorder::new(client, Reporter { controller: "test".into(), instance: None }),
+    }
+}
+
+fn suspended_job() -> ExternalJob {
+    let spec = ExternalJobSpec {
+        suspend: Some(true),
+        managed_by: None,
+        pod_sets: vec![ExternalPodSet {
+            name: "workers".into(),
+            count: 1,
+            min_count: None,
+            template: serde_json::from_value(json!({"spec": {"containers": [{"name": "main", "image": "x"}]}}))
+                .unwrap(),
+        }],
+        backoff_limit: None,
+        active_deadline_seconds: None,
+    };
+    let mut job = ExternalJob::new("train", spec);
+    job.metadata.namespace = Some("default".into());
+    job.metadata.uid = Some("uid-1".into());
+    job.metadata.labels = Some([(QUEUE_NAME_LABEL.to_string(), "user-queue".to_string())].into());
+    job
+}
+
+/// The job's Workload, admitted or still queued, with the PodsReady condition the job side
+/// would write, so that only admission is left to act on.
+fn workload(job: &ExternalJob, admitted: bool) -> Workload {
+    let mut wl = workload::construct(job, None);
+    let now = condition::now();
+    let mut conditions = Vec::new();
+    for kind in [QUOTA_RESERVED, ADMITTED] {
+        condition::set(&mut conditions, Condition::new(kind, admitted, "Test", ""), &now);
+    }
+    condition::set(&mut conditions, status::pods_ready(None, admitted, false), &now);
+    let admission = admitted.then(|| Admission {
+        cluster_queue: "cq".into(),
+        pod_set_assignments: vec![PodSetAssignment {
+            name: "workers".into(),
+            flavors: Default::default(),
+            count: Some(1),
+        }],
+    });
+    wl.status = Some(WorkloadStatus { conditions, admission, ..Default::default() });
+    wl.metadata.resource_version = Some("1".into());
+    wl
+}
+
+#[tokio::test]
+async fn a_job_waiting_for_admission_costs_no_request() {
+    let job = suspended_job();
+    let (client, requests) = recording_client(None);
+    let ctx = context(client, &[workload(&job, false)]);
+    let action = reconcile(&job, &ctx).await.expect("nothing to do");
+    assert_eq!(action, Action::await_change());
+    assert!(requests.lock().unwrap().is_empty(), "requests: {:?}", requests.lock().unwrap());
+}
+
+#[tokio::test]
+async fn an_admission_seen_in_the_cache_is_confirmed_before_the_job_starts() {
+    let job = suspended_job();
+    // The cache shows the admission; the API server has already taken it back.
+    let (client, requests) = recording_client(Some(workload(&job, false)));
+    let ctx = context(client, &[workload(&job, true)]);
+    let action = reconcile(&job, &ctx).await.expect("nothing to do on the current Workload");
+    assert_eq!(action, Action::await_change());
+    let name = workload::name_for(&job);
+    assert_eq!(
+        *requests.lock().unwrap(),
+        [format!("GET /apis/kueue.x-k8s.io/v1beta2/namespaces/default/workloads/{name}")],
+        "one read, and no write to the job"
+    );
+}
+
+#[tokio::test]
+async fn an_admission_the_api_server_confirms_starts_the_job() {
+    let job = suspended_job();
+    let (client, requests) = recording_client(Some(workload(&job, true)));
+    let ctx = context(client, &[workload(&job, true)]);
+    // The recorder refuses the write: reaching it is what this test looks for.
+    assert!(reconcile(&job, &ctx).await.is_err());
+    let requests = requests.lock().unwrap();
+    assert!(requests[0].starts_with("GET /apis/kueue.x-k8s.io/v1beta2/namespaces/default/workloads/"), "{requests:?}");
+    assert_eq!(requests.last().unwrap(), "PUT /apis/kueue-ext.dev/v1alpha1/namespaces/default/externaljobs/train");
+}
