@@ -28,7 +28,7 @@ use tokio::sync::watch;
 use tracing::{info, warn};
 
 use crate::api::external_job::ExternalJob;
-use crate::api::kueue::{AdmissionCheck, ClusterQueue, LocalQueue, Workload};
+use crate::api::kueue::{AdmissionCheck, ClusterQueue, LocalQueue, ResourceFlavor, Workload};
 use crate::api::wrapped_job::WrappedJob;
 use crate::integrations::declarative::config::Integration;
 use crate::integrations::wrapped_job::authz::ApiAuthorizer;
@@ -164,6 +164,7 @@ pub async fn run(options: Options) -> anyhow::Result<()> {
         client: client.clone(),
         config: options.config,
         workloads,
+        flavors: cache(Api::<ResourceFlavor>::all(client.clone())),
         recorder: Recorder::new(client.clone(), Reporter { controller: MANAGER.into(), instance: None }),
     });
     let reconciled = {

@@ -9,7 +9,7 @@ use std::time::Duration;
 use kube::api::{Api, ApiResource, DeleteParams, DynamicObject, Patch, PatchParams, PostParams};
 use kube::runtime::controller::Action;
 use kube::runtime::events::{Event, EventType, Recorder};
-use kube::runtime::reflector::Store;
+use kube::runtime::reflector::{ObjectRef, Store};
 use kube::{Client, ResourceExt};
 use serde_json::json;
 use tracing::{debug, info};
@@ -45,6 +45,9 @@ pub struct Context {
     /// Workloads of the cluster, from a watch; never trusted for "does not exist" decisions
     /// that could duplicate (creation tolerates AlreadyExists).
     pub workloads: Store<Workload>,
+    /// ResourceFlavors, from a watch: a job starting reads its admission's flavors here, and
+    /// from the API server only when one is not cached yet.
+    pub flavors: Store<ResourceFlavor>,
     pub recorder: Recorder,
 }
 
@@ -456,9 +459,12 @@ async fn admission_infos(ctx: &Context, wl: &Workload) -> Result<Result<Vec<PodS
     let flavor_api: Api<ResourceFlavor> = Api::all(ctx.client.clone());
     let mut flavors = BTreeMap::new();
     for name in admission.pod_set_assignments.iter().flat_map(|a| a.flavors.values()) {
-        if !flavors.contains_key(name)
-            && let Some(flavor) = flavor_api.get_opt(name).await.map_err(kube_err("get", "ResourceFlavor", name))?
-        {
+        if flavors.contains_key(name) {
+            continue;
+        }
+        if let Some(cached) = ctx.flavors.get(&ObjectRef::new(name)) {
+            flavors.insert(name.clone(), cached.spec.clone());
+        } else if let Some(flavor) = flavor_api.get_opt(name).await.map_err(kube_err("get", "ResourceFlavor", name))? {
             flavors.insert(name.clone(), flavor.spec);
         }
     }

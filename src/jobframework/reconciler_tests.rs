@@ -16,6 +16,9 @@ use crate::api::kueue::{ADMITTED, Admission, PodSetAssignment, QUEUE_NAME_LABEL,
 
 type Requests = Arc<Mutex<Vec<String>>>;
 
+/// The flavor every admission here assigns; the context's cache holds it.
+const FLAVOR: &str = "default-flavor";
+
 /// A client whose API server serves `current` on GET and answers anything else with 500.
 fn recording_client(current: Option<Workload>) -> (Client, Requests) {
     let requests = Requests::default();
@@ -36,10 +39,13 @@ fn context(client: Client, cached: &[Workload]) -> Context {
     for wl in cached {
         writer.apply_watcher_event(&watcher::Event::Apply(wl.clone()));
     }
+    let mut flavors: Writer<ResourceFlavor> = Writer::default();
+    flavors.apply_watcher_event(&watcher::Event::Apply(ResourceFlavor::new(FLAVOR, Default::default())));
     Context {
         client: client.clone(),
         config: Config::default(),
         workloads: writer.as_reader(),
+        flavors: flavors.as_reader(),
         recorder: Recorder::new(client, Reporter { controller: "test".into(), instance: None }),
     }
 }
@@ -115,13 +121,19 @@ async fn an_admission_seen_in_the_cache_is_confirmed_before_the_job_starts() {
 }
 
 #[tokio::test]
-async fn an_admission_the_api_server_confirms_starts_the_job() {
+async fn an_admission_the_api_server_confirms_starts_the_job_with_flavors_from_the_cache() {
     let job = suspended_job();
     let (client, requests) = recording_client(Some(workload(&job, true)));
     let ctx = context(client, &[workload(&job, true)]);
     // The recorder refuses the write: reaching it is what this test looks for.
     assert!(reconcile(&job, &ctx).await.is_err());
-    let requests = requests.lock().unwrap();
-    assert!(requests[0].starts_with("GET /apis/kueue.x-k8s.io/v1beta2/namespaces/default/workloads/"), "{requests:?}");
-    assert_eq!(requests.last().unwrap(), "PUT /apis/kueue-ext.dev/v1alpha1/namespaces/default/externaljobs/train");
+    let name = workload::name_for(&job);
+    assert_eq!(
+        *requests.lock().unwrap(),
+        [
+            format!("GET /apis/kueue.x-k8s.io/v1beta2/namespaces/default/workloads/{name}"),
+            "PUT /apis/kueue-ext.dev/v1alpha1/namespaces/default/externaljobs/train".to_string(),
+        ],
+        "the flavor is read from the cache"
+    );
 }
