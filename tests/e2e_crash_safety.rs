@@ -17,9 +17,10 @@
 mod common;
 mod crash;
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::fmt;
 use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use common::{Sandbox, api, condition_is};
@@ -31,6 +32,7 @@ use crash::ledger::{self, Evidence, Ledger};
 use futures::StreamExt;
 use kube::Client;
 use kube::api::{DynamicObject, ListParams};
+use kube::runtime::{WatchStreamExt, watcher};
 
 const WORKERS: usize = 2;
 const CLUSTERS: [&str; 3] = ["manager", "worker1", "worker2"];
@@ -86,25 +88,37 @@ async fn submit_all(client: Client, wave: Vec<Planned>) -> Vec<Submitted> {
 }
 
 /// Each job's outcome on the manager once all are done or `deadline` passes (`None`: still
-/// going, i.e. stuck).
+/// going, i.e. stuck). Read from watches: listing every job every two seconds kept the manager's
+/// API server busy at soak size and slowed the very run it waited for.
 async fn outcomes(client: &Client, submitted: &[Submitted], deadline: Instant) -> Vec<Option<bool>> {
-    loop {
-        let mut by_uid = std::collections::HashMap::new();
-        for kind in Kind::ALL {
-            if let Ok(list) = jobs_api(client, kind).list(&ListParams::default()).await {
-                for job in list.items {
+    let seen: Arc<Mutex<HashMap<String, Option<bool>>>> = Arc::default();
+    let watches: Vec<_> = Kind::ALL
+        .into_iter()
+        .map(|kind| {
+            let (api, seen) = (jobs_api(client, kind), seen.clone());
+            tokio::spawn(async move {
+                let mut jobs = watcher(api, watcher::Config::default()).default_backoff().applied_objects().boxed();
+                while let Some(job) = jobs.next().await {
+                    let Ok(job) = job else { continue };
                     let job = serde_json::to_value(job).expect("object serializes");
                     let uid = job["metadata"]["uid"].as_str().unwrap_or_default().to_string();
-                    by_uid.insert(uid, jobs::outcome(kind, &job));
+                    seen.lock().unwrap().insert(uid, jobs::outcome(kind, &job));
                 }
-            }
-        }
-        let now: Vec<Option<bool>> = submitted.iter().map(|s| by_uid.get(&s.uid).copied().flatten()).collect();
+            })
+        })
+        .collect();
+    let now = loop {
+        let now: Vec<Option<bool>> = {
+            let seen = seen.lock().unwrap();
+            submitted.iter().map(|s| seen.get(&s.uid).copied().flatten()).collect()
+        };
         if now.iter().all(Option::is_some) || Instant::now() >= deadline {
-            return now;
+            break now;
         }
         tokio::time::sleep(Duration::from_secs(2)).await;
-    }
+    };
+    watches.iter().for_each(|w| w.abort());
+    now
 }
 
 /// Objects of ours on `cluster` that nothing owns any more, or that still run for a finished

@@ -22,9 +22,15 @@ pub async fn down(dir: &Path) -> Result<DownOutcome, SandboxError> {
     let state = match SandboxState::load(dir) {
         Ok(Some(state)) => state,
         Ok(None) if dir.exists() => {
-            // A dir without a record (e.g. `up` died before its first save): nothing runs.
-            std::fs::remove_dir_all(dir).map_err(SandboxError::io(dir))?;
-            return Ok(DownOutcome::Removed { runtime: None, stopped: 0 });
+            // `up` records the sandbox right after creating its dir, so an empty dir is all it
+            // can leave without a record. Anything else is not ours to delete.
+            return match std::fs::remove_dir(dir) {
+                Ok(()) => Ok(DownOutcome::Removed { runtime: None, stopped: 0 }),
+                Err(e) if e.kind() == std::io::ErrorKind::DirectoryNotEmpty => {
+                    Err(SandboxError::NotASandbox { dir: dir.to_path_buf() })
+                }
+                Err(e) => Err(SandboxError::io(dir)(e)),
+            };
         }
         Ok(None) => return Ok(DownOutcome::NothingThere),
         Err(e) => return Err(SandboxError::io(dir)(e)),
@@ -61,5 +67,31 @@ pub fn undo_outside_changes(state: &SandboxState) {
         if let Err(err) = super::kubeconfig::unmerge(path, &contexts) {
             eprintln!("warning: could not remove the sandbox contexts from {}: {err}", path.display());
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn a_directory_without_a_sandbox_record_is_left_alone() {
+        let dir = tempfile::tempdir().unwrap();
+        let state = dir.path().join("state");
+        std::fs::create_dir_all(state.join("manager")).unwrap();
+        std::fs::write(state.join("manager/notes.txt"), "not the sandbox's").unwrap();
+        let refused = down(dir.path()).await.expect_err("no record: nothing to stop, nothing to delete");
+        assert!(refused.to_string().contains("state.json"), "{refused}");
+        assert!(state.join("manager/notes.txt").exists(), "down deleted what it did not record");
+    }
+
+    #[tokio::test]
+    async fn an_empty_directory_left_by_an_interrupted_up_is_removed() {
+        let dir = tempfile::tempdir().unwrap();
+        let state = dir.path().join("kueue-ext");
+        std::fs::create_dir(&state).unwrap();
+        assert_eq!(down(&state).await.unwrap(), DownOutcome::Removed { runtime: None, stopped: 0 });
+        assert!(!state.exists());
+        assert_eq!(down(&state).await.unwrap(), DownOutcome::NothingThere);
     }
 }

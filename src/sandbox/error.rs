@@ -45,6 +45,10 @@ pub enum SandboxError {
     Interrupted,
     #[error("no sandbox at {dir}; start one with `kubectl kueue-ext up`")]
     NotUp { dir: PathBuf },
+    #[error(
+        "{dir} holds files but no sandbox record (state.json): it is not a sandbox's state dir, so `down` leaves it as it is"
+    )]
+    NotASandbox { dir: PathBuf },
 }
 
 impl SandboxError {
