@@ -132,16 +132,19 @@ pub async fn run(options: Options) -> anyhow::Result<()> {
     let (listen, cert_dir, shutdown) = (options.listen, options.cert_dir.clone(), stopped(stop_rx.clone()));
     let server = tokio::spawn(async move { server::serve(listen, &cert_dir, router, shutdown).await });
 
+    // The webhooks read only the queue caches: they serve as soon as those hold, without waiting
+    // for the Workloads (thousands on a busy cluster). While they refuse, the API server refuses
+    // every job of our kinds, MultiKueue's copies on a worker included.
     for (what, ready) in [
         ("LocalQueues", queues.local_queues.wait_until_ready().await.is_ok()),
         ("ClusterQueues", queues.cluster_queues.wait_until_ready().await.is_ok()),
         ("AdmissionChecks", queues.admission_checks.wait_until_ready().await.is_ok()),
-        ("Workloads", workloads.wait_until_ready().await.is_ok()),
     ] {
         anyhow::ensure!(ready, "the {what} cache never synced");
     }
     state.ready.store(true, Ordering::Relaxed);
-    info!(listen = %options.listen, "caches synced; serving webhooks");
+    info!(listen = %options.listen, "queue caches synced; serving webhooks");
+    anyhow::ensure!(workloads.wait_until_ready().await.is_ok(), "the Workloads cache never synced");
 
     // Every replica answers admissions; only the Lease holder writes.
     let mut lost_lease = None;
