@@ -6,12 +6,13 @@
 //! controller decoded each one once per integrated kind), and the orphan finalizer, which only
 //! ever acts on a Workload being deleted.
 
+use std::collections::HashSet;
 use std::sync::{Arc, Mutex};
 
 use futures::channel::mpsc;
 use futures::{Stream, StreamExt, future};
 use kube::api::{Api, ApiResource};
-use kube::runtime::reflector::{self, Store};
+use kube::runtime::reflector::{self, ObjectRef, Store};
 use kube::runtime::watcher::Event;
 use kube::runtime::{WatchStreamExt, watcher};
 use kube::{Client, ResourceExt};
@@ -44,7 +45,8 @@ impl Changes {
         rx
     }
 
-    /// Hands `workload` to the subscriber of the kind that controls it; one whose controller
+    /// Hands `workload` to the subscriber of the kind that controls it (our Workloads have one
+    /// controller owner; `owns` would trigger every owner of the kind); one whose controller
     /// has stopped is dropped.
     fn publish(&self, workload: &Workload) {
         let Some(owner) = workload.owner_references().iter().find(|o| o.controller == Some(true)) else {
@@ -68,24 +70,61 @@ pub fn watch(client: Client, kinds: Vec<ApiResource>) -> OurWorkloads {
     let events = watcher(Api::<Workload>::all(client), watcher::Config::default())
         .backoff(super::backoff::TriggerBackoff::default())
         .filter_map(move |event| future::ready(keep_ours(event, &kinds)));
-    let subscribers = changes.clone();
+    let mut triggers =
+        Triggers { store: reader.clone(), deleting: deleting_tx, changes: changes.clone(), before: None };
     let stream = reflector::reflector(writer, events).for_each(move |event| {
-        match &event {
-            Ok(Event::Apply(workload) | Event::InitApply(workload)) => {
-                if workload.metadata.deletion_timestamp.is_some() {
-                    // Nobody listens until this replica leads; deletions are few, so they wait.
-                    let _ = deleting_tx.unbounded_send(Ok(workload.clone()));
-                }
-                subscribers.publish(workload);
-            }
-            // A job whose Workload is gone gets a new one.
-            Ok(Event::Delete(workload)) => subscribers.publish(workload),
-            _ => {}
+        if let Ok(event) = &event {
+            triggers.after(event);
         }
         future::ready(())
     });
     tokio::spawn(stream);
     OurWorkloads { store: reader, deleting, changes }
+}
+
+/// Turns what the cache applied into triggers, each sent once the store holds what it
+/// announces: a reconcile it starts must not read the version from before the change.
+struct Triggers {
+    store: Store<Workload>,
+    deleting: mpsc::UnboundedSender<Trigger>,
+    changes: Changes,
+    /// The store as a relist found it: the relist replaces it whole at its end.
+    before: Option<Vec<Arc<Workload>>>,
+}
+
+impl Triggers {
+    /// Called after the store has applied `event`.
+    fn after(&mut self, event: &Event<Workload>) {
+        match event {
+            Event::Apply(workload) => self.applied(workload),
+            // A job whose Workload is gone gets a new one.
+            Event::Delete(workload) => self.changes.publish(workload),
+            Event::Init => self.before = Some(self.store.state()),
+            // Buffered by the store until InitDone.
+            Event::InitApply(_) => {}
+            Event::InitDone => {
+                let now = self.store.state();
+                let kept: HashSet<ObjectRef<Workload>> = now.iter().map(|w| ObjectRef::from_obj(w.as_ref())).collect();
+                // Deleted while the watch was down: no Delete event ever comes for these.
+                for gone in self.before.take().unwrap_or_default() {
+                    if !kept.contains(&ObjectRef::from_obj(gone.as_ref())) {
+                        self.changes.publish(&gone);
+                    }
+                }
+                for workload in &now {
+                    self.applied(workload);
+                }
+            }
+        }
+    }
+
+    fn applied(&self, workload: &Workload) {
+        if workload.metadata.deletion_timestamp.is_some() {
+            // Nobody listens until this replica leads; deletions are few, so they wait.
+            let _ = self.deleting.unbounded_send(Ok(workload.clone()));
+        }
+        self.changes.publish(workload);
+    }
 }
 
 /// Ours enter slimmed; others never enter, and one that stops being ours leaves.
@@ -160,6 +199,45 @@ mod tests {
         drop(changes);
         assert!(external.next().await.is_none(), "nothing else reached the ExternalJob controller");
         assert!(wrapped.next().await.is_none(), "nothing reached the WrappedJob controller");
+    }
+
+    #[tokio::test]
+    async fn a_relist_triggers_once_the_store_holds_it_and_announces_what_vanished_meanwhile() {
+        let (reader, mut writer) = reflector::store();
+        let (deleting, _) = mpsc::unbounded();
+        let changes = Changes::default();
+        let mut external = changes.subscribe(kinds()[0].clone());
+        let mut triggers = Triggers { store: reader, deleting, changes: changes.clone(), before: None };
+        let named = |name: &str, generation: i64| {
+            let mut w = workload(Some(("kueue-ext.dev/v1alpha1", "ExternalJob")));
+            w.metadata.name = Some(name.into());
+            w.metadata.generation = Some(generation);
+            w
+        };
+        let mut apply = |event: Event<Workload>| {
+            writer.apply_watcher_event(&event);
+            triggers.after(&event);
+        };
+        apply(Event::Apply(named("kept", 1)));
+        apply(Event::Apply(named("deleted-while-down", 1)));
+        apply(Event::Init);
+        apply(Event::InitApply(named("kept", 2)));
+        apply(Event::InitDone);
+        drop(changes);
+        drop(triggers);
+        let seen: Vec<(String, Option<i64>)> =
+            external.by_ref().map(|w| w.unwrap()).map(|w| (w.name_any(), w.metadata.generation)).collect().await;
+        assert_eq!(
+            seen,
+            [
+                ("kept".to_string(), Some(1)),
+                ("deleted-while-down".to_string(), Some(1)),
+                // After the relist: what vanished, then what the store now holds, never the
+                // relisted object before the store has it.
+                ("deleted-while-down".to_string(), Some(1)),
+                ("kept".to_string(), Some(2)),
+            ]
+        );
     }
 
     #[test]

@@ -129,9 +129,10 @@ pub async fn reconcile<J: GenericJob>(job: &J, ctx: &Context) -> Result<Action, 
     loop {
         match act(job, ctx, &jobs, &workloads, &found.workload, found.current).await? {
             Step::Done(action) => return Ok(action),
-            // The cache may lag (for a while after an API server restart): a write is decided
-            // on the Workload as the API server has it now, so a stale entry never starts or
-            // stops a job.
+            // The cache may lag (for a while after an API server restart): what `act` writes is
+            // decided on the Workload as the API server has it now, so a stale entry never
+            // starts, stops or finishes a job there. (`ensure_one_workload` acts on the cache
+            // alone when it finds Workloads that do not match the job.)
             Step::Confirm => match current_workload(job, &workloads, &found.workload.name_any()).await? {
                 Some(workload) => found = Found { workload, current: true },
                 None => return handle_job_with_no_workload(job, ctx, &jobs, &workloads, prebuilt.as_deref()).await,
@@ -211,7 +212,10 @@ async fn act<J: GenericJob>(
         }
     }
     if wl.is(EVICTED) {
-        on_current_workload!();
+        // An evicted job waiting to be admitted again writes nothing here.
+        if wl.is(QUOTA_RESERVED) || stopping_writes(job, wl) {
+            on_current_workload!();
+        }
         let message = condition::find(wl.conditions(), EVICTED).map(|c| c.message.clone()).unwrap_or_default();
         stop_job(job, ctx, jobs, Some(wl), &message).await?;
         if wl.is(QUOTA_RESERVED) {
@@ -532,14 +536,24 @@ async fn stop_job<J: GenericJob>(
         stopped.meta_mut().resource_version = jobs.replace(&stopped, "stop").await?;
         publish(ctx, job, EventType::Normal, "Stopped", reason.to_string()).await;
     }
-    if let Some(wl) = wl {
-        let templates: Vec<_> =
-            wl.spec.pod_sets.iter().map(|p| (p.name.clone(), p.count, p.template.clone())).collect();
-        if stopped.restore_pod_sets_info(&podset::infos_from_templates(&templates)) {
-            jobs.replace(&stopped, "restore the pod templates of").await?;
-        }
+    if let Some(wl) = wl
+        && stopped.restore_pod_sets_info(&recorded_infos(wl))
+    {
+        jobs.replace(&stopped, "restore the pod templates of").await?;
     }
     Ok(())
+}
+
+/// Whether stopping `job` against `wl` writes anything: it runs, or its templates still carry
+/// the admission's changes.
+fn stopping_writes<J: GenericJob>(job: &J, wl: &Workload) -> bool {
+    !job.is_suspended() || job.clone().restore_pod_sets_info(&recorded_infos(wl))
+}
+
+/// The pod sets as the Workload recorded them before admission.
+fn recorded_infos(wl: &Workload) -> Vec<PodSetInfo> {
+    let templates: Vec<_> = wl.spec.pod_sets.iter().map(|p| (p.name.clone(), p.count, p.template.clone())).collect();
+    podset::infos_from_templates(&templates)
 }
 
 fn with_condition(wl: &Workload, new: Condition) -> Vec<Condition> {

@@ -85,7 +85,7 @@ fn workload(job: &ExternalJob, admitted: bool) -> Workload {
         cluster_queue: "cq".into(),
         pod_set_assignments: vec![PodSetAssignment {
             name: "workers".into(),
-            flavors: Default::default(),
+            flavors: [("cpu".to_string(), FLAVOR.to_string())].into(),
             count: Some(1),
         }],
     });
@@ -136,4 +136,30 @@ async fn an_admission_the_api_server_confirms_starts_the_job_with_flavors_from_t
         ],
         "the flavor is read from the cache"
     );
+}
+
+#[tokio::test]
+async fn a_running_job_on_an_admitted_workload_costs_no_request() {
+    let mut job = suspended_job();
+    job.spec.suspend = Some(false);
+    let (client, requests) = recording_client(None);
+    let ctx = context(client, &[workload(&job, true)]);
+    let action = reconcile(&job, &ctx).await.expect("nothing to do");
+    assert_eq!(action, Action::await_change());
+    assert!(requests.lock().unwrap().is_empty(), "requests: {:?}", requests.lock().unwrap());
+}
+
+#[tokio::test]
+async fn a_job_evicted_and_stopped_waits_for_admission_at_no_request() {
+    let mut job = suspended_job();
+    let mut wl = workload(&job, false);
+    let mut conditions = wl.conditions().to_vec();
+    condition::set(&mut conditions, Condition::new(EVICTED, true, "Preempted", ""), &condition::now());
+    wl.status.as_mut().unwrap().conditions = conditions;
+    // Stopped already: suspended, with the templates the Workload recorded.
+    job.restore_pod_sets_info(&recorded_infos(&wl));
+    let (client, requests) = recording_client(None);
+    let ctx = context(client, &[wl]);
+    assert_eq!(reconcile(&job, &ctx).await.expect("nothing to do"), Action::await_change());
+    assert!(requests.lock().unwrap().is_empty(), "requests: {:?}", requests.lock().unwrap());
 }
