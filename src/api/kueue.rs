@@ -76,6 +76,9 @@ pub struct WorkloadStatus {
     pub admission_checks: Vec<AdmissionCheckState>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cluster_name: Option<String>,
+    /// The workers MultiKueue has dispatched copies of the Workload to.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub nominated_cluster_names: Vec<String>,
 }
 
 #[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq)]
@@ -104,6 +107,8 @@ pub struct AdmissionCheckState {
     pub state: String,
     #[serde(default)]
     pub message: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_transition_time: Option<String>,
     #[serde(default)]
     pub pod_set_updates: Vec<PodSetUpdate>,
 }

@@ -1,6 +1,7 @@
 //! The Rust counterpart of Kueue's jobframework: the `GenericJob` contract, one generic
 //! reconciler that keeps a job and its Workload in step, and the webhook rules every kind shares.
 
+pub mod dispatch;
 pub mod generic_job;
 pub mod naming;
 pub mod podset;

