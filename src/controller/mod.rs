@@ -20,7 +20,7 @@ use std::time::{Duration, Instant};
 use futures::StreamExt;
 use kube::api::{Api, ApiResource, DynamicObject};
 use kube::runtime::controller::{self as runtime_controller, Action, Controller};
-use kube::runtime::events::{Recorder, Reporter};
+use kube::runtime::events::Reporter;
 use kube::runtime::reflector::{self, Store};
 use kube::runtime::{WatchStreamExt, watcher};
 use kube::{Client, Resource};
@@ -168,7 +168,7 @@ pub async fn run(options: Options) -> anyhow::Result<()> {
         config: options.config,
         workloads,
         flavors: cache(Api::<ResourceFlavor>::all(client.clone())),
-        recorder: Recorder::new(client.clone(), Reporter { controller: MANAGER.into(), instance: None }),
+        reporter: Reporter { controller: MANAGER.into(), instance: None },
     });
     let reconciled = {
         let metrics = metrics.clone();

@@ -6,7 +6,6 @@ use std::sync::Mutex;
 
 use http::{Request, Response};
 use kube::client::Body;
-use kube::runtime::events::Reporter;
 use kube::runtime::reflector::store::Writer;
 use kube::runtime::watcher;
 
@@ -46,7 +45,7 @@ fn context(client: Client, cached: &[Workload]) -> Context {
         config: Config::default(),
         workloads: writer.as_reader(),
         flavors: flavors.as_reader(),
-        recorder: Recorder::new(client, Reporter { controller: "test".into(), instance: None }),
+        reporter: Reporter { controller: "test".into(), instance: None },
     }
 }
 
