@@ -5,9 +5,13 @@
 //! nominates nobody and asks for no retry, and only a change to the Workload brings it back.
 //! The Workload keeps its quota meanwhile. In a soak of 2,500 jobs, one restart stranded 163
 //! Workloads; they held all of the manager's quota and stopped every job behind them.
-//! When a Workload of a job dispatched by MultiKueue has been left so for `STRANDED_AFTER`,
-//! the reconciler writes an annotation on it. The change makes MultiKueue reconcile it again,
-//! with the workers connected by then.
+//! The same soak left one Workload nominated to both workers with no copy on either, for an
+//! hour, until an update brought it back: MultiKueue creates missing copies only when it
+//! reconciles the Workload.
+//! When a Workload of a job dispatched by MultiKueue has been left so (no worker nominated for
+//! `STRANDED_AFTER`, or nominated but placed on none for `UNPLACED_AFTER`), the reconciler
+//! writes an annotation on it. The change makes MultiKueue reconcile it again, with the workers
+//! connected by then.
 
 use std::time::Duration;
 
@@ -23,14 +27,17 @@ pub const RETRY_ANNOTATION: &str = "kueue-ext.dev/multikueue-retry";
 /// MultiKueue nominates workers within seconds of a reservation; this is many times that.
 pub const STRANDED_AFTER: Duration = Duration::from_secs(30);
 
+/// A nominated Workload may wait long for room on a worker; asking again every few minutes
+/// costs little.
+pub const UNPLACED_AFTER: Duration = Duration::from_secs(300);
+
 #[derive(Debug, PartialEq)]
 pub enum Dispatch {
-    /// Not waiting on a nomination: no quota held, a worker nominated or chosen, admitted or
-    /// finished.
+    /// Not waiting on MultiKueue: no quota held, a worker chosen, admitted or finished.
     Moving,
-    /// Holding quota with no worker nominated, for less than `STRANDED_AFTER`: look again then.
+    /// Holding quota, not yet on a worker, for less than the wait allowed: look again then.
     Waiting(Duration),
-    /// Left so for `STRANDED_AFTER` since the reservation or the last nudge.
+    /// Left so for longer than that since the reservation or the last nudge.
     Stranded,
 }
 
@@ -38,17 +45,17 @@ pub enum Dispatch {
 pub fn dispatch(wl: &Workload, now: OffsetDateTime) -> Dispatch {
     let Some(status) = &wl.status else { return Dispatch::Moving };
     let pending = status.admission_checks.iter().any(|c| c.state == "Pending");
-    let nominated = !status.nominated_cluster_names.is_empty() || status.cluster_name.is_some();
-    if !wl.is(QUOTA_RESERVED) || wl.is_admitted() || wl.is(FINISHED) || !pending || nominated {
+    if !wl.is(QUOTA_RESERVED) || wl.is_admitted() || wl.is(FINISHED) || !pending || status.cluster_name.is_some() {
         return Dispatch::Moving;
     }
+    let allowed = if status.nominated_cluster_names.is_empty() { STRANDED_AFTER } else { UNPLACED_AFTER };
     let parse = |t: &str| OffsetDateTime::parse(t, &Rfc3339).ok();
     let reserved =
         condition::find(&status.conditions, QUOTA_RESERVED).and_then(|c| parse(c.last_transition_time.as_deref()?));
     let nudged = wl.metadata.annotations.as_ref().and_then(|a| parse(a.get(RETRY_ANNOTATION)?));
     let Some(since) = reserved.max(nudged) else { return Dispatch::Stranded };
     let waited = Duration::try_from(now - since).unwrap_or_default();
-    match STRANDED_AFTER.checked_sub(waited) {
+    match allowed.checked_sub(waited) {
         Some(left) if !left.is_zero() => Dispatch::Waiting(left),
         _ => Dispatch::Stranded,
     }
@@ -100,10 +107,16 @@ mod tests {
     }
 
     #[test]
-    fn a_workload_dispatched_decided_or_not_reserved_is_not_waiting_on_a_nomination() {
+    fn a_workload_nominated_but_placed_nowhere_is_stranded_after_five_minutes() {
+        let mut wl = left_without_a_worker();
+        wl.status.as_mut().unwrap().nominated_cluster_names = vec!["worker1".into(), "worker2".into()];
+        assert_eq!(dispatch(&wl, at("2026-11-24T01:01:00Z")), Dispatch::Waiting(Duration::from_secs(240)));
+        assert_eq!(dispatch(&wl, at("2026-11-24T01:05:00Z")), Dispatch::Stranded);
+    }
+
+    #[test]
+    fn a_workload_placed_decided_or_not_reserved_is_not_waiting_on_multikueue() {
         let late = at("2026-11-24T02:00:00Z");
-        let mut nominated = left_without_a_worker();
-        nominated.status.as_mut().unwrap().nominated_cluster_names = vec!["worker1".into()];
         let mut chosen = left_without_a_worker();
         chosen.status.as_mut().unwrap().cluster_name = Some("worker2".into());
         let mut decided = left_without_a_worker();
@@ -116,7 +129,7 @@ mod tests {
         queued.status.as_mut().unwrap().conditions[0].status = "False".into();
         let mut finished = left_without_a_worker();
         finished.status.as_mut().unwrap().conditions.push(Condition::new(FINISHED, true, "Succeeded", ""));
-        for wl in [nominated, chosen, decided, admitted, queued, finished, Workload::new("w", Default::default())] {
+        for wl in [chosen, decided, admitted, queued, finished, Workload::new("w", Default::default())] {
             assert_eq!(dispatch(&wl, late), Dispatch::Moving, "{:?}", wl.status);
         }
     }

@@ -255,7 +255,7 @@ async fn act<J: GenericJob>(
                         .patch(&wl.name_any(), &PatchParams::default(), &Patch::Merge(patch))
                         .await
                         .map_err(kube_err("nudge MultiKueue about", "Workload", wl.name_any()))?;
-                    info!(workload = %wl.name_any(), "MultiKueue nominated no worker for a reserved workload; asked again");
+                    info!(workload = %wl.name_any(), "MultiKueue left a reserved workload on no worker; asked again");
                     return done(Action::requeue(dispatch::STRANDED_AFTER));
                 }
             }
