@@ -33,6 +33,19 @@ fn recording_client(current: Option<Workload>) -> (Client, Requests) {
     (Client::new(service, "default"), requests)
 }
 
+fn assert_no_request(requests: &Requests) {
+    let requests = requests.lock().unwrap();
+    assert!(requests.is_empty(), "requests: {requests:?}");
+}
+
+/// Reconciles `job` with `cached` in the Workload cache: nothing to do, and nothing asked.
+async fn settles_at_no_request(job: &ExternalJob, cached: Workload) {
+    let (client, requests) = recording_client(None);
+    let ctx = context(client, &[cached]);
+    assert_eq!(reconcile(job, &ctx).await.expect("nothing to do"), Action::await_change());
+    assert_no_request(&requests);
+}
+
 fn context(client: Client, cached: &[Workload]) -> Context {
     let mut writer: Writer<Workload> = Writer::default();
     for wl in cached {
@@ -96,11 +109,7 @@ fn workload(job: &ExternalJob, admitted: bool) -> Workload {
 #[tokio::test]
 async fn a_job_waiting_for_admission_costs_no_request() {
     let job = suspended_job();
-    let (client, requests) = recording_client(None);
-    let ctx = context(client, &[workload(&job, false)]);
-    let action = reconcile(&job, &ctx).await.expect("nothing to do");
-    assert_eq!(action, Action::await_change());
-    assert!(requests.lock().unwrap().is_empty(), "requests: {:?}", requests.lock().unwrap());
+    settles_at_no_request(&job, workload(&job, false)).await;
 }
 
 #[tokio::test]
@@ -141,11 +150,7 @@ async fn an_admission_the_api_server_confirms_starts_the_job_with_flavors_from_t
 async fn a_running_job_on_an_admitted_workload_costs_no_request() {
     let mut job = suspended_job();
     job.spec.suspend = Some(false);
-    let (client, requests) = recording_client(None);
-    let ctx = context(client, &[workload(&job, true)]);
-    let action = reconcile(&job, &ctx).await.expect("nothing to do");
-    assert_eq!(action, Action::await_change());
-    assert!(requests.lock().unwrap().is_empty(), "requests: {:?}", requests.lock().unwrap());
+    settles_at_no_request(&job, workload(&job, true)).await;
 }
 
 #[tokio::test]
@@ -157,10 +162,7 @@ async fn a_job_evicted_and_stopped_waits_for_admission_at_no_request() {
     wl.status.as_mut().unwrap().conditions = conditions;
     // Stopped already: suspended, with the templates the Workload recorded.
     job.restore_pod_sets_info(&recorded_infos(&wl));
-    let (client, requests) = recording_client(None);
-    let ctx = context(client, &[wl]);
-    assert_eq!(reconcile(&job, &ctx).await.expect("nothing to do"), Action::await_change());
-    assert!(requests.lock().unwrap().is_empty(), "requests: {:?}", requests.lock().unwrap());
+    settles_at_no_request(&job, wl).await;
 }
 
 /// A job on a MultiKueue manager whose Workload has held quota since `reserved_at` with the
@@ -196,5 +198,5 @@ async fn a_workload_just_reserved_is_looked_at_again_later_at_no_request() {
     let ctx = context(client, &[wl]);
     let action = reconcile(&job, &ctx).await.expect("nothing to do yet");
     assert_ne!(action, Action::await_change(), "a stranded Workload must be looked at again");
-    assert!(requests.lock().unwrap().is_empty(), "requests: {:?}", requests.lock().unwrap());
+    assert_no_request(&requests);
 }
