@@ -238,12 +238,7 @@ async fn act<J: GenericJob>(
             start_job(job, ctx, jobs, workloads, wl).await?;
         } else if job.queue_name() != wl.spec.queue_name && !wl.is(QUOTA_RESERVED) {
             on_current_workload!();
-            let patch = json!({"spec": {"queueName": job.queue_name()}});
-            workloads.patch(&wl.name_any(), &PatchParams::default(), &Patch::Merge(patch)).await.map_err(kube_err(
-                "update queue of",
-                "Workload",
-                wl.name_any(),
-            ))?;
+            merge_patch(workloads, wl, json!({"spec": {"queueName": job.queue_name()}}), "update queue of").await?;
         } else if job.managed_by() == Some(MULTIKUEUE_CONTROLLER) {
             match dispatch::dispatch(wl, time::OffsetDateTime::now_utc()) {
                 Dispatch::Moving => {}
@@ -251,10 +246,7 @@ async fn act<J: GenericJob>(
                 Dispatch::Stranded => {
                     on_current_workload!();
                     let patch = json!({"metadata": {"annotations": {dispatch::RETRY_ANNOTATION: condition::now()}}});
-                    workloads
-                        .patch(&wl.name_any(), &PatchParams::default(), &Patch::Merge(patch))
-                        .await
-                        .map_err(kube_err("nudge MultiKueue about", "Workload", wl.name_any()))?;
+                    merge_patch(workloads, wl, patch, "nudge MultiKueue about").await?;
                     info!(workload = %wl.name_any(), "MultiKueue left a reserved workload on no worker; asked again");
                     return done(Action::requeue(dispatch::STRANDED_AFTER));
                 }
@@ -362,8 +354,17 @@ async fn adopt<J: GenericJob>(job: &J, workloads: &Api<Workload>, wl: &Workload)
             "labels": {crate::api::kueue::JOB_UID_LABEL: job.uid()},
         }
     });
+    merge_patch(workloads, wl, patch, "adopt").await
+}
+
+async fn merge_patch(
+    workloads: &Api<Workload>,
+    wl: &Workload,
+    patch: serde_json::Value,
+    action: &'static str,
+) -> Result<(), Error> {
     workloads.patch(&wl.name_any(), &PatchParams::default(), &Patch::Merge(patch)).await.map_err(kube_err(
-        "adopt",
+        action,
         "Workload",
         wl.name_any(),
     ))?;

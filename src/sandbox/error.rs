@@ -46,7 +46,7 @@ pub enum SandboxError {
     #[error("no sandbox at {dir}; start one with `kubectl kueue-ext up`")]
     NotUp { dir: PathBuf },
     #[error(
-        "{dir} holds files but no sandbox record (state.json): it is not a sandbox's state dir, so `down` leaves it as it is"
+        "{dir} holds files but no sandbox record (state.json): it is not a sandbox's state dir, so `down` leaves it as it is; pass the dir `up` used (--state-dir or $KUEUE_EXT_HOME)"
     )]
     NotASandbox { dir: PathBuf },
 }
