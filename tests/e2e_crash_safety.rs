@@ -243,7 +243,11 @@ struct Report {
     unfinished_workloads: usize,
     faults: Injected,
     elapsed: Duration,
+    /// What is held against our controller (or the peer's integration), listed first.
     problems: Vec<String>,
+    /// Jobs whose fate Kueue's MultiKueue decided alone, listed after the problems: at soak
+    /// size they are many and must not crowd a lost job out of the report.
+    decided_by_kueue: Vec<String>,
 }
 
 impl Report {
@@ -286,6 +290,12 @@ impl fmt::Display for Report {
         }
         for problem in self.problems.iter().take(40) {
             writeln!(f, "  {problem}")?;
+        }
+        for note in self.decided_by_kueue.iter().take(10) {
+            writeln!(f, "  {note}")?;
+        }
+        if self.decided_by_kueue.len() > 10 {
+            writeln!(f, "  … and {} more decided by Kueue", self.decided_by_kueue.len() - 10)?;
         }
         Ok(())
     }
@@ -350,6 +360,7 @@ async fn every_job_finishes_exactly_once_through_controller_kueue_and_api_server
         faults: injector.injected,
         elapsed: started.elapsed(),
         problems: orphans.iter().map(|o| format!("orphan: {o}")).collect(),
+        decided_by_kueue: Vec::new(),
     };
     let kueue_logs = [sandbox.dir.join("manager/logs/kueue.log"), sandbox.dir.join("kueue-0-restarted.log")];
     let second_dispatches = by_kueue::second_dispatches(&kueue_logs.each_ref().map(|p| p.as_path()));
@@ -368,7 +379,7 @@ async fn every_job_finishes_exactly_once_through_controller_kueue_and_api_server
                 if evidence.ran_once_on_two_workers(wanted) && kueue_said_so {
                     tally.dispatched_twice_by_kueue += 1;
                     decided_by_kueue.insert(job.uid.clone());
-                    report.problems.push(format!("{problem} (Kueue logged dispatching it to a second worker)"));
+                    report.decided_by_kueue.push(format!("{problem} (Kueue logged dispatching it to a second worker)"));
                     continue;
                 }
                 if evidence.duplicated(wanted) {
@@ -387,7 +398,9 @@ async fn every_job_finishes_exactly_once_through_controller_kueue_and_api_server
                 if evidence.pods == 0 && workloads.len() == 1 && by_kueue::never_nominated(&workloads[0], now) {
                     tally.never_nominated_by_kueue += 1;
                     decided_by_kueue.insert(job.uid.clone());
-                    report.problems.push(format!("{problem} (Kueue's MultiKueue never nominated a worker for it)"));
+                    report
+                        .decided_by_kueue
+                        .push(format!("{problem} (Kueue's MultiKueue never nominated a worker for it)"));
                 } else {
                     tally.lost += 1;
                     report.problems.push(format!("{problem}\n    manager Workload: {}", workload_story(&workloads)));

@@ -12,14 +12,16 @@ const SANDBOX: [&str; 6] = ["--workers", "2", "--nodes", "8", "--node-cpu", "64"
 
 pub async fn bench(runs: usize, jobs: usize) -> Vec<Row> {
     let go = format!("{jobs} batch/v1 Jobs through MultiKueue");
+    let mut created = Row::new(format!("MultiKueue, {jobs} ExternalJobs: all Workloads created"), "s", &go);
     let mut admitted = Row::new(format!("MultiKueue, {jobs} ExternalJobs: all admitted"), "s", &go);
     let mut finished = Row::new(format!("MultiKueue, {jobs} ExternalJobs: all finished"), "s", &go);
     for run in 0..runs {
         let sandbox = Sandbox::up(&SANDBOX);
         let manager = sandbox.client("manager").await;
         let (ours, peer) = versus(&manager, Kind::External, Kind::Batch, jobs, run).await;
+        created.push(ours.created, peer.created);
         admitted.push(ours.admitted, peer.admitted);
         finished.push(ours.finished, peer.finished);
     }
-    vec![admitted, finished]
+    vec![created, admitted, finished]
 }

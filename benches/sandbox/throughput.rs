@@ -19,16 +19,20 @@ const SUBMIT_CONCURRENCY: usize = 20;
 const RUN_TIMEOUT: Duration = Duration::from_secs(30 * 60);
 const CLEAR_TIMEOUT: Duration = Duration::from_secs(15 * 60);
 
-/// Seconds from the first submission until all were admitted, and until all finished.
+/// Seconds from the first submission until all had a Workload, all were admitted, and all
+/// finished. Creation is the integration's own work; admission adds Kueue's scheduling.
 pub struct Times {
+    pub created: f64,
     pub admitted: f64,
     pub finished: f64,
 }
 
 #[derive(Clone, Default)]
 struct Progress {
+    created: usize,
     admitted: usize,
     finished: usize,
+    all_created: Option<Instant>,
     all_admitted: Option<Instant>,
     all_finished: Option<Instant>,
 }
@@ -55,7 +59,7 @@ fn track(client: &kube::Client, prefix: &'static str, n: usize) -> watch::Receiv
     let (tx, rx) = watch::channel(Progress::default());
     let api: Api<DynamicObject> = Api::namespaced_with(client.clone(), "default", &workload_resource());
     tokio::spawn(async move {
-        let (mut admitted, mut finished) = (HashSet::new(), HashSet::new());
+        let (mut created, mut admitted, mut finished) = (HashSet::new(), HashSet::new(), HashSet::new());
         let mut events = std::pin::pin!(watcher(api, watcher::Config::default()).default_backoff().applied_objects());
         loop {
             // Ends with the watch, or once nobody reads the progress.
@@ -72,6 +76,7 @@ fn track(client: &kube::Client, prefix: &'static str, n: usize) -> watch::Receiv
             if !name.starts_with(prefix) {
                 continue;
             }
+            created.insert(name.clone());
             if holds(&workload, "Admitted") || holds(&workload, "Finished") {
                 admitted.insert(name.clone());
             }
@@ -79,8 +84,12 @@ fn track(client: &kube::Client, prefix: &'static str, n: usize) -> watch::Receiv
                 finished.insert(name);
             }
             tx.send_modify(|p| {
+                p.created = created.len();
                 p.admitted = admitted.len();
                 p.finished = finished.len();
+                if p.created >= n && p.all_created.is_none() {
+                    p.all_created = Some(Instant::now());
+                }
                 if p.admitted >= n && p.all_admitted.is_none() {
                     p.all_admitted = Some(Instant::now());
                 }
@@ -119,7 +128,7 @@ pub async fn measure(client: &kube::Client, kind: Kind, n: usize) -> Times {
     let seen = progress.borrow().clone();
     assert!(done, "{kind:?}: {} of {n} admitted, {} finished after {RUN_TIMEOUT:?}", seen.admitted, seen.finished);
     let since = |t: Option<Instant>| t.map(|t| t.duration_since(started).as_secs_f64()).unwrap_or_default();
-    Times { admitted: since(seen.all_admitted), finished: since(seen.all_finished) }
+    Times { created: since(seen.all_created), admitted: since(seen.all_admitted), finished: since(seen.all_finished) }
 }
 
 /// Deletes every job of `kind` in `default` and waits until they, their Workloads and all pods
@@ -167,8 +176,9 @@ pub async fn versus(client: &kube::Client, ours: Kind, peer: Kind, n: usize, run
 pub async fn timed(client: &kube::Client, kind: Kind, n: usize, run: usize) -> Times {
     let times = measure(client, kind, n).await;
     eprintln!(
-        "run {}: {n} {kind:?}: all admitted {:.1} s, all finished {:.1} s",
+        "run {}: {n} {kind:?}: all Workloads created {:.1} s, all admitted {:.1} s, all finished {:.1} s",
         run + 1,
+        times.created,
         times.admitted,
         times.finished
     );

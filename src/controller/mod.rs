@@ -34,6 +34,7 @@ use crate::integrations::declarative::config::Integration;
 use crate::integrations::wrapped_job::authz::ApiAuthorizer;
 use crate::integrations::wrapped_job::kinds::Kinds;
 use crate::integrations::{declarative, external_job, wrapped_job};
+use crate::jobframework::events::EventSink;
 use crate::jobframework::reconciler::{self, Config, Context, Error};
 use metrics::Metrics;
 use queues::QueueCache;
@@ -168,7 +169,7 @@ pub async fn run(options: Options) -> anyhow::Result<()> {
         config: options.config,
         workloads,
         flavors: cache(Api::<ResourceFlavor>::all(client.clone())),
-        reporter: Reporter { controller: MANAGER.into(), instance: None },
+        events: EventSink::start(client.clone(), Reporter { controller: MANAGER.into(), instance: None }),
     });
     let reconciled = {
         let metrics = metrics.clone();

@@ -2,6 +2,7 @@
 //! reconciler that keeps a job and its Workload in step, and the webhook rules every kind shares.
 
 pub mod dispatch;
+pub mod events;
 pub mod generic_job;
 pub mod naming;
 pub mod podset;

@@ -8,13 +8,14 @@ use std::time::Duration;
 
 use kube::api::{Api, ApiResource, DeleteParams, DynamicObject, Patch, PatchParams, PostParams};
 use kube::runtime::controller::Action;
-use kube::runtime::events::{Event, EventType, Recorder, Reporter};
+use kube::runtime::events::{Event, EventType};
 use kube::runtime::reflector::{ObjectRef, Store};
 use kube::{Client, ResourceExt};
 use serde_json::json;
 use tracing::{debug, info};
 
 use super::dispatch::{self, Dispatch};
+use super::events::EventSink;
 use super::generic_job::{GenericJob, object_reference};
 use super::podset::{self, Assignment, CheckUpdate, Flavor, PodSetInfo, PodSetInfoError};
 use super::{status, workload};
@@ -49,8 +50,8 @@ pub struct Context {
     /// ResourceFlavors, from a watch: a job starting reads its admission's flavors here, and
     /// from the API server only when one is not cached yet.
     pub flavors: Store<ResourceFlavor>,
-    /// Who the events this controller writes say they come from.
-    pub reporter: Reporter,
+    /// Where reconciles leave their events.
+    pub events: EventSink,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -169,7 +170,10 @@ async fn act<J: GenericJob>(
     current: bool,
 ) -> Result<Step, Error> {
     let done = |action| Ok(Step::Done(action));
-    // Stands before every write.
+    // Stands before every write but the finalizer's removal. Deciding on the cache and letting
+    // a pinned resourceVersion catch a stale entry cost more than this read: under a burst the
+    // cache lags behind our own writes and Kueue's, and each conflict costs a refused write and
+    // then this read anyway.
     macro_rules! on_current_workload {
         () => {
             if !current {
@@ -178,8 +182,9 @@ async fn act<J: GenericJob>(
         };
     }
     if wl.is_finished() {
+        // Finished is for good, so the cache cannot be wrong about it; the removal tests for
+        // the finalizer it removes.
         if has_finalizer(wl) {
-            on_current_workload!();
             remove_finalizer(workloads, wl).await?;
         }
         return done(Action::await_change());
@@ -200,8 +205,7 @@ async fn act<J: GenericJob>(
             EventType::Normal,
             "FinishedWorkload",
             format!("Workload '{}' is declared finished", wl.name_any()),
-        )
-        .await;
+        );
         return done(Action::await_change());
     }
     if ctx.config.wait_for_pods_ready {
@@ -271,18 +275,20 @@ async fn ensure_one_workload<J: GenericJob>(
     prebuilt: Option<&str>,
 ) -> Result<Option<Found>, Error> {
     if let Some(name) = prebuilt {
-        let Some(wl) = workloads.get_opt(name).await.map_err(kube_err("get", "Workload", name))? else {
+        let Some(mut wl) = workloads.get_opt(name).await.map_err(kube_err("get", "Workload", name))? else {
             return Ok(None);
         };
+        // Each write goes on from what the API server answered: the next one is pinned to its
+        // resourceVersion, and `act` must see an out-of-sync Workload as finished.
         match workload::controller_uid(&wl) {
             Some(uid) if Some(uid) != job.uid().as_deref() => return Ok(None),
             Some(_) => {}
-            None => adopt(job, workloads, &wl).await?,
+            None => wl = adopt(job, workloads, &wl).await?,
         }
         if !workload::equivalent(job, &wl) && !wl.is_finished() {
             let out_of_sync =
                 Condition::new(FINISHED, true, "OutOfSync", "The prebuilt workload is out of sync with its user job");
-            patch_conditions(workloads, &wl, with_condition(&wl, out_of_sync), None).await?;
+            wl = patch_conditions(workloads, &wl, with_condition(&wl, out_of_sync), None).await?;
         }
         return Ok(Some(Found { workload: Arc::new(wl), current: true }));
     }
@@ -321,8 +327,7 @@ async fn ensure_one_workload<J: GenericJob>(
             EventType::Normal,
             "DeletedWorkload",
             format!("Deleted not matching Workload: {}", wl.name_any()),
-        )
-        .await;
+        );
     }
     if !extra.is_empty() && matching.is_empty() {
         return Err(Error::RemovedNonMatching(extra.len()));
@@ -330,8 +335,9 @@ async fn ensure_one_workload<J: GenericJob>(
     if let Some(cached) = matching.into_iter().next() {
         return Ok(Some(Found { workload: cached, current: false }));
     }
-    // Not in the cache, which may lag (for a while after an API server restart): looked up by
-    // name, so a missing entry never makes a second Workload.
+    // Not in the cache, which may lag (right after our own create, or after an API server
+    // restart): looked up by name. A create that fails as AlreadyExists would be safe too, but
+    // it costs Kueue's webhooks where this costs a read.
     let current = current_workload(job, workloads, &workload::name_for(job)).await?;
     Ok(current.map(|workload| Found { workload, current: true }))
 }
@@ -346,7 +352,7 @@ async fn current_workload<J: GenericJob>(
     Ok(current.filter(|w| workload::is_controlled_by(w, job) && workload::equivalent(job, w)).map(Arc::new))
 }
 
-async fn adopt<J: GenericJob>(job: &J, workloads: &Api<Workload>, wl: &Workload) -> Result<(), Error> {
+async fn adopt<J: GenericJob>(job: &J, workloads: &Api<Workload>, wl: &Workload) -> Result<Workload, Error> {
     let patch = json!({
         "metadata": {
             "resourceVersion": wl.resource_version(),
@@ -362,13 +368,12 @@ async fn merge_patch(
     wl: &Workload,
     patch: serde_json::Value,
     action: &'static str,
-) -> Result<(), Error> {
+) -> Result<Workload, Error> {
     workloads.patch(&wl.name_any(), &PatchParams::default(), &Patch::Merge(patch)).await.map_err(kube_err(
         action,
         "Workload",
         wl.name_any(),
-    ))?;
-    Ok(())
+    ))
 }
 
 async fn update_to_match<J: GenericJob>(
@@ -417,8 +422,7 @@ async fn handle_job_with_no_workload<J: GenericJob>(
                 EventType::Normal,
                 "CreatedWorkload",
                 format!("Created Workload: {}/{name}", wl.namespace().unwrap_or_default()),
-            )
-            .await;
+            );
         }
         // Our watch had not seen it yet: it exists, which is all we wanted.
         Err(kube::Error::Api(s)) if s.is_already_exists() => {}
@@ -466,12 +470,12 @@ async fn start_job<J: GenericJob>(
     if let Err(err) = outcome {
         // Kueue treats these as permanent: the job can never start with this admission.
         let failed = Condition::new(FINISHED, true, "FailedToStart", err.to_string());
-        return patch_conditions(workloads, wl, with_condition(wl, failed), None).await;
+        return patch_conditions(workloads, wl, with_condition(wl, failed), None).await.map(drop);
     }
     if &started != job {
         jobs.replace(&started, "start").await?;
         let queue = wl.admission().map(|a| a.cluster_queue.clone()).unwrap_or_default();
-        publish(ctx, job, EventType::Normal, "Started", format!("Admitted by clusterQueue {queue}")).await;
+        publish(ctx, job, EventType::Normal, "Started", format!("Admitted by clusterQueue {queue}"));
     }
     Ok(())
 }
@@ -552,7 +556,7 @@ async fn stop_job<J: GenericJob>(
         // is refused and retried; the eviction path calls this again on every pass.
         stopped.suspend();
         stopped.meta_mut().resource_version = jobs.replace(&stopped, "stop").await?;
-        publish(ctx, job, EventType::Normal, "Stopped", reason.to_string()).await;
+        publish(ctx, job, EventType::Normal, "Stopped", reason.to_string());
     }
     if let Some(wl) = wl
         && stopped.restore_pod_sets_info(&recorded_infos(wl))
@@ -588,7 +592,7 @@ async fn patch_conditions(
     wl: &Workload,
     conditions: Vec<Condition>,
     admission: Option<serde_json::Value>,
-) -> Result<(), Error> {
+) -> Result<Workload, Error> {
     let mut status = json!({"conditions": conditions});
     if let Some(admission) = admission {
         status["admission"] = admission;
@@ -598,8 +602,7 @@ async fn patch_conditions(
         "update status of",
         "Workload",
         wl.name_any(),
-    ))?;
-    Ok(())
+    ))
 }
 
 fn has_finalizer(wl: &Workload) -> bool {
@@ -652,17 +655,10 @@ pub async fn finalize_orphan(wl: &Workload, client: &Client, resource: &ApiResou
     Ok(Action::await_change())
 }
 
-/// Publishes an event about `job`; a failure to publish never fails a reconcile.
-pub async fn publish<J: GenericJob>(ctx: &Context, job: &J, type_: EventType, reason: &str, note: String) {
+/// Queues an event about `job` (written off the reconcile's path; see [`EventSink`]).
+pub fn publish<J: GenericJob>(ctx: &Context, job: &J, type_: EventType, reason: &str, note: String) {
     let event = Event { type_, reason: reason.into(), note: Some(note), action: reason.into(), secondary: None };
-    // A Recorder of its own per event: a shared one keeps every event it wrote for six minutes,
-    // to count repeats into a series, and ours never repeat (one per job and step). Shared, that
-    // cache was the largest allocation in a heap profile of 1,000 jobs (a 5.9 MB table), and
-    // every publish walked it under one write lock.
-    let recorder = Recorder::new(ctx.client.clone(), ctx.reporter.clone());
-    if let Err(err) = recorder.publish(&event, &object_reference(job)).await {
-        debug!(%err, "could not publish event");
-    }
+    ctx.events.publish(event, object_reference(job));
 }
 
 #[cfg(test)]

@@ -1,40 +1,63 @@
 //! What a reconcile asks of the API server when its Workload comes from the cache. The API
-//! server here is a recorder: it answers a Workload GET with the Workload it is given and
-//! refuses everything else, so a test sees every request a decision would have made.
+//! server here is a recorder: it answers the requests a test scripts (by default a Workload GET
+//! with the Workload it is given) and refuses everything else, so a test sees every request a
+//! decision would have made.
 
 use std::sync::Mutex;
 
-use http::{Request, Response};
+use http::{Method, Request, Response};
+use http_body_util::BodyExt;
 use kube::client::Body;
 use kube::runtime::reflector::store::Writer;
 use kube::runtime::watcher;
 
 use super::*;
 use crate::api::external_job::{ExternalJob, ExternalJobSpec, ExternalPodSet};
-use crate::api::kueue::{ADMITTED, Admission, AdmissionCheckState, PodSetAssignment, QUEUE_NAME_LABEL, WorkloadStatus};
+use crate::api::kueue::{
+    ADMITTED, Admission, AdmissionCheckState, PREBUILT_WORKLOAD_LABEL, PodSetAssignment, QUEUE_NAME_LABEL,
+    WorkloadStatus,
+};
 
-type Requests = Arc<Mutex<Vec<String>>>;
+/// Each request as "METHOD path", with its body.
+type Requests = Arc<Mutex<Vec<(String, serde_json::Value)>>>;
 
 /// The flavor every admission here assigns; the context's cache holds it.
 const FLAVOR: &str = "default-flavor";
 
-/// A client whose API server serves `current` on GET and answers anything else with 500.
+/// A client whose API server serves `current` on GET and refuses anything else.
 fn recording_client(current: Option<Workload>) -> (Client, Requests) {
+    scripted_client(move |method, _| if *method == Method::GET { current.clone() } else { None })
+}
+
+/// A client whose API server answers a request (method, path) with the Workload `answer` gives,
+/// or refuses it with a 500 when it gives none.
+fn scripted_client(answer: impl Fn(&Method, &str) -> Option<Workload> + Clone + Send + 'static) -> (Client, Requests) {
     let requests = Requests::default();
     let log = requests.clone();
     let service = tower::service_fn(move |request: Request<Body>| {
-        log.lock().unwrap().push(format!("{} {}", request.method(), request.uri().path()));
-        let response = match (&current, request.method()) {
-            (Some(wl), &http::Method::GET) => Response::new(Body::from(serde_json::to_vec(wl).unwrap())),
-            _ => Response::builder().status(500).body(Body::from(b"{}".to_vec())).unwrap(),
-        };
-        async move { Ok::<_, std::convert::Infallible>(response) }
+        let (log, answer) = (log.clone(), answer.clone());
+        async move {
+            let (parts, body) = request.into_parts();
+            let body = body.collect().await.expect("a request body").to_bytes();
+            let body = serde_json::from_slice(&body).unwrap_or(serde_json::Value::Null);
+            log.lock().unwrap().push((format!("{} {}", parts.method, parts.uri.path()), body));
+            let response = match answer(&parts.method, parts.uri.path()) {
+                Some(wl) => Response::new(Body::from(serde_json::to_vec(&wl).unwrap())),
+                None => Response::builder().status(500).body(Body::from(b"{}".to_vec())).unwrap(),
+            };
+            Ok::<_, std::convert::Infallible>(response)
+        }
     });
     (Client::new(service, "default"), requests)
 }
 
+/// The requests made, as "METHOD path".
+fn requested(requests: &Requests) -> Vec<String> {
+    requests.lock().unwrap().iter().map(|(request, _)| request.clone()).collect()
+}
+
 fn assert_no_request(requests: &Requests) {
-    let requests = requests.lock().unwrap();
+    let requests = requested(requests);
     assert!(requests.is_empty(), "requests: {requests:?}");
 }
 
@@ -58,7 +81,7 @@ fn context(client: Client, cached: &[Workload]) -> Context {
         config: Config::default(),
         workloads: writer.as_reader(),
         flavors: flavors.as_reader(),
-        reporter: Reporter { controller: "test".into(), instance: None },
+        events: EventSink::held().0,
     }
 }
 
@@ -122,7 +145,7 @@ async fn an_admission_seen_in_the_cache_is_confirmed_before_the_job_starts() {
     assert_eq!(action, Action::await_change());
     let name = workload::name_for(&job);
     assert_eq!(
-        *requests.lock().unwrap(),
+        requested(&requests),
         [format!("GET /apis/kueue.x-k8s.io/v1beta2/namespaces/default/workloads/{name}")],
         "one read, and no write to the job"
     );
@@ -137,7 +160,7 @@ async fn an_admission_the_api_server_confirms_starts_the_job_with_flavors_from_t
     assert!(reconcile(&job, &ctx).await.is_err());
     let name = workload::name_for(&job);
     assert_eq!(
-        *requests.lock().unwrap(),
+        requested(&requests),
         [
             format!("GET /apis/kueue.x-k8s.io/v1beta2/namespaces/default/workloads/{name}"),
             "PUT /apis/kueue-ext.dev/v1alpha1/namespaces/default/externaljobs/train".to_string(),
@@ -188,7 +211,7 @@ async fn a_workload_multikueue_left_without_a_worker_is_nudged() {
     // The recorder refuses the write: reaching it is what this test looks for.
     assert!(reconcile(&job, &ctx).await.is_err());
     let path = format!("/apis/kueue.x-k8s.io/v1beta2/namespaces/default/workloads/{}", workload::name_for(&job));
-    assert_eq!(*requests.lock().unwrap(), [format!("GET {path}"), format!("PATCH {path}")]);
+    assert_eq!(requested(&requests), [format!("GET {path}"), format!("PATCH {path}")]);
 }
 
 #[tokio::test]
@@ -199,4 +222,52 @@ async fn a_workload_just_reserved_is_looked_at_again_later_at_no_request() {
     let action = reconcile(&job, &ctx).await.expect("nothing to do yet");
     assert_ne!(action, Action::await_change(), "a stranded Workload must be looked at again");
     assert_no_request(&requests);
+}
+
+#[tokio::test]
+async fn a_prebuilt_workload_out_of_sync_is_adopted_then_finished_and_never_started() {
+    let mut job = suspended_job();
+    job.metadata.annotations = Some([(PREBUILT_WORKLOAD_LABEL.to_string(), "train-copy".to_string())].into());
+    // The copy MultiKueue made, admitted, for a job of another shape and not yet owned.
+    let mut copy = workload(&job, true);
+    copy.metadata.name = Some("train-copy".into());
+    copy.metadata.owner_references = None;
+    copy.metadata.finalizers = None;
+    copy.spec.pod_sets[0].count = 2;
+    copy.status.as_mut().unwrap().admission.as_mut().unwrap().pod_set_assignments[0].count = Some(2);
+    let mut adopted = copy.clone();
+    adopted.metadata.owner_references = Some(vec![workload::owner_reference(&job)]);
+    adopted.metadata.resource_version = Some("2".into());
+    let mut finished = adopted.clone();
+    finished.status.as_mut().unwrap().conditions.push(Condition::new(FINISHED, true, "OutOfSync", ""));
+    finished.metadata.resource_version = Some("3".into());
+
+    let path = "/apis/kueue.x-k8s.io/v1beta2/namespaces/default/workloads/train-copy";
+    let status_path = format!("{path}/status");
+    let (client, requests) = scripted_client(move |method, at| match *method {
+        Method::GET if at == path => Some(copy.clone()),
+        Method::PATCH if at == path => Some(adopted.clone()),
+        Method::PATCH if at == status_path => Some(finished.clone()),
+        _ => None,
+    });
+    let ctx = context(client, &[]);
+    assert_eq!(reconcile(&job, &ctx).await.expect("a finished Workload"), Action::await_change());
+    assert_eq!(requested(&requests), [format!("GET {path}"), format!("PATCH {path}"), format!("PATCH {path}/status")]);
+    let out_of_sync = &requests.lock().unwrap()[2].1;
+    assert_eq!(out_of_sync["metadata"]["resourceVersion"], "2", "pinned to the adopted Workload");
+}
+
+#[tokio::test]
+async fn a_finished_workload_has_its_finalizer_removed_without_a_read_first() {
+    let job = suspended_job();
+    let mut finished = workload(&job, true);
+    finished.status.as_mut().unwrap().conditions.push(Condition::new(FINISHED, true, "Succeeded", ""));
+    finished.metadata.finalizers = Some(vec![RESOURCE_IN_USE_FINALIZER.to_string()]);
+    let mut released = finished.clone();
+    released.metadata.finalizers = None;
+    let (client, requests) = scripted_client(move |method, _| (*method == Method::PATCH).then(|| released.clone()));
+    let ctx = context(client, &[finished]);
+    assert_eq!(reconcile(&job, &ctx).await.expect("released"), Action::await_change());
+    let path = format!("/apis/kueue.x-k8s.io/v1beta2/namespaces/default/workloads/{}", workload::name_for(&job));
+    assert_eq!(requested(&requests), [format!("PATCH {path}")], "finished is for good: no read first");
 }

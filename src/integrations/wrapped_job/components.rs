@@ -184,12 +184,19 @@ pub async fn create(client: &Client, kinds: &Kinds, job: &WrappedJob, index: usi
                 _ => Err(fatal(format!("{} {name} exists and is not controlled by this WrappedJob", resource.kind))),
             }
         }
-        // Invalid objects and unknown kinds stay so; anything else (quota, a busy API server) may pass later.
         Err(kube::Error::Api(status)) => {
-            Err(CreateFailure { fatal: matches!(status.code, 400 | 404 | 422), message: status.message.clone() })
+            Err(CreateFailure { fatal: refused_for_good(status.code), message: status.message.clone() })
         }
         Err(err) => Err(CreateFailure { fatal: false, message: err.to_string() }),
     }
+}
+
+/// Whether a create the API server refused with `code` would be refused again. Only an invalid
+/// object (422) is; unknown kinds never get this far. Anything else may pass later: quota, a busy
+/// server, and webhooks, which deny with codes of their own: Kueue's Job webhook answers 404 when
+/// its cache has not seen the component's owner yet (a soak lost two WrappedJobs to that).
+fn refused_for_good(code: u16) -> bool {
+    code == 422
 }
 
 /// Deletes components by index (what is already gone is fine); children go in the background.
@@ -239,6 +246,15 @@ pub async fn delete_pods(client: &Client, job: &WrappedJob) -> Result<(), Error>
 mod tests {
     use super::*;
     use serde_json::json;
+
+    #[test]
+    fn only_an_invalid_component_is_refused_for_good() {
+        assert!(refused_for_good(422));
+        // 404: a webhook whose cache lags; 400, 403, 409, 429, 500: denials and a busy server.
+        for code in [400, 403, 404, 409, 429, 500, 503] {
+            assert!(!refused_for_good(code), "{code} may pass later");
+        }
+    }
 
     #[test]
     fn kinds_are_classified_by_how_they_end() {

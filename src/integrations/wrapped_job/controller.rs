@@ -83,7 +83,7 @@ async fn act(
     }
     for note in &step.notes {
         let kind = if note.warning { EventType::Warning } else { EventType::Normal };
-        reconciler::publish(ctx, job, kind, note.reason, note.message.clone()).await;
+        reconciler::publish(ctx, job, kind, note.reason, note.message.clone());
     }
     for action in &step.actions {
         match action {
@@ -94,7 +94,7 @@ async fn act(
                     current = write_status(&api, &current, &failed.status).await?;
                     let kind = if failure.fatal { EventType::Warning } else { EventType::Normal };
                     let note = format!("component {index}: {}", failure.message);
-                    reconciler::publish(ctx, job, kind, "CreateFailed", note).await;
+                    reconciler::publish(ctx, job, kind, "CreateFailed", note);
                     if failure.fatal {
                         break;
                     }
