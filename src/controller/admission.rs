@@ -24,7 +24,7 @@ use crate::integrations::wrapped_job::authz::{self, Authorizer};
 use crate::integrations::wrapped_job::webhook as wrapped_job;
 use crate::jobframework::generic_job::GenericJob;
 use crate::jobframework::reconciler::Config;
-use crate::jobframework::webhook::{FieldError, QueueLookup, join};
+use crate::jobframework::webhook::{FieldError, join};
 
 /// A kind's admission rules (Kueue's `Default`, `ValidateCreate`, `ValidateUpdate`) and the
 /// checks it makes on behalf of the requesting user.
@@ -54,7 +54,7 @@ pub trait JobWebhook: GenericJob {
         after
     }
 
-    fn apply_defaults(&mut self, config: &Config, queues: &dyn QueueLookup);
+    fn apply_defaults(&mut self, config: &Config, queue_uses_multikueue: bool);
 
     fn validate_create(&self) -> Vec<FieldError>;
 
@@ -87,8 +87,8 @@ impl JobWebhook for ExternalJob {
         serde_json::from_value(object)
     }
 
-    fn apply_defaults(&mut self, config: &Config, queues: &dyn QueueLookup) {
-        external_job::default(self, config, queues);
+    fn apply_defaults(&mut self, config: &Config, queue_uses_multikueue: bool) {
+        external_job::default(self, config, queue_uses_multikueue);
     }
 
     fn validate_create(&self) -> Vec<FieldError> {
@@ -116,8 +116,8 @@ impl JobWebhook for WrappedJob {
         serde_json::from_value(object)
     }
 
-    fn apply_defaults(&mut self, config: &Config, queues: &dyn QueueLookup) {
-        wrapped_job::default(self, config, queues);
+    fn apply_defaults(&mut self, config: &Config, queue_uses_multikueue: bool) {
+        wrapped_job::default(self, config, queue_uses_multikueue);
     }
 
     fn validate_create(&self) -> Vec<FieldError> {
@@ -162,8 +162,8 @@ impl JobWebhook for ConfiguredJob {
         serde_json::to_value(self).unwrap_or_default()
     }
 
-    fn apply_defaults(&mut self, config: &Config, queues: &dyn QueueLookup) {
-        declarative::default(self, config, queues);
+    fn apply_defaults(&mut self, config: &Config, queue_uses_multikueue: bool) {
+        declarative::default(self, config, queue_uses_multikueue);
     }
 
     fn validate_create(&self) -> Vec<FieldError> {
@@ -193,21 +193,12 @@ pub async fn answer<K: JobWebhook>(
             .deny(format!("this webhook admits {}/{}, not {asked}", gvk.group, gvk.kind));
     }
     match hook {
-        Hook::Mutate => mutate::<K>(state, kind, request),
+        Hook::Mutate => mutate::<K>(state, kind, request).await,
         Hook::Validate => match validate::<K>(state, kind, request).await {
             Ok(errors) if errors.is_empty() => AdmissionResponse::from(request),
             Ok(errors) => AdmissionResponse::from(request).deny(join(&errors)),
             Err(why) => AdmissionResponse::from(request).deny(why),
         },
-    }
-}
-
-/// No MultiKueue when the controller runs without queue caches (e.g. in tests).
-struct NoQueues;
-
-impl QueueLookup for NoQueues {
-    fn uses_multikueue(&self, _: &str, _: &str) -> bool {
-        false
     }
 }
 
@@ -221,7 +212,7 @@ fn decode<K: JobWebhook>(kind: &K::Kind, object: Option<&DynamicObject>) -> Resu
     Ok((value, job))
 }
 
-fn mutate<K: JobWebhook>(
+async fn mutate<K: JobWebhook>(
     state: &ServerState,
     kind: &K::Kind,
     request: &AdmissionRequest<DynamicObject>,
@@ -233,11 +224,17 @@ fn mutate<K: JobWebhook>(
         Ok(decoded) => decoded,
         Err(why) => return AdmissionResponse::from(request).deny(why),
     };
-    let queues: &dyn QueueLookup = match &state.queues {
-        Some(cache) => cache,
-        None => &NoQueues,
+    let queue_uses_multikueue = match (&state.queues, job.queue_name(), job.namespace()) {
+        (Some(queues), Some(queue), Some(namespace)) if job.managed_by().is_none() => {
+            match queues.uses_multikueue(&namespace, &queue).await {
+                Ok(answer) => answer,
+                Err(why) => return AdmissionResponse::from(request).deny(why),
+            }
+        }
+        // Without queue caches (tests) nothing goes through MultiKueue.
+        _ => false,
     };
-    job.apply_defaults(&state.config, queues);
+    job.apply_defaults(&state.config, queue_uses_multikueue);
     let patch = json_patch::diff(&before, &job.defaulted(&before));
     match AdmissionResponse::from(request).with_patch(patch) {
         Ok(response) => response,

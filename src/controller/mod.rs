@@ -104,6 +104,7 @@ pub async fn run(options: Options) -> anyhow::Result<()> {
         local_queues: cache(Api::<LocalQueue>::all(client.clone())),
         cluster_queues: cache(Api::<ClusterQueue>::all(client.clone())),
         admission_checks: cache(Api::<AdmissionCheck>::all(client.clone())),
+        client: client.clone(),
     };
     // The Workloads of the kinds this process integrates; nothing here acts on others.
     let orphan_kinds: Vec<ApiResource> =

@@ -1,25 +1,180 @@
-//! Which LocalQueues go through MultiKueue, answered from watch caches (no API call per
-//! admission).
+//! Which LocalQueues go through MultiKueue, answered from watch caches; only an object the
+//! caches have not seen yet costs an API call.
+
+use std::fmt::Debug;
+use std::sync::Arc;
 
 use kube::runtime::reflector::{ObjectRef, Store};
+use kube::{Api, Client, Resource};
+use serde::de::DeserializeOwned;
 
 use crate::api::kueue::{AdmissionCheck, ClusterQueue, LocalQueue, MULTIKUEUE_CONTROLLER};
-use crate::jobframework::webhook::QueueLookup;
 
 #[derive(Clone)]
 pub struct QueueCache {
     pub local_queues: Store<LocalQueue>,
     pub cluster_queues: Store<ClusterQueue>,
     pub admission_checks: Store<AdmissionCheck>,
+    pub client: Client,
 }
 
-impl QueueLookup for QueueCache {
-    fn uses_multikueue(&self, namespace: &str, local_queue: &str) -> bool {
-        let Some(lq) = self.local_queues.get(&ObjectRef::new(local_queue).within(namespace)) else { return false };
-        let Some(cq) = self.cluster_queues.get(&ObjectRef::new(&lq.spec.cluster_queue)) else { return false };
-        let checks = cq.spec.admission_checks_strategy.iter().flat_map(|s| &s.admission_checks);
-        checks
-            .filter_map(|c| self.admission_checks.get(&ObjectRef::new(&c.name)))
-            .any(|ac| ac.spec.controller_name == MULTIKUEUE_CONTROLLER)
+impl QueueCache {
+    /// Whether LocalQueue `namespace/local_queue` leads to a ClusterQueue with a MultiKueue
+    /// admission check. A queue created a moment before its first job may not have reached the
+    /// caches yet; it is read from the API server then, so that job is handed to MultiKueue too.
+    pub async fn uses_multikueue(&self, namespace: &str, local_queue: &str) -> Result<bool, String> {
+        let lq_api = Api::<LocalQueue>::namespaced(self.client.clone(), namespace);
+        let lq_key = ObjectRef::new(local_queue).within(namespace);
+        let Some(lq) = cached_or_read(&self.local_queues, &lq_api, lq_key).await? else { return Ok(false) };
+        let cq_api = Api::<ClusterQueue>::all(self.client.clone());
+        let cq_key = ObjectRef::new(&lq.spec.cluster_queue);
+        let Some(cq) = cached_or_read(&self.cluster_queues, &cq_api, cq_key).await? else { return Ok(false) };
+        let ac_api = Api::<AdmissionCheck>::all(self.client.clone());
+        for check in cq.spec.admission_checks_strategy.iter().flat_map(|s| &s.admission_checks) {
+            let found = cached_or_read(&self.admission_checks, &ac_api, ObjectRef::new(&check.name)).await?;
+            if found.is_some_and(|ac| ac.spec.controller_name == MULTIKUEUE_CONTROLLER) {
+                return Ok(true);
+            }
+        }
+        Ok(false)
+    }
+}
+
+/// The cached object, else the API server's (none when it does not exist).
+async fn cached_or_read<K>(store: &Store<K>, api: &Api<K>, key: ObjectRef<K>) -> Result<Option<Arc<K>>, String>
+where
+    K: Resource<DynamicType = ()> + Clone + DeserializeOwned + Debug,
+{
+    if let Some(cached) = store.get(&key) {
+        return Ok(Some(cached));
+    }
+    match api.get_opt(&key.name).await {
+        Ok(read) => Ok(read.map(Arc::new)),
+        Err(err) => Err(format!("cannot read {} {}: {err}", K::kind(&()), key.name)),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Mutex;
+
+    use http::{Request, Response};
+    use kube::client::Body;
+    use kube::runtime::reflector::store::Writer;
+    use kube::runtime::watcher;
+    use serde_json::{Value, json};
+
+    use super::*;
+
+    /// A client whose API server answers GET `path` with the object `objects` holds for it, a 404
+    /// for any other path, and a 500 for `broken`; it records each path asked for.
+    fn api_server(
+        objects: Vec<(&'static str, Value)>,
+        broken: Option<&'static str>,
+    ) -> (Client, Arc<Mutex<Vec<String>>>) {
+        let asked = Arc::new(Mutex::new(Vec::new()));
+        let log = asked.clone();
+        let service = tower::service_fn(move |request: Request<Body>| {
+            let path = request.uri().path().to_string();
+            log.lock().unwrap().push(path.clone());
+            let (status, body) = match objects.iter().find(|(p, _)| *p == path) {
+                _ if broken == Some(path.as_str()) => {
+                    (500, json!({"kind": "Status", "code": 500, "message": "etcd is down"}))
+                }
+                Some((_, object)) => (200, object.clone()),
+                None => (404, json!({"kind": "Status", "code": 404, "reason": "NotFound", "message": "not found"})),
+            };
+            let body = Body::from(serde_json::to_vec(&body).unwrap());
+            async move { Ok::<_, std::convert::Infallible>(Response::builder().status(status).body(body).unwrap()) }
+        });
+        (Client::new(service, "default"), asked)
+    }
+
+    fn store_of<K: Resource<DynamicType = ()> + Clone>(objects: Vec<K>) -> Store<K> {
+        let mut writer = Writer::<K>::default();
+        for object in objects {
+            writer.apply_watcher_event(&watcher::Event::Apply(object));
+        }
+        writer.as_reader()
+    }
+
+    const LQ_PATH: &str = "/apis/kueue.x-k8s.io/v1beta2/namespaces/team/localqueues/main";
+    const CQ_PATH: &str = "/apis/kueue.x-k8s.io/v1beta2/clusterqueues/shared";
+    const AC_PATH: &str = "/apis/kueue.x-k8s.io/v1beta2/admissionchecks/to-workers";
+
+    fn local_queue() -> Value {
+        json!({"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "LocalQueue",
+               "metadata": {"name": "main", "namespace": "team"}, "spec": {"clusterQueue": "shared"}})
+    }
+
+    fn cluster_queue() -> Value {
+        json!({"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "ClusterQueue", "metadata": {"name": "shared"},
+               "spec": {"admissionChecksStrategy": {"admissionChecks": [{"name": "to-workers"}]}}})
+    }
+
+    fn multikueue_check() -> Value {
+        json!({"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "AdmissionCheck", "metadata": {"name": "to-workers"},
+               "spec": {"controllerName": MULTIKUEUE_CONTROLLER}})
+    }
+
+    fn caches(
+        client: Client,
+        local_queues: Vec<LocalQueue>,
+        cluster_queues: Vec<ClusterQueue>,
+        checks: Vec<AdmissionCheck>,
+    ) -> QueueCache {
+        QueueCache {
+            local_queues: store_of(local_queues),
+            cluster_queues: store_of(cluster_queues),
+            admission_checks: store_of(checks),
+            client,
+        }
+    }
+
+    fn decoded<K: DeserializeOwned>(value: Value) -> K {
+        serde_json::from_value(value).unwrap()
+    }
+
+    #[tokio::test]
+    async fn a_queue_the_caches_hold_is_answered_without_an_api_call() {
+        let (client, asked) = api_server(Vec::new(), None);
+        let queues = caches(
+            client,
+            vec![decoded(local_queue())],
+            vec![decoded(cluster_queue())],
+            vec![decoded(multikueue_check())],
+        );
+        assert_eq!(queues.uses_multikueue("team", "main").await, Ok(true));
+        assert!(asked.lock().unwrap().is_empty());
+    }
+
+    #[tokio::test]
+    async fn a_queue_the_caches_have_not_seen_yet_is_read_from_the_api_server() {
+        let objects = vec![(LQ_PATH, local_queue()), (CQ_PATH, cluster_queue()), (AC_PATH, multikueue_check())];
+        let (client, asked) = api_server(objects, None);
+        let queues = caches(client, Vec::new(), Vec::new(), Vec::new());
+        assert_eq!(queues.uses_multikueue("team", "main").await, Ok(true));
+        assert_eq!(*asked.lock().unwrap(), [LQ_PATH, CQ_PATH, AC_PATH]);
+    }
+
+    #[tokio::test]
+    async fn a_queue_that_does_not_exist_or_has_no_multikueue_check_is_not_multikueue() {
+        let (client, _) = api_server(Vec::new(), None);
+        let queues = caches(client, Vec::new(), Vec::new(), Vec::new());
+        assert_eq!(queues.uses_multikueue("team", "main").await, Ok(false));
+
+        let mut provisioning = multikueue_check();
+        provisioning["spec"]["controllerName"] = json!("kueue.x-k8s.io/provisioning-request");
+        let (client, _) = api_server(vec![(AC_PATH, provisioning)], None);
+        let queues = caches(client, vec![decoded(local_queue())], vec![decoded(cluster_queue())], Vec::new());
+        assert_eq!(queues.uses_multikueue("team", "main").await, Ok(false));
+    }
+
+    #[tokio::test]
+    async fn an_api_failure_is_an_error_naming_the_object_not_a_guess() {
+        let (client, _) = api_server(vec![(LQ_PATH, local_queue())], Some(CQ_PATH));
+        let queues = caches(client, Vec::new(), Vec::new(), Vec::new());
+        let err = queues.uses_multikueue("team", "main").await.unwrap_err();
+        assert!(err.starts_with("cannot read ClusterQueue shared: "), "{err}");
     }
 }

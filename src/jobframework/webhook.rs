@@ -44,12 +44,6 @@ pub fn join(errors: &[FieldError]) -> String {
     errors.iter().map(ToString::to_string).collect::<Vec<_>>().join("; ")
 }
 
-/// Which LocalQueues send their jobs through MultiKueue (resolved by the caller from its caches:
-/// LocalQueue → ClusterQueue → AdmissionChecks → controller name).
-pub trait QueueLookup {
-    fn uses_multikueue(&self, namespace: &str, local_queue: &str) -> bool;
-}
-
 /// Suspends a job that Kueue must admit first; never unsuspends.
 pub fn default_suspend<J: GenericJob>(job: &mut J, config: &Config) {
     if job.meta().deletion_timestamp.is_some() {
@@ -61,14 +55,11 @@ pub fn default_suspend<J: GenericJob>(job: &mut J, config: &Config) {
     }
 }
 
-/// Hands a job to MultiKueue when its queue goes through a MultiKueue admission check and it
+/// Hands a job to MultiKueue when its queue goes through a MultiKueue admission check (the
+/// caller resolves that: LocalQueue → ClusterQueue → AdmissionChecks → controller name) and it
 /// has not chosen a controller itself.
-pub fn default_managed_by<J: GenericJob>(job: &mut J, queues: &dyn QueueLookup) {
-    if job.managed_by().is_some() {
-        return;
-    }
-    let (Some(queue), Some(namespace)) = (job.queue_name(), job.namespace()) else { return };
-    if queues.uses_multikueue(&namespace, &queue) {
+pub fn default_managed_by<J: GenericJob>(job: &mut J, queue_uses_multikueue: bool) {
+    if job.managed_by().is_none() && job.queue_name().is_some() && queue_uses_multikueue {
         job.set_managed_by(MULTIKUEUE_CONTROLLER);
     }
 }

@@ -8,12 +8,12 @@ use super::probe::number;
 use crate::api::external_job::MAX_POD_SETS;
 use crate::jobframework::generic_job::GenericJob;
 use crate::jobframework::reconciler::Config;
-use crate::jobframework::webhook::{self, FieldError, QueueLookup, dns1123_label};
+use crate::jobframework::webhook::{self, FieldError, dns1123_label};
 
-pub fn default(job: &mut ConfiguredJob, config: &Config, queues: &dyn QueueLookup) {
+pub fn default(job: &mut ConfiguredJob, config: &Config, queue_uses_multikueue: bool) {
     job.prepare_copy();
     webhook::default_suspend(job, config);
-    webhook::default_managed_by(job, queues);
+    webhook::default_managed_by(job, queue_uses_multikueue);
 }
 
 pub fn validate_create(job: &ConfiguredJob) -> Vec<FieldError> {

@@ -7,11 +7,11 @@ use kube::ResourceExt;
 
 use crate::api::external_job::{ExternalJob, MAX_POD_SETS};
 use crate::jobframework::reconciler::Config;
-use crate::jobframework::webhook::{self, FieldError, QueueLookup, dns1123_label};
+use crate::jobframework::webhook::{self, FieldError, dns1123_label};
 
-pub fn default(job: &mut ExternalJob, config: &Config, queues: &dyn QueueLookup) {
+pub fn default(job: &mut ExternalJob, config: &Config, queue_uses_multikueue: bool) {
     webhook::default_suspend(job, config);
-    webhook::default_managed_by(job, queues);
+    webhook::default_managed_by(job, queue_uses_multikueue);
 }
 
 pub fn validate_create(job: &ExternalJob) -> Vec<FieldError> {

@@ -9,7 +9,7 @@ use super::podsets::{self, PodSetError};
 use crate::api::external_job::MAX_POD_SETS;
 use crate::api::wrapped_job::{WrappedComponent, WrappedJob};
 use crate::jobframework::reconciler::Config;
-use crate::jobframework::webhook::{self, FieldError, QueueLookup, dns1123_label};
+use crate::jobframework::webhook::{self, FieldError, dns1123_label};
 
 /// Longest job name: pod set `k` (at most 7) is named `<name>-<k>`, and that must be a DNS label.
 pub const MAX_NAME_LENGTH: usize = 61;
@@ -19,9 +19,9 @@ const WRAPPER_KINDS: [(&str, &str); 2] = [(crate::api::GROUP, "WrappedJob"), ("w
 
 const IMMUTABLE_WHILE_ADMITTED: &str = "Forbidden: field is immutable while the job is admitted";
 
-pub fn default(job: &mut WrappedJob, config: &Config, queues: &dyn QueueLookup) {
+pub fn default(job: &mut WrappedJob, config: &Config, queue_uses_multikueue: bool) {
     webhook::default_suspend(job, config);
-    webhook::default_managed_by(job, queues);
+    webhook::default_managed_by(job, queue_uses_multikueue);
 }
 
 pub fn validate_create(job: &WrappedJob) -> Vec<FieldError> {
