@@ -365,7 +365,7 @@ async fn every_job_finishes_exactly_once_through_controller_kueue_and_api_server
     let kueue_logs = [sandbox.dir.join("manager/logs/kueue.log"), sandbox.dir.join("kueue-0-restarted.log")];
     let second_dispatches = by_kueue::second_dispatches(&kueue_logs.each_ref().map(|p| p.as_path()));
     // Jobs of ours whose fate Kueue decided alone: not held against the controller.
-    let mut decided_by_kueue = HashSet::new();
+    let mut decided_uids = HashSet::new();
     let now = time::OffsetDateTime::now_utc();
     for (job, outcome) in submitted.iter().zip(&outcomes) {
         let evidence = ledger::evidence(job, &seen);
@@ -378,7 +378,7 @@ async fn every_job_finishes_exactly_once_through_controller_kueue_and_api_server
                 let kueue_said_so = ledger::manager_workloads(job, &seen).any(|w| second_dispatches.contains(w));
                 if evidence.ran_once_on_two_workers(wanted) && kueue_said_so {
                     tally.dispatched_twice_by_kueue += 1;
-                    decided_by_kueue.insert(job.uid.clone());
+                    decided_uids.insert(job.uid.clone());
                     report.decided_by_kueue.push(format!("{problem} (Kueue logged dispatching it to a second worker)"));
                     continue;
                 }
@@ -397,7 +397,7 @@ async fn every_job_finishes_exactly_once_through_controller_kueue_and_api_server
                 };
                 if evidence.pods == 0 && workloads.len() == 1 && by_kueue::never_nominated(&workloads[0], now) {
                     tally.never_nominated_by_kueue += 1;
-                    decided_by_kueue.insert(job.uid.clone());
+                    decided_uids.insert(job.uid.clone());
                     report
                         .decided_by_kueue
                         .push(format!("{problem} (Kueue's MultiKueue never nominated a worker for it)"));
@@ -409,7 +409,7 @@ async fn every_job_finishes_exactly_once_through_controller_kueue_and_api_server
         }
     }
     let ours: Vec<Submitted> =
-        submitted.iter().filter(|s| s.job.kind.is_ours() && !decided_by_kueue.contains(&s.uid)).cloned().collect();
+        submitted.iter().filter(|s| s.job.kind.is_ours() && !decided_uids.contains(&s.uid)).cloned().collect();
     report.unfinished_workloads = unfinished_workloads(&manager, &ours).await;
     println!("{report}");
     // A passing test's output is captured: the suite prints this file after the tests.

@@ -3,6 +3,7 @@
 //! defaulting changed (a lossless defaulter: fields this version does not know survive).
 
 use std::future::Future;
+use std::time::Duration;
 
 use kube::ResourceExt;
 use kube::core::DynamicObject;
@@ -212,6 +213,10 @@ fn decode<K: JobWebhook>(kind: &K::Kind, object: Option<&DynamicObject>) -> Resu
     Ok((value, job))
 }
 
+/// How long defaulting may wait on the API server for a queue the caches have not seen: well
+/// inside the webhook's own timeout, so the user reads why rather than a timeout.
+const QUEUE_LOOKUP_TIMEOUT: Duration = Duration::from_secs(3);
+
 async fn mutate<K: JobWebhook>(
     state: &ServerState,
     kind: &K::Kind,
@@ -226,9 +231,14 @@ async fn mutate<K: JobWebhook>(
     };
     let queue_uses_multikueue = match (&state.queues, job.queue_name(), job.namespace()) {
         (Some(queues), Some(queue), Some(namespace)) if job.managed_by().is_none() => {
-            match queues.uses_multikueue(&namespace, &queue).await {
-                Ok(answer) => answer,
-                Err(why) => return AdmissionResponse::from(request).deny(why),
+            let undecided = |why: String| {
+                let why = format!("cannot tell whether LocalQueue {namespace}/{queue} goes through MultiKueue: {why}");
+                AdmissionResponse::from(request).deny(why)
+            };
+            match tokio::time::timeout(QUEUE_LOOKUP_TIMEOUT, queues.uses_multikueue(&namespace, &queue)).await {
+                Ok(Ok(answer)) => answer,
+                Ok(Err(why)) => return undecided(why),
+                Err(_) => return undecided(format!("no answer from the API server within {QUEUE_LOOKUP_TIMEOUT:?}")),
             }
         }
         // Without queue caches (tests) nothing goes through MultiKueue.

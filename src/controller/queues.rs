@@ -50,12 +50,15 @@ where
     }
     match api.get_opt(&key.name).await {
         Ok(read) => Ok(read.map(Arc::new)),
-        Err(err) => Err(format!("cannot read {} {}: {err}", K::kind(&()), key.name)),
+        Err(err) => {
+            let name = key.namespace.as_ref().map_or(key.name.clone(), |ns| format!("{ns}/{}", key.name));
+            Err(format!("cannot read {} {name}: {err}", K::kind(&())))
+        }
     }
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use std::sync::Mutex;
 
     use http::{Request, Response};
@@ -66,19 +69,18 @@ mod tests {
 
     use super::*;
 
+    type Asked = Arc<Mutex<Vec<String>>>;
+
     /// A client whose API server answers GET `path` with the object `objects` holds for it, a 404
     /// for any other path, and a 500 for `broken`; it records each path asked for.
-    fn api_server(
-        objects: Vec<(&'static str, Value)>,
-        broken: Option<&'static str>,
-    ) -> (Client, Arc<Mutex<Vec<String>>>) {
-        let asked = Arc::new(Mutex::new(Vec::new()));
+    fn api_server(objects: Vec<(String, Value)>, broken: Option<String>) -> (Client, Asked) {
+        let asked = Asked::default();
         let log = asked.clone();
         let service = tower::service_fn(move |request: Request<Body>| {
             let path = request.uri().path().to_string();
             log.lock().unwrap().push(path.clone());
             let (status, body) = match objects.iter().find(|(p, _)| *p == path) {
-                _ if broken == Some(path.as_str()) => {
+                _ if broken.as_ref() == Some(&path) => {
                     (500, json!({"kind": "Status", "code": 500, "message": "etcd is down"}))
                 }
                 Some((_, object)) => (200, object.clone()),
@@ -98,13 +100,17 @@ mod tests {
         writer.as_reader()
     }
 
-    const LQ_PATH: &str = "/apis/kueue.x-k8s.io/v1beta2/namespaces/team/localqueues/main";
+    const KUEUE: &str = "/apis/kueue.x-k8s.io/v1beta2";
     const CQ_PATH: &str = "/apis/kueue.x-k8s.io/v1beta2/clusterqueues/shared";
     const AC_PATH: &str = "/apis/kueue.x-k8s.io/v1beta2/admissionchecks/to-workers";
 
-    fn local_queue() -> Value {
+    fn lq_path(namespace: &str, name: &str) -> String {
+        format!("{KUEUE}/namespaces/{namespace}/localqueues/{name}")
+    }
+
+    fn local_queue(namespace: &str, name: &str) -> Value {
         json!({"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "LocalQueue",
-               "metadata": {"name": "main", "namespace": "team"}, "spec": {"clusterQueue": "shared"}})
+               "metadata": {"name": name, "namespace": namespace}, "spec": {"clusterQueue": "shared"}})
     }
 
     fn cluster_queue() -> Value {
@@ -135,12 +141,25 @@ mod tests {
         serde_json::from_value(value).unwrap()
     }
 
+    /// Empty caches over an API server that serves LocalQueue `namespace/name` going through
+    /// MultiKueue, as right after the queue was created; with `broken`, its ClusterQueue cannot
+    /// be read.
+    pub(crate) fn unseen_multikueue_queue(namespace: &str, name: &str, broken: bool) -> QueueCache {
+        let objects = vec![
+            (lq_path(namespace, name), local_queue(namespace, name)),
+            (CQ_PATH.to_string(), cluster_queue()),
+            (AC_PATH.to_string(), multikueue_check()),
+        ];
+        let (client, _) = api_server(objects, broken.then(|| CQ_PATH.to_string()));
+        caches(client, Vec::new(), Vec::new(), Vec::new())
+    }
+
     #[tokio::test]
     async fn a_queue_the_caches_hold_is_answered_without_an_api_call() {
         let (client, asked) = api_server(Vec::new(), None);
         let queues = caches(
             client,
-            vec![decoded(local_queue())],
+            vec![decoded(local_queue("team", "main"))],
             vec![decoded(cluster_queue())],
             vec![decoded(multikueue_check())],
         );
@@ -150,11 +169,15 @@ mod tests {
 
     #[tokio::test]
     async fn a_queue_the_caches_have_not_seen_yet_is_read_from_the_api_server() {
-        let objects = vec![(LQ_PATH, local_queue()), (CQ_PATH, cluster_queue()), (AC_PATH, multikueue_check())];
+        let objects = vec![
+            (lq_path("team", "main"), local_queue("team", "main")),
+            (CQ_PATH.to_string(), cluster_queue()),
+            (AC_PATH.to_string(), multikueue_check()),
+        ];
         let (client, asked) = api_server(objects, None);
         let queues = caches(client, Vec::new(), Vec::new(), Vec::new());
         assert_eq!(queues.uses_multikueue("team", "main").await, Ok(true));
-        assert_eq!(*asked.lock().unwrap(), [LQ_PATH, CQ_PATH, AC_PATH]);
+        assert_eq!(*asked.lock().unwrap(), [lq_path("team", "main"), CQ_PATH.into(), AC_PATH.into()]);
     }
 
     #[tokio::test]
@@ -165,16 +188,21 @@ mod tests {
 
         let mut provisioning = multikueue_check();
         provisioning["spec"]["controllerName"] = json!("kueue.x-k8s.io/provisioning-request");
-        let (client, _) = api_server(vec![(AC_PATH, provisioning)], None);
-        let queues = caches(client, vec![decoded(local_queue())], vec![decoded(cluster_queue())], Vec::new());
+        let (client, asked) = api_server(vec![(AC_PATH.to_string(), provisioning)], None);
+        let queues =
+            caches(client, vec![decoded(local_queue("team", "main"))], vec![decoded(cluster_queue())], Vec::new());
         assert_eq!(queues.uses_multikueue("team", "main").await, Ok(false));
+        assert_eq!(*asked.lock().unwrap(), [AC_PATH], "the check was read, and is not MultiKueue's");
     }
 
     #[tokio::test]
     async fn an_api_failure_is_an_error_naming_the_object_not_a_guess() {
-        let (client, _) = api_server(vec![(LQ_PATH, local_queue())], Some(CQ_PATH));
+        let err = unseen_multikueue_queue("team", "main", true).uses_multikueue("team", "main").await.unwrap_err();
+        assert!(err.starts_with("cannot read ClusterQueue shared: "), "{err}");
+
+        let (client, _) = api_server(Vec::new(), Some(lq_path("team", "main")));
         let queues = caches(client, Vec::new(), Vec::new(), Vec::new());
         let err = queues.uses_multikueue("team", "main").await.unwrap_err();
-        assert!(err.starts_with("cannot read ClusterQueue shared: "), "{err}");
+        assert!(err.starts_with("cannot read LocalQueue team/main: "), "{err}");
     }
 }

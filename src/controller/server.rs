@@ -162,6 +162,8 @@ mod tests {
     use tower::ServiceExt;
 
     use super::*;
+    use crate::controller::queues::QueueCache;
+    use crate::controller::queues::tests::unseen_multikueue_queue;
     use crate::integrations::wrapped_job::authz::fake::FakeAuthorizer;
 
     fn state_with(ready: bool, authorizer: Arc<FakeAuthorizer>) -> Arc<ServerState> {
@@ -177,6 +179,17 @@ mod tests {
 
     fn state(ready: bool) -> Arc<ServerState> {
         state_with(ready, Arc::new(FakeAuthorizer::new()))
+    }
+
+    fn state_with_queues(queues: QueueCache) -> Arc<ServerState> {
+        Arc::new(ServerState {
+            config: Config::default(),
+            queues: Some(queues),
+            metrics: Arc::new(Metrics::default()),
+            authorizer: Arc::new(FakeAuthorizer::new()),
+            ready: AtomicBool::new(true),
+            integrations: Vec::new(),
+        })
     }
 
     async fn call_with(state: Arc<ServerState>, path: &str, body: impl Into<Body>) -> (StatusCode, Vec<u8>) {
@@ -245,6 +258,35 @@ mod tests {
             patch_of(&answer),
             json!([{"op": "add", "path": "/spec/suspend", "value": true}]),
             "unknown fields are not touched"
+        );
+    }
+
+    #[tokio::test]
+    async fn a_job_in_a_queue_the_caches_have_not_seen_is_still_handed_to_multikueue() {
+        let state = state_with_queues(unseen_multikueue_queue("default", "user-queue", false));
+        let (_, body) =
+            call_with(state, MUTATE_EXTERNAL_JOB, review("CREATE", job(one_pod_set()), None).to_string()).await;
+        let answer: Value = serde_json::from_slice(&body).unwrap();
+        assert_eq!(
+            patch_of(&answer),
+            json!([
+                {"op": "add", "path": "/spec/managedBy", "value": "kueue.x-k8s.io/multikueue"},
+                {"op": "add", "path": "/spec/suspend", "value": true},
+            ])
+        );
+    }
+
+    #[tokio::test]
+    async fn a_queue_that_cannot_be_read_denies_the_job_saying_why() {
+        let state = state_with_queues(unseen_multikueue_queue("default", "user-queue", true));
+        let (_, body) =
+            call_with(state, MUTATE_EXTERNAL_JOB, review("CREATE", job(one_pod_set()), None).to_string()).await;
+        let answer: Value = serde_json::from_slice(&body).unwrap();
+        assert_eq!(answer["response"]["allowed"], false);
+        let why = denial(&answer);
+        assert!(
+            why.starts_with("cannot tell whether LocalQueue default/user-queue goes through MultiKueue: cannot read ClusterQueue shared"),
+            "{why}"
         );
     }
 

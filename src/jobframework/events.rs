@@ -1,5 +1,6 @@
 //! Events are written beside the reconciles, not inside them: a reconcile queues its event and
-//! goes on, and a few writers drain the queue (client-go's event broadcaster works the same way).
+//! goes on, and a few writers drain the queue (as client-go's event broadcaster decouples them;
+//! unlike it, an event is stamped when written, and one job's events may be written out of order).
 //! Awaited inline, each event held one of a controller's bounded reconcile slots for a whole API
 //! round trip, and every job writes three. A full queue drops the event: events are a courtesy
 //! to the user, never state a reconcile relies on.

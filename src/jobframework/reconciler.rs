@@ -11,7 +11,7 @@ use kube::runtime::controller::Action;
 use kube::runtime::events::{Event, EventType};
 use kube::runtime::reflector::{ObjectRef, Store};
 use kube::{Client, ResourceExt};
-use serde_json::json;
+use serde_json::{Value, json};
 use tracing::{debug, info};
 
 use super::dispatch::{self, Dispatch};
@@ -80,6 +80,11 @@ impl Error {
     /// True for optimistic-concurrency conflicts: a retry with fresh objects fixes them.
     pub fn is_conflict(&self) -> bool {
         matches!(self, Error::Kube { source: kube::Error::Api(s), .. } if s.is_conflict())
+    }
+
+    /// True when a JSON patch's `test` failed (the API server answers 422).
+    fn is_refused_patch_test(&self) -> bool {
+        matches!(self, Error::Kube { source: kube::Error::Api(s), .. } if s.is_invalid())
     }
 }
 
@@ -170,7 +175,7 @@ async fn act<J: GenericJob>(
     current: bool,
 ) -> Result<Step, Error> {
     let done = |action| Ok(Step::Done(action));
-    // Stands before every write but the finalizer's removal. Deciding on the cache and letting
+    // Stands before every write but a finished Workload's finalizer removal. Deciding on the cache and letting
     // a pinned resourceVersion catch a stale entry cost more than this read: under a burst the
     // cache lags behind our own writes and Kueue's, and each conflict costs a refused write and
     // then this read anyway.
@@ -182,10 +187,14 @@ async fn act<J: GenericJob>(
         };
     }
     if wl.is_finished() {
-        // Finished is for good, so the cache cannot be wrong about it; the removal tests for
-        // the finalizer it removes.
+        // Finished is for good, so no read first: the removal tests the uid and the finalizer it
+        // removes. A refused test means the cached copy is not what the API server holds (our
+        // own removal not seen yet, or a new Workload under the same name).
         if has_finalizer(wl) {
-            remove_finalizer(workloads, wl).await?;
+            match remove_finalizer(workloads, wl).await {
+                Err(e) if !current && e.is_refused_patch_test() => return Ok(Step::Confirm),
+                other => other?,
+            }
         }
         return done(Action::await_change());
     }
@@ -616,11 +625,15 @@ async fn remove_finalizer(workloads: &Api<Workload>, wl: &Workload) -> Result<()
     };
     // A test-and-remove JSON patch: exact even when the object changed since we read it.
     let path = format!("/metadata/finalizers/{index}");
-    let patch: json_patch::Patch = serde_json::from_value(json!([
-        {"op": "test", "path": path, "value": RESOURCE_IN_USE_FINALIZER},
-        {"op": "remove", "path": path},
-    ]))
-    .expect("a well-formed JSON patch");
+    let same_object = wl.metadata.uid.as_ref().map(|uid| json!({"op": "test", "path": "/metadata/uid", "value": uid}));
+    let ops: Vec<Value> = same_object
+        .into_iter()
+        .chain([
+            json!({"op": "test", "path": path, "value": RESOURCE_IN_USE_FINALIZER}),
+            json!({"op": "remove", "path": path}),
+        ])
+        .collect();
+    let patch: json_patch::Patch = serde_json::from_value(Value::Array(ops)).expect("a well-formed JSON patch");
     match workloads.patch(&wl.name_any(), &PatchParams::default(), &Patch::<()>::Json(patch)).await {
         Err(kube::Error::Api(s)) if s.is_not_found() => Ok(()),
         other => other.map(drop).map_err(kube_err("remove finalizer of", "Workload", wl.name_any())),

@@ -26,12 +26,14 @@ const FLAVOR: &str = "default-flavor";
 
 /// A client whose API server serves `current` on GET and refuses anything else.
 fn recording_client(current: Option<Workload>) -> (Client, Requests) {
-    scripted_client(move |method, _| if *method == Method::GET { current.clone() } else { None })
+    scripted_client(move |method, _| if *method == Method::GET { current.clone().ok_or(500) } else { Err(500) })
 }
 
 /// A client whose API server answers a request (method, path) with the Workload `answer` gives,
-/// or refuses it with a 500 when it gives none.
-fn scripted_client(answer: impl Fn(&Method, &str) -> Option<Workload> + Clone + Send + 'static) -> (Client, Requests) {
+/// or refuses it with the status code it gives instead.
+fn scripted_client(
+    answer: impl Fn(&Method, &str) -> Result<Workload, u16> + Clone + Send + 'static,
+) -> (Client, Requests) {
     let requests = Requests::default();
     let log = requests.clone();
     let service = tower::service_fn(move |request: Request<Body>| {
@@ -42,8 +44,14 @@ fn scripted_client(answer: impl Fn(&Method, &str) -> Option<Workload> + Clone + 
             let body = serde_json::from_slice(&body).unwrap_or(serde_json::Value::Null);
             log.lock().unwrap().push((format!("{} {}", parts.method, parts.uri.path()), body));
             let response = match answer(&parts.method, parts.uri.path()) {
-                Some(wl) => Response::new(Body::from(serde_json::to_vec(&wl).unwrap())),
-                None => Response::builder().status(500).body(Body::from(b"{}".to_vec())).unwrap(),
+                Ok(wl) => Response::new(Body::from(serde_json::to_vec(&wl).unwrap())),
+                Err(code) => {
+                    // As the API server words it: a refused JSON patch test is a 422 "Invalid".
+                    let reason = if code == 422 { "Invalid" } else { "InternalError" };
+                    let status =
+                        serde_json::json!({"kind": "Status", "status": "Failure", "code": code, "reason": reason});
+                    Response::builder().status(code).body(Body::from(serde_json::to_vec(&status).unwrap())).unwrap()
+                }
             };
             Ok::<_, std::convert::Infallible>(response)
         }
@@ -245,10 +253,10 @@ async fn a_prebuilt_workload_out_of_sync_is_adopted_then_finished_and_never_star
     let path = "/apis/kueue.x-k8s.io/v1beta2/namespaces/default/workloads/train-copy";
     let status_path = format!("{path}/status");
     let (client, requests) = scripted_client(move |method, at| match *method {
-        Method::GET if at == path => Some(copy.clone()),
-        Method::PATCH if at == path => Some(adopted.clone()),
-        Method::PATCH if at == status_path => Some(finished.clone()),
-        _ => None,
+        Method::GET if at == path => Ok(copy.clone()),
+        Method::PATCH if at == path => Ok(adopted.clone()),
+        Method::PATCH if at == status_path => Ok(finished.clone()),
+        _ => Err(500),
     });
     let ctx = context(client, &[]);
     assert_eq!(reconcile(&job, &ctx).await.expect("a finished Workload"), Action::await_change());
@@ -260,14 +268,43 @@ async fn a_prebuilt_workload_out_of_sync_is_adopted_then_finished_and_never_star
 #[tokio::test]
 async fn a_finished_workload_has_its_finalizer_removed_without_a_read_first() {
     let job = suspended_job();
-    let mut finished = workload(&job, true);
-    finished.status.as_mut().unwrap().conditions.push(Condition::new(FINISHED, true, "Succeeded", ""));
-    finished.metadata.finalizers = Some(vec![RESOURCE_IN_USE_FINALIZER.to_string()]);
+    let finished = finished_with_finalizer(&job);
     let mut released = finished.clone();
     released.metadata.finalizers = None;
-    let (client, requests) = scripted_client(move |method, _| (*method == Method::PATCH).then(|| released.clone()));
+    let (client, requests) = scripted_client(move |method, _| match *method {
+        Method::PATCH => Ok(released.clone()),
+        _ => Err(500),
+    });
     let ctx = context(client, &[finished]);
     assert_eq!(reconcile(&job, &ctx).await.expect("released"), Action::await_change());
     let path = format!("/apis/kueue.x-k8s.io/v1beta2/namespaces/default/workloads/{}", workload::name_for(&job));
     assert_eq!(requested(&requests), [format!("PATCH {path}")], "finished is for good: no read first");
+    let patch = &requests.lock().unwrap()[0].1;
+    assert_eq!(patch[0], serde_json::json!({"op": "test", "path": "/metadata/uid", "value": "wl-uid-1"}));
+}
+
+#[tokio::test]
+async fn a_refused_finalizer_removal_on_a_cached_workload_is_decided_again_on_the_current_one() {
+    let job = suspended_job();
+    let stale = finished_with_finalizer(&job);
+    let mut current = stale.clone();
+    current.metadata.finalizers = None;
+    let (client, requests) = scripted_client(move |method, _| match *method {
+        Method::PATCH => Err(422),
+        Method::GET => Ok(current.clone()),
+        _ => Err(500),
+    });
+    let ctx = context(client, &[stale]);
+    assert_eq!(reconcile(&job, &ctx).await.expect("already released"), Action::await_change());
+    let path = format!("/apis/kueue.x-k8s.io/v1beta2/namespaces/default/workloads/{}", workload::name_for(&job));
+    assert_eq!(requested(&requests), [format!("PATCH {path}"), format!("GET {path}")]);
+}
+
+/// `job`'s Workload, finished, still holding our finalizer.
+fn finished_with_finalizer(job: &ExternalJob) -> Workload {
+    let mut finished = workload(job, true);
+    finished.status.as_mut().unwrap().conditions.push(Condition::new(FINISHED, true, "Succeeded", ""));
+    finished.metadata.finalizers = Some(vec![RESOURCE_IN_USE_FINALIZER.to_string()]);
+    finished.metadata.uid = Some("wl-uid-1".into());
+    finished
 }

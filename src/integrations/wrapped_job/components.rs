@@ -191,12 +191,13 @@ pub async fn create(client: &Client, kinds: &Kinds, job: &WrappedJob, index: usi
     }
 }
 
-/// Whether a create the API server refused with `code` would be refused again. Only an invalid
-/// object (422) is; unknown kinds never get this far. Anything else may pass later: quota, a busy
-/// server, and webhooks, which deny with codes of their own: Kueue's Job webhook answers 404 when
-/// its cache has not seen the component's owner yet (a soak lost two WrappedJobs to that).
+/// Whether a create the API server refused with `code` would be refused again: a request it
+/// cannot read (400) or an invalid object (422); unknown kinds never get this far. Anything else
+/// may pass later: quota, a busy server, and webhooks, which deny with codes of their own:
+/// Kueue's Job webhook answers 404 when its cache has not seen the component's owner yet (a soak
+/// lost two WrappedJobs to that).
 fn refused_for_good(code: u16) -> bool {
-    code == 422
+    matches!(code, 400 | 422)
 }
 
 /// Deletes components by index (what is already gone is fine); children go in the background.
@@ -248,10 +249,10 @@ mod tests {
     use serde_json::json;
 
     #[test]
-    fn only_an_invalid_component_is_refused_for_good() {
-        assert!(refused_for_good(422));
-        // 404: a webhook whose cache lags; 400, 403, 409, 429, 500: denials and a busy server.
-        for code in [400, 403, 404, 409, 429, 500, 503] {
+    fn only_an_unreadable_or_invalid_component_is_refused_for_good() {
+        assert!(refused_for_good(400) && refused_for_good(422));
+        // 404: a webhook whose cache lags; 403, 409, 429, 500: denials and a busy server.
+        for code in [403, 404, 409, 429, 500, 503] {
             assert!(!refused_for_good(code), "{code} may pass later");
         }
     }

@@ -90,11 +90,15 @@ async fn act(
             Act::Create(index) => {
                 if let Err(failure) = components::create(&ctx.client, kinds, &current, *index).await {
                     let now = time::OffsetDateTime::now_utc();
+                    // A retry refused for the same reason is already told: one event per reason.
+                    let told = lifecycle::create_error(&current, *index) == Some(failure.message.as_str());
                     let failed = lifecycle::create_failed(&current, *index, failure.fatal, &failure.message, now);
                     current = write_status(&api, &current, &failed.status).await?;
-                    let kind = if failure.fatal { EventType::Warning } else { EventType::Normal };
-                    let note = format!("component {index}: {}", failure.message);
-                    reconciler::publish(ctx, job, kind, "CreateFailed", note);
+                    if !told || failure.fatal {
+                        let kind = if failure.fatal { EventType::Warning } else { EventType::Normal };
+                        let note = format!("component {index}: {}", failure.message);
+                        reconciler::publish(ctx, job, kind, "CreateFailed", note);
+                    }
                     if failure.fatal {
                         break;
                     }

@@ -189,6 +189,13 @@ pub fn create_failed(job: &WrappedJob, index: usize, fatal: bool, message: &str,
     machine.into_step()
 }
 
+/// Why component `index` could not be created last time, as its status says.
+pub fn create_error(job: &WrappedJob, index: usize) -> Option<&str> {
+    let component = job.status.as_ref()?.component_status.get(index)?;
+    let deployed = condition::find(&component.conditions, RESOURCES_DEPLOYED)?;
+    (deployed.status == "False").then_some(deployed.message.as_str())
+}
+
 /// Why a failed job failed, for the Workload's Finished condition.
 pub fn failure_message(job: &WrappedJob) -> Option<String> {
     job.status.as_ref().and_then(failure_message_of)

@@ -323,9 +323,11 @@ fn create_failures_are_retried_or_fatal() {
     s.job.spec.suspend = Some(false);
     s.at(0, &nothing());
     s.at(0, &nothing());
+    assert_eq!(create_error(&s.job, 1), None);
     let transient = create_failed(&s.job, 1, false, "connection refused", s.start);
     assert_eq!((transient.status.phase, transient.requeue), (Phase::Resuming, Some(CREATE_RETRY)));
     s.apply(&transient);
+    assert_eq!(create_error(&s.job, 1), Some("connection refused"), "a retry refused alike is already told");
     let retry = s.at(1, &observed(vec![running_job(), ObservedComponent::Missing], PodCounts::default()));
     assert_eq!(retry.actions, [Act::Create(1)]);
     assert_eq!(
