@@ -182,14 +182,16 @@ mod tests {
     }
 
     fn state_with_queues(queues: QueueCache) -> Arc<ServerState> {
-        Arc::new(ServerState {
-            config: Config::default(),
-            queues: Some(queues),
-            metrics: Arc::new(Metrics::default()),
-            authorizer: Arc::new(FakeAuthorizer::new()),
-            ready: AtomicBool::new(true),
-            integrations: Vec::new(),
-        })
+        let mut state = Arc::into_inner(state(true)).expect("a fresh state");
+        state.queues = Some(queues);
+        Arc::new(state)
+    }
+
+    /// The answer to creating the usual ExternalJob in queue `default/user-queue`.
+    async fn mutation_with(queues: QueueCache) -> Value {
+        let review = review("CREATE", job(one_pod_set()), None).to_string();
+        let (_, body) = call_with(state_with_queues(queues), MUTATE_EXTERNAL_JOB, review).await;
+        serde_json::from_slice(&body).unwrap()
     }
 
     async fn call_with(state: Arc<ServerState>, path: &str, body: impl Into<Body>) -> (StatusCode, Vec<u8>) {

@@ -218,7 +218,7 @@ async fn a_workload_multikueue_left_without_a_worker_is_nudged() {
     let ctx = context(client, &[wl]);
     // The recorder refuses the write: reaching it is what this test looks for.
     assert!(reconcile(&job, &ctx).await.is_err());
-    let path = format!("/apis/kueue.x-k8s.io/v1beta2/namespaces/default/workloads/{}", workload::name_for(&job));
+    let path = workload_path(&job);
     assert_eq!(requested(&requests), [format!("GET {path}"), format!("PATCH {path}")]);
 }
 
@@ -277,7 +277,7 @@ async fn a_finished_workload_has_its_finalizer_removed_without_a_read_first() {
     });
     let ctx = context(client, &[finished]);
     assert_eq!(reconcile(&job, &ctx).await.expect("released"), Action::await_change());
-    let path = format!("/apis/kueue.x-k8s.io/v1beta2/namespaces/default/workloads/{}", workload::name_for(&job));
+    let path = workload_path(&job);
     assert_eq!(requested(&requests), [format!("PATCH {path}")], "finished is for good: no read first");
     let patch = &requests.lock().unwrap()[0].1;
     assert_eq!(patch[0], serde_json::json!({"op": "test", "path": "/metadata/uid", "value": "wl-uid-1"}));
@@ -296,8 +296,13 @@ async fn a_refused_finalizer_removal_on_a_cached_workload_is_decided_again_on_th
     });
     let ctx = context(client, &[stale]);
     assert_eq!(reconcile(&job, &ctx).await.expect("already released"), Action::await_change());
-    let path = format!("/apis/kueue.x-k8s.io/v1beta2/namespaces/default/workloads/{}", workload::name_for(&job));
+    let path = workload_path(&job);
     assert_eq!(requested(&requests), [format!("PATCH {path}"), format!("GET {path}")]);
+}
+
+/// Where the API server serves `job`'s Workload.
+fn workload_path(job: &ExternalJob) -> String {
+    format!("/apis/kueue.x-k8s.io/v1beta2/namespaces/default/workloads/{}", workload::name_for(job))
 }
 
 /// `job`'s Workload, finished, still holding our finalizer.
