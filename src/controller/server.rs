@@ -265,10 +265,7 @@ mod tests {
 
     #[tokio::test]
     async fn a_job_in_a_queue_the_caches_have_not_seen_is_still_handed_to_multikueue() {
-        let state = state_with_queues(unseen_multikueue_queue("default", "user-queue", false));
-        let (_, body) =
-            call_with(state, MUTATE_EXTERNAL_JOB, review("CREATE", job(one_pod_set()), None).to_string()).await;
-        let answer: Value = serde_json::from_slice(&body).unwrap();
+        let answer = mutation_with(unseen_multikueue_queue("default", "user-queue", false)).await;
         assert_eq!(
             patch_of(&answer),
             json!([
@@ -280,10 +277,7 @@ mod tests {
 
     #[tokio::test]
     async fn a_queue_that_cannot_be_read_denies_the_job_saying_why() {
-        let state = state_with_queues(unseen_multikueue_queue("default", "user-queue", true));
-        let (_, body) =
-            call_with(state, MUTATE_EXTERNAL_JOB, review("CREATE", job(one_pod_set()), None).to_string()).await;
-        let answer: Value = serde_json::from_slice(&body).unwrap();
+        let answer = mutation_with(unseen_multikueue_queue("default", "user-queue", true)).await;
         assert_eq!(answer["response"]["allowed"], false);
         let why = denial(&answer);
         assert!(
