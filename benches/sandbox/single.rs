@@ -12,6 +12,7 @@ const CLUSTER: [&str; 6] = ["--workers", "0", "--nodes", "16", "--node-cpu", "64
 
 pub async fn bench(runs: usize, jobs: usize, wrapped: usize) -> Vec<Row> {
     let go = format!("{jobs} batch/v1 Jobs (Kueue's Go integration)");
+    let mut submitted = Row::new(format!("{jobs} ExternalJobs: all submitted"), "s", &go);
     let mut created = Row::new(format!("{jobs} ExternalJobs: all Workloads created"), "s", &go);
     let mut admitted = Row::new(format!("{jobs} ExternalJobs: all admitted"), "s", &go);
     let mut finished = Row::new(format!("{jobs} ExternalJobs: all finished"), "s", &go);
@@ -28,6 +29,7 @@ pub async fn bench(runs: usize, jobs: usize, wrapped: usize) -> Vec<Row> {
         let controller = sandbox.pid("manager", "kueue-ext-controller");
         let kueue = sandbox.pid("manager", "kueue");
         let (ours, peer) = versus(&client, Kind::External, Kind::Batch, jobs, run).await;
+        submitted.push(ours.submitted, peer.submitted);
         created.push(ours.created, peer.created);
         admitted.push(ours.admitted, peer.admitted);
         finished.push(ours.finished, peer.finished);
@@ -38,7 +40,7 @@ pub async fn bench(runs: usize, jobs: usize, wrapped: usize) -> Vec<Row> {
             rss_wrapped.push(peak_rss_mib(controller), peak_rss_mib(kueue));
         }
     }
-    let mut rows = vec![created, admitted, finished, rss];
+    let mut rows = vec![submitted, created, admitted, finished, rss];
     if wrapped > 0 {
         rows.extend([wrapped_done, rss_wrapped]);
     }

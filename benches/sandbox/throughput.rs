@@ -19,9 +19,11 @@ const SUBMIT_CONCURRENCY: usize = 20;
 const RUN_TIMEOUT: Duration = Duration::from_secs(30 * 60);
 const CLEAR_TIMEOUT: Duration = Duration::from_secs(15 * 60);
 
-/// Seconds from the first submission until all had a Workload, all were admitted, and all
-/// finished. Creation is the integration's own work; admission adds Kueue's scheduling.
+/// Seconds from the first submission until the API server had taken all (through the
+/// webhooks), all had a Workload, all were admitted, and all finished. Creation is the
+/// integration's own work; admission adds Kueue's scheduling.
 pub struct Times {
+    pub submitted: f64,
     pub created: f64,
     pub admitted: f64,
     pub finished: f64,
@@ -123,12 +125,18 @@ pub async fn measure(client: &kube::Client, kind: Kind, n: usize) -> Times {
     let mut progress = track(client, kind.workload_prefix(), n);
     let started = Instant::now();
     submit(client, kind, n).await;
+    let submitted = started.elapsed().as_secs_f64();
     let done =
         matches!(tokio::time::timeout(RUN_TIMEOUT, progress.wait_for(|p| p.all_finished.is_some())).await, Ok(Ok(_)));
     let seen = progress.borrow().clone();
     assert!(done, "{kind:?}: {} of {n} admitted, {} finished after {RUN_TIMEOUT:?}", seen.admitted, seen.finished);
     let since = |t: Option<Instant>| t.map(|t| t.duration_since(started).as_secs_f64()).unwrap_or_default();
-    Times { created: since(seen.all_created), admitted: since(seen.all_admitted), finished: since(seen.all_finished) }
+    Times {
+        submitted,
+        created: since(seen.all_created),
+        admitted: since(seen.all_admitted),
+        finished: since(seen.all_finished),
+    }
 }
 
 /// Deletes every job of `kind` in `default` and waits until they, their Workloads and all pods
@@ -176,8 +184,9 @@ pub async fn versus(client: &kube::Client, ours: Kind, peer: Kind, n: usize, run
 pub async fn timed(client: &kube::Client, kind: Kind, n: usize, run: usize) -> Times {
     let times = measure(client, kind, n).await;
     eprintln!(
-        "run {}: {n} {kind:?}: all Workloads created {:.1} s, all admitted {:.1} s, all finished {:.1} s",
+        "run {}: {n} {kind:?}: all submitted {:.1} s, all Workloads created {:.1} s, all admitted {:.1} s, all finished {:.1} s",
         run + 1,
+        times.submitted,
         times.created,
         times.admitted,
         times.finished

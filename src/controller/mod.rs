@@ -43,10 +43,20 @@ use server::ServerState;
 /// The metrics label of reconciles of kinds integrated by configuration.
 const CONFIGURED: &str = "configured";
 
+/// The metrics label of the ExternalJob runtime's reconciles (pods and status).
+const EXTERNAL_JOB_PODS: &str = "ExternalJob pods";
+
 /// Reconciles in flight per controller. Unbounded, a burst of a thousand jobs queued our
 /// requests behind the API server's priority-and-fairness seats (seconds per call, 429s) and
 /// slowed Kueue's own requests in the same priority level; a few dozen keep the server busy.
 const CONCURRENT_RECONCILES: u16 = 32;
+
+/// Reconciles in flight in the ExternalJob runtime. Fewer than the jobframework's: pods wait a
+/// little (kube-controller-manager's Job controller runs 5), Workloads of new jobs do not.
+const CONCURRENT_POD_RECONCILES: u16 = 8;
+
+/// Jobs a shared watch holds for a controller that has not taken them yet.
+const SHARED_FEED_BUFFER: usize = 1024;
 
 /// Name under which the controller writes events.
 pub const MANAGER: &str = "kueue-ext-controller";
@@ -93,6 +103,38 @@ where
     Controller::for_stream_with(reflector::reflector(writer, jobs).applied_objects(), reader, kind)
         .with_config(bounded())
         .trigger_backoff(backoff::TriggerBackoff::default())
+}
+
+/// A watch of jobs for several controllers: its store, and the feed to subscribe them to and
+/// then run. Its managedFields are left out, as in [`jobs_controller`].
+fn shared_jobs<K>(api: Api<K>) -> (Store<K>, SharedFeed<K>)
+where
+    K: Resource<DynamicType = ()> + Clone + std::fmt::Debug + serde::de::DeserializeOwned + Send + Sync + 'static,
+{
+    let (store, writer) = reflector::store_shared(SHARED_FEED_BUFFER);
+    (store, SharedFeed { api, writer })
+}
+
+struct SharedFeed<K: Resource<DynamicType = ()> + Clone + 'static> {
+    api: Api<K>,
+    writer: reflector::store::Writer<K>,
+}
+
+impl<K> SharedFeed<K>
+where
+    K: Resource<DynamicType = ()> + Clone + std::fmt::Debug + serde::de::DeserializeOwned + Send + Sync + 'static,
+{
+    fn subscribe(&self) -> Option<reflector::ReflectHandle<K>> {
+        self.writer.subscribe()
+    }
+
+    /// Watches until the process ends. A subscriber that does not keep up holds the others back.
+    async fn run(self) {
+        let jobs = watcher(self.api, watcher::Config::default())
+            .modify(|job: &mut K| job.meta_mut().managed_fields = None)
+            .backoff(backoff::TriggerBackoff::default());
+        reflector::reflector(self.writer, jobs).for_each(|_| async {}).await;
+    }
 }
 
 /// Runs until SIGINT/SIGTERM.
@@ -178,11 +220,44 @@ pub async fn run(options: Options) -> anyhow::Result<()> {
             metrics.reconciled(kind, result.is_ok(), started.elapsed());
         }
     };
-    let external_jobs = jobs_controller(Api::<ExternalJob>::all(client.clone()), ())
-        .owns_stream(workload_changes.subscribe(ApiResource::erase::<ExternalJob>(&())));
-    let (external_jobs, pod_cache) = external_job::pod_cache::watch(external_jobs, &client);
+    // One watch of ExternalJobs feeds two controllers, as kube-controller-manager's Job
+    // controller and Kueue's job reconciler run apart: the jobframework keeps the Workloads, the
+    // runtime runs the pods. With slots of their own, a burst of jobs gets its Workloads (and
+    // its place in the queues) without waiting behind the pods of those already admitted.
+    let (external_job_store, external_job_feed) = shared_jobs(Api::<ExternalJob>::all(client.clone()));
+    let integration = Controller::for_shared_stream(
+        external_job_feed.subscribe().expect("a shared store"),
+        external_job_store.clone(),
+    )
+    .with_config(bounded())
+    .trigger_backoff(backoff::TriggerBackoff::default())
+    .owns_stream(workload_changes.subscribe(ApiResource::erase::<ExternalJob>(&())))
+    .graceful_shutdown_on(stopped(stop_rx.clone()))
+    .run(
+        {
+            let reconciled = reconciled.clone();
+            move |job: Arc<ExternalJob>, ctx: Arc<Context>| {
+                let reconciled = reconciled.clone();
+                async move {
+                    let started = Instant::now();
+                    let result = reconciler::reconcile(job.as_ref(), &ctx).await;
+                    reconciled("ExternalJob", &result, started);
+                    result
+                }
+            }
+        },
+        error_policy,
+        ctx.clone(),
+    )
+    .for_each(|_| async {});
+    let runtime =
+        Controller::for_shared_stream(external_job_feed.subscribe().expect("a shared store"), external_job_store)
+            .with_config(runtime_controller::Config::default().concurrency(CONCURRENT_POD_RECONCILES))
+            .trigger_backoff(backoff::TriggerBackoff::default());
+    let (runtime, pod_cache) = external_job::pod_cache::watch(runtime, &client);
     let pod_cache = Arc::new(pod_cache);
-    let external_jobs = external_jobs
+    tokio::spawn(external_job_feed.run());
+    let runtime = runtime
         .graceful_shutdown_on(stopped(stop_rx.clone()))
         .run(
             {
@@ -191,8 +266,8 @@ pub async fn run(options: Options) -> anyhow::Result<()> {
                     let (reconciled, pod_cache) = (reconciled.clone(), pod_cache.clone());
                     async move {
                         let started = Instant::now();
-                        let result = external_job::controller::reconcile(&job, &ctx, &pod_cache).await;
-                        reconciled("ExternalJob", &result, started);
+                        let result = external_job::runtime::reconcile(&job, &ctx.client, &pod_cache).await;
+                        reconciled(EXTERNAL_JOB_PODS, &result, started);
                         result
                     }
                 }
@@ -277,7 +352,7 @@ pub async fn run(options: Options) -> anyhow::Result<()> {
         Ok::<_, std::io::Error>(())
     };
     let outcome = tokio::select! {
-        _ = async { tokio::join!(external_jobs, wrapped_jobs, configured_jobs, orphans) } => Ok(()),
+        _ = async { tokio::join!(integration, runtime, wrapped_jobs, configured_jobs, orphans) } => Ok(()),
         result = signal => { info!("shutting down"); result.map_err(anyhow::Error::from) }
         // Another replica may already be writing: stop at once, as controller-runtime does.
         _ = lease_lost => Err(anyhow::anyhow!("lost the {} Lease; exiting so another replica leads", leader::LEASE)),

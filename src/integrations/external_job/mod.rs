@@ -1,8 +1,8 @@
 //! `ExternalJob` on the jobframework: the `GenericJob` adapter, its pods, its webhook rules.
 
-pub mod controller;
 pub mod pod_cache;
 pub mod pods;
+pub mod runtime;
 pub mod webhook;
 
 use kube::api::{ApiResource, GroupVersionKind};

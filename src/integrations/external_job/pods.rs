@@ -166,12 +166,25 @@ fn observed_counts(pod_set: &str, pods: &[ObservedPod]) -> PodSetStatus {
 }
 
 fn deadline_passed(job: &ExternalJob, start: Option<&str>, now: &str) -> bool {
-    let (Some(limit), Some(start)) = (job.spec.active_deadline_seconds, start) else { return false };
+    seconds_left(job, start, now).is_some_and(|left| left < 0)
+}
+
+/// Seconds until the job has been active longer than `activeDeadlineSeconds` (negative once it has).
+fn seconds_left(job: &ExternalJob, start: Option<&str>, now: &str) -> Option<i64> {
+    let (limit, start) = (job.spec.active_deadline_seconds?, start?);
     let parse = |t: &str| time::OffsetDateTime::parse(t, &time::format_description::well_known::Rfc3339).ok();
-    match (parse(start), parse(now)) {
-        (Some(start), Some(now)) => (now - start).whole_seconds() > limit,
-        _ => false,
+    Some(limit - (parse(now)? - parse(start)?).whole_seconds())
+}
+
+/// When to look at a running job again although none of its pods changed: just past its
+/// deadline. `None` for a job without one, suspended, or ended (`status` as planned).
+pub fn until_deadline(job: &ExternalJob, status: &ExternalJobStatus, now: &str) -> Option<std::time::Duration> {
+    let ended = condition::is_true(&status.conditions, COMPLETE) || condition::is_true(&status.conditions, FAILED);
+    if job.is_suspended() || ended {
+        return None;
     }
+    let left = seconds_left(job, status.start_time.as_deref(), now)?;
+    Some(std::time::Duration::from_secs(left.max(0) as u64 + 1))
 }
 
 /// The pod `new` names, owned by the job, from its pod set's (admission-injected) template.

@@ -178,6 +178,25 @@ fn deadline_fails_a_running_job() {
 }
 
 #[test]
+fn a_running_job_with_a_deadline_is_looked_at_again_just_past_it() {
+    use super::pods::until_deadline;
+    use std::time::Duration;
+    let mut job = job(&[("main", 1)]);
+    let running = [pod("a", "main", "Running", true)];
+    job.status = Some(ExternalJobStatus { start_time: Some("2026-01-01T00:00:00Z".into()), ..Default::default() });
+    let at = |now: &str, job: &ExternalJob| until_deadline(job, &plan(job, &running, now).status, now);
+    assert_eq!(at("2026-01-01T00:00:04Z", &job), None, "no deadline");
+
+    job.spec.active_deadline_seconds = Some(10);
+    assert_eq!(at("2026-01-01T00:00:04Z", &job), Some(Duration::from_secs(7)));
+    assert_eq!(at("2026-01-01T00:00:10Z", &job), Some(Duration::from_secs(1)), "not past it yet");
+    assert_eq!(at("2026-01-01T00:00:11Z", &job), None, "failed: nothing left to wait for");
+
+    job.spec.suspend = Some(true);
+    assert_eq!(at("2026-01-01T00:00:04Z", &job), None, "suspended");
+}
+
+#[test]
 fn run_with_infos_then_restore_gives_back_the_template() {
     let mut running = job(&[("main", 4)]);
     running.spec.suspend = Some(true);
