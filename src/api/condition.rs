@@ -69,8 +69,13 @@ pub fn set(conditions: &mut Vec<Condition>, mut new: Condition, now: &str) -> bo
 
 /// Now, as Kubernetes writes times (RFC 3339, seconds, UTC).
 pub fn now() -> String {
-    let now = time::OffsetDateTime::now_utc().replace_nanosecond(0).unwrap_or_else(|_| time::OffsetDateTime::now_utc());
-    now.format(&time::format_description::well_known::Rfc3339).unwrap_or_default()
+    timestamp(time::OffsetDateTime::now_utc())
+}
+
+/// `t` as the API server writes times: RFC 3339, whole seconds.
+pub fn timestamp(t: time::OffsetDateTime) -> String {
+    let t = t.replace_nanosecond(0).unwrap_or(t);
+    t.format(&time::format_description::well_known::Rfc3339).unwrap_or_default()
 }
 
 #[cfg(test)]

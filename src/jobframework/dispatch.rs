@@ -11,7 +11,9 @@
 //! When a Workload of a job dispatched by MultiKueue has been left so (no worker nominated for
 //! `STRANDED_AFTER`, or nominated but placed on none for `UNPLACED_AFTER`), the reconciler
 //! writes an annotation on it. The change makes MultiKueue reconcile it again, with the workers
-//! connected by then.
+//! connected by then. Each further nudge of the same reservation waits twice as long as the one
+//! before, up to `LONGEST_WAIT`: under load MultiKueue is slow rather than stuck, and a
+//! nudge there is one more reconcile in its queue.
 
 use std::time::Duration;
 
@@ -24,6 +26,9 @@ use crate::api::kueue::{FINISHED, QUOTA_RESERVED, Workload};
 /// Holds the time of the last nudge.
 pub const RETRY_ANNOTATION: &str = "kueue-ext.dev/multikueue-retry";
 
+/// Holds how many nudges the reservation has had.
+pub const RETRIES_ANNOTATION: &str = "kueue-ext.dev/multikueue-retries";
+
 /// MultiKueue nominates workers within seconds of a reservation; this is many times that.
 pub const STRANDED_AFTER: Duration = Duration::from_secs(30);
 
@@ -31,14 +36,34 @@ pub const STRANDED_AFTER: Duration = Duration::from_secs(30);
 /// costs little.
 pub const UNPLACED_AFTER: Duration = Duration::from_secs(300);
 
+/// The longest wait between two nudges.
+pub const LONGEST_WAIT: Duration = Duration::from_secs(600);
+
 #[derive(Debug, PartialEq)]
 pub enum Dispatch {
     /// Not waiting on MultiKueue: no quota held, a worker chosen, admitted or finished.
     Moving,
     /// Holding quota, not yet on a worker, for less than the wait allowed: look again then.
     Waiting(Duration),
-    /// Left so for longer than that since the reservation or the last nudge.
-    Stranded,
+    /// Left so for longer than that since the reservation or the last nudge: nudge it, with
+    /// these annotations.
+    Stranded(Nudge),
+}
+
+/// The annotations a nudge writes: when, and the how-manieth for this reservation.
+#[derive(Debug, PartialEq)]
+pub struct Nudge {
+    pub at: String,
+    pub count: u32,
+}
+
+impl Nudge {
+    pub fn patch(&self) -> serde_json::Value {
+        serde_json::json!({"metadata": {"annotations": {
+            RETRY_ANNOTATION: self.at,
+            RETRIES_ANNOTATION: self.count.to_string(),
+        }}})
+    }
 }
 
 /// Where MultiKueue stands with `wl` at `now`.
@@ -48,16 +73,24 @@ pub fn dispatch(wl: &Workload, now: OffsetDateTime) -> Dispatch {
     if !wl.is(QUOTA_RESERVED) || wl.is_admitted() || wl.is(FINISHED) || !pending || status.cluster_name.is_some() {
         return Dispatch::Moving;
     }
-    let allowed = if status.nominated_cluster_names.is_empty() { STRANDED_AFTER } else { UNPLACED_AFTER };
     let parse = |t: &str| OffsetDateTime::parse(t, &Rfc3339).ok();
+    let annotation = |key| wl.metadata.annotations.as_ref().and_then(|a| a.get(key));
     let reserved =
         condition::find(&status.conditions, QUOTA_RESERVED).and_then(|c| parse(c.last_transition_time.as_deref()?));
-    let nudged = wl.metadata.annotations.as_ref().and_then(|a| parse(a.get(RETRY_ANNOTATION)?));
-    let Some(since) = reserved.max(nudged) else { return Dispatch::Stranded };
+    let nudged = annotation(RETRY_ANNOTATION).and_then(|t| parse(t));
+    // Nudges before the reservation were for an earlier one (the Workload was evicted since).
+    let nudges = match (nudged, reserved) {
+        (Some(nudged), Some(reserved)) if nudged < reserved => 0,
+        _ => annotation(RETRIES_ANNOTATION).and_then(|n| n.parse().ok()).unwrap_or(u32::from(nudged.is_some())),
+    };
+    let first = if status.nominated_cluster_names.is_empty() { STRANDED_AFTER } else { UNPLACED_AFTER };
+    let allowed = first.saturating_mul(1 << nudges.min(16)).min(LONGEST_WAIT);
+    let stranded = || Dispatch::Stranded(Nudge { at: condition::timestamp(now), count: nudges + 1 });
+    let Some(since) = reserved.max(nudged) else { return stranded() };
     let waited = Duration::try_from(now - since).unwrap_or_default();
     match allowed.checked_sub(waited) {
         Some(left) if !left.is_zero() => Dispatch::Waiting(left),
-        _ => Dispatch::Stranded,
+        _ => stranded(),
     }
 }
 
@@ -90,28 +123,67 @@ mod tests {
         wl
     }
 
-    #[test]
-    fn a_reservation_with_no_worker_nominated_is_stranded_after_thirty_seconds() {
-        let wl = left_without_a_worker();
-        assert_eq!(dispatch(&wl, at("2026-11-24T01:00:10Z")), Dispatch::Waiting(Duration::from_secs(20)));
-        assert_eq!(dispatch(&wl, at("2026-11-24T01:00:30Z")), Dispatch::Stranded);
-        assert_eq!(dispatch(&wl, at("2026-11-24T01:07:00Z")), Dispatch::Stranded);
+    fn stranded(t: &str, count: u32) -> Dispatch {
+        Dispatch::Stranded(Nudge { at: t.into(), count })
+    }
+
+    /// `wl` as the nudge `dispatch` asked for at `t` leaves it.
+    fn nudged(mut wl: Workload, t: &str) -> Workload {
+        let Dispatch::Stranded(nudge) = dispatch(&wl, at(t)) else { panic!("not stranded at {t}") };
+        let annotations = nudge.patch()["metadata"]["annotations"].clone();
+        wl.metadata.annotations = Some(serde_json::from_value(annotations).unwrap());
+        wl
+    }
+
+    fn secs(s: u64) -> Dispatch {
+        Dispatch::Waiting(Duration::from_secs(s))
     }
 
     #[test]
-    fn a_nudge_starts_the_wait_again() {
+    fn a_reservation_with_no_worker_nominated_is_stranded_after_thirty_seconds() {
+        let wl = left_without_a_worker();
+        assert_eq!(dispatch(&wl, at("2026-11-24T01:00:10Z")), secs(20));
+        assert_eq!(dispatch(&wl, at("2026-11-24T01:00:30Z")), stranded("2026-11-24T01:00:30Z", 1));
+        assert_eq!(dispatch(&wl, at("2026-11-24T01:07:00Z")), stranded("2026-11-24T01:07:00Z", 1));
+    }
+
+    #[test]
+    fn each_nudge_of_a_reservation_waits_twice_as_long_up_to_ten_minutes() {
+        let wl = nudged(left_without_a_worker(), "2026-11-24T01:00:30Z");
+        assert_eq!(dispatch(&wl, at("2026-11-24T01:00:35Z")), secs(55));
+        assert_eq!(dispatch(&wl, at("2026-11-24T01:01:30Z")), stranded("2026-11-24T01:01:30Z", 2));
+        let wl = nudged(wl, "2026-11-24T01:01:30Z");
+        assert_eq!(dispatch(&wl, at("2026-11-24T01:01:30Z")), secs(120));
+        let wl = nudged(nudged(nudged(wl, "2026-11-24T01:03:30Z"), "2026-11-24T01:07:30Z"), "2026-11-24T01:15:30Z");
+        assert_eq!(wl.metadata.annotations.as_ref().unwrap()[RETRIES_ANNOTATION], "5");
+        assert_eq!(dispatch(&wl, at("2026-11-24T01:15:30Z")), secs(600), "30 s × 2⁵, held to ten minutes");
+    }
+
+    #[test]
+    fn a_new_reservation_starts_the_count_again() {
+        let mut wl = nudged(nudged(left_without_a_worker(), "2026-11-24T01:00:30Z"), "2026-11-24T01:01:30Z");
+        // Evicted, then reserved again later: the earlier nudges were for the earlier reservation.
+        wl.status.as_mut().unwrap().conditions[0].last_transition_time = Some("2026-11-24T02:00:00Z".into());
+        assert_eq!(dispatch(&wl, at("2026-11-24T02:00:10Z")), secs(20));
+        assert_eq!(dispatch(&wl, at("2026-11-24T02:00:30Z")), stranded("2026-11-24T02:00:30Z", 1));
+    }
+
+    #[test]
+    fn a_nudge_written_before_the_count_was_kept_counts_as_one() {
         let mut wl = left_without_a_worker();
         wl.metadata.annotations = Some([(RETRY_ANNOTATION.to_string(), "2026-11-24T01:05:00Z".to_string())].into());
-        assert_eq!(dispatch(&wl, at("2026-11-24T01:05:05Z")), Dispatch::Waiting(Duration::from_secs(25)));
-        assert_eq!(dispatch(&wl, at("2026-11-24T01:05:30Z")), Dispatch::Stranded);
+        assert_eq!(dispatch(&wl, at("2026-11-24T01:05:05Z")), secs(55));
+        assert_eq!(dispatch(&wl, at("2026-11-24T01:06:00Z")), stranded("2026-11-24T01:06:00Z", 2));
     }
 
     #[test]
     fn a_workload_nominated_but_placed_nowhere_is_stranded_after_five_minutes() {
         let mut wl = left_without_a_worker();
         wl.status.as_mut().unwrap().nominated_cluster_names = vec!["worker1".into(), "worker2".into()];
-        assert_eq!(dispatch(&wl, at("2026-11-24T01:01:00Z")), Dispatch::Waiting(Duration::from_secs(240)));
-        assert_eq!(dispatch(&wl, at("2026-11-24T01:05:00Z")), Dispatch::Stranded);
+        assert_eq!(dispatch(&wl, at("2026-11-24T01:01:00Z")), secs(240));
+        assert_eq!(dispatch(&wl, at("2026-11-24T01:05:00Z")), stranded("2026-11-24T01:05:00Z", 1));
+        let wl = nudged(wl, "2026-11-24T01:05:00Z");
+        assert_eq!(dispatch(&wl, at("2026-11-24T01:05:00Z")), secs(600));
     }
 
     #[test]

@@ -256,11 +256,10 @@ async fn act<J: GenericJob>(
             match dispatch::dispatch(wl, time::OffsetDateTime::now_utc()) {
                 Dispatch::Moving => {}
                 Dispatch::Waiting(left) => return done(Action::requeue(left)),
-                Dispatch::Stranded => {
+                Dispatch::Stranded(nudge) => {
                     on_current_workload!();
-                    let patch = json!({"metadata": {"annotations": {dispatch::RETRY_ANNOTATION: condition::now()}}});
-                    merge_patch(workloads, wl, patch, "nudge MultiKueue about").await?;
-                    info!(workload = %wl.name_any(), "MultiKueue left a reserved workload on no worker; asked again");
+                    merge_patch(workloads, wl, nudge.patch(), "nudge MultiKueue about").await?;
+                    info!(workload = %wl.name_any(), nudges = nudge.count, "MultiKueue left a reserved workload on no worker; asked again");
                     return done(Action::requeue(dispatch::STRANDED_AFTER));
                 }
             }
