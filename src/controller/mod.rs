@@ -124,8 +124,9 @@ impl<K> SharedFeed<K>
 where
     K: Resource<DynamicType = ()> + Clone + std::fmt::Debug + serde::de::DeserializeOwned + Send + Sync + 'static,
 {
-    fn subscribe(&self) -> Option<reflector::ReflectHandle<K>> {
-        self.writer.subscribe()
+    /// A stream of the jobs that changed, for one more controller; subscribe all before [`Self::run`].
+    fn subscribe(&self) -> reflector::ReflectHandle<K> {
+        self.writer.subscribe().expect("a store made by store_shared dispatches")
     }
 
     /// Watches until the process ends. A subscriber that does not keep up holds the others back.
@@ -225,35 +226,31 @@ pub async fn run(options: Options) -> anyhow::Result<()> {
     // runtime runs the pods. With slots of their own, a burst of jobs gets its Workloads (and
     // its place in the queues) without waiting behind the pods of those already admitted.
     let (external_job_store, external_job_feed) = shared_jobs(Api::<ExternalJob>::all(client.clone()));
-    let integration = Controller::for_shared_stream(
-        external_job_feed.subscribe().expect("a shared store"),
-        external_job_store.clone(),
-    )
-    .with_config(bounded())
-    .trigger_backoff(backoff::TriggerBackoff::default())
-    .owns_stream(workload_changes.subscribe(ApiResource::erase::<ExternalJob>(&())))
-    .graceful_shutdown_on(stopped(stop_rx.clone()))
-    .run(
-        {
-            let reconciled = reconciled.clone();
-            move |job: Arc<ExternalJob>, ctx: Arc<Context>| {
+    let integration = Controller::for_shared_stream(external_job_feed.subscribe(), external_job_store.clone())
+        .with_config(bounded())
+        .trigger_backoff(backoff::TriggerBackoff::default())
+        .owns_stream(workload_changes.subscribe(ApiResource::erase::<ExternalJob>(&())))
+        .graceful_shutdown_on(stopped(stop_rx.clone()))
+        .run(
+            {
                 let reconciled = reconciled.clone();
-                async move {
-                    let started = Instant::now();
-                    let result = reconciler::reconcile(job.as_ref(), &ctx).await;
-                    reconciled("ExternalJob", &result, started);
-                    result
+                move |job: Arc<ExternalJob>, ctx: Arc<Context>| {
+                    let reconciled = reconciled.clone();
+                    async move {
+                        let started = Instant::now();
+                        let result = reconciler::reconcile(job.as_ref(), &ctx).await;
+                        reconciled("ExternalJob", &result, started);
+                        result
+                    }
                 }
-            }
-        },
-        error_policy,
-        ctx.clone(),
-    )
-    .for_each(|_| async {});
-    let runtime =
-        Controller::for_shared_stream(external_job_feed.subscribe().expect("a shared store"), external_job_store)
-            .with_config(runtime_controller::Config::default().concurrency(CONCURRENT_POD_RECONCILES))
-            .trigger_backoff(backoff::TriggerBackoff::default());
+            },
+            error_policy,
+            ctx.clone(),
+        )
+        .for_each(|_| async {});
+    let runtime = Controller::for_shared_stream(external_job_feed.subscribe(), external_job_store)
+        .with_config(runtime_controller::Config::default().concurrency(CONCURRENT_POD_RECONCILES))
+        .trigger_backoff(backoff::TriggerBackoff::default());
     let (runtime, pod_cache) = external_job::pod_cache::watch(runtime, &client);
     let pod_cache = Arc::new(pod_cache);
     tokio::spawn(external_job_feed.run());
