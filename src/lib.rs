@@ -14,4 +14,6 @@ pub mod kube_util;
 pub mod manifests;
 pub mod sandbox;
 pub mod submit;
+#[cfg(test)]
+mod test_api_server;
 pub mod tui;

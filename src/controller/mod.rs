@@ -17,7 +17,7 @@ use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
-use futures::StreamExt;
+use futures::{Stream, StreamExt};
 use kube::api::{Api, ApiResource, DynamicObject};
 use kube::runtime::controller::{self as runtime_controller, Action, Controller};
 use kube::runtime::events::Reporter;
@@ -99,8 +99,7 @@ where
     let writer = reflector::store::Writer::new(kind.clone());
     let reader = writer.as_reader();
     // Backed off with the controller's other triggers (`trigger_backoff`), as `Controller::new` does.
-    let jobs = watcher(api, watcher::Config::default()).modify(|job: &mut K| job.meta_mut().managed_fields = None);
-    Controller::for_stream_with(reflector::reflector(writer, jobs).applied_objects(), reader, kind)
+    Controller::for_stream_with(reflector::reflector(writer, job_events(api)).applied_objects(), reader, kind)
         .with_config(bounded())
         .trigger_backoff(backoff::TriggerBackoff::default())
 }
@@ -131,11 +130,17 @@ where
 
     /// Watches until the process ends. A subscriber that does not keep up holds the others back.
     async fn run(self) {
-        let jobs = watcher(self.api, watcher::Config::default())
-            .modify(|job: &mut K| job.meta_mut().managed_fields = None)
-            .backoff(backoff::TriggerBackoff::default());
+        let jobs = job_events(self.api).backoff(backoff::TriggerBackoff::default());
         reflector::reflector(self.writer, jobs).for_each(|_| async {}).await;
     }
+}
+
+/// The watch of the jobs of one kind, managedFields left out.
+fn job_events<K>(api: Api<K>) -> impl Stream<Item = watcher::Result<watcher::Event<K>>> + Send
+where
+    K: Resource + Clone + std::fmt::Debug + serde::de::DeserializeOwned + Send + 'static,
+{
+    watcher(api, watcher::Config::default()).modify(|job: &mut K| job.meta_mut().managed_fields = None)
 }
 
 /// Runs until SIGINT/SIGTERM.

@@ -59,37 +59,21 @@ where
 
 #[cfg(test)]
 pub(crate) mod tests {
-    use std::sync::Mutex;
-
-    use http::{Request, Response};
-    use kube::client::Body;
     use kube::runtime::reflector::store::Writer;
     use kube::runtime::watcher;
     use serde_json::{Value, json};
 
     use super::*;
-
-    type Asked = Arc<Mutex<Vec<String>>>;
+    use crate::test_api_server::{self, Requests, requested};
 
     /// A client whose API server answers GET `path` with the object `objects` holds for it, a 404
-    /// for any other path, and a 500 for `broken`; it records each path asked for.
-    fn api_server(objects: Vec<(String, Value)>, broken: Option<String>) -> (Client, Asked) {
-        let asked = Asked::default();
-        let log = asked.clone();
-        let service = tower::service_fn(move |request: Request<Body>| {
-            let path = request.uri().path().to_string();
-            log.lock().unwrap().push(path.clone());
-            let (status, body) = match objects.iter().find(|(p, _)| *p == path) {
-                _ if broken.as_ref() == Some(&path) => {
-                    (500, json!({"kind": "Status", "code": 500, "message": "etcd is down"}))
-                }
-                Some((_, object)) => (200, object.clone()),
-                None => (404, json!({"kind": "Status", "code": 404, "reason": "NotFound", "message": "not found"})),
-            };
-            let body = Body::from(serde_json::to_vec(&body).unwrap());
-            async move { Ok::<_, std::convert::Infallible>(Response::builder().status(status).body(body).unwrap()) }
-        });
-        (Client::new(service, "default"), asked)
+    /// for any other path, and a 500 for `broken`.
+    fn api_server(objects: Vec<(String, Value)>, broken: Option<String>) -> (Client, Requests) {
+        test_api_server::scripted_client(move |_, path| match objects.iter().find(|(p, _)| p == path) {
+            _ if broken.as_deref() == Some(path) => Err(500),
+            Some((_, object)) => Ok(object.clone()),
+            None => Err(404),
+        })
     }
 
     fn store_of<K: Resource<DynamicType = ()> + Clone>(objects: Vec<K>) -> Store<K> {
@@ -164,7 +148,7 @@ pub(crate) mod tests {
             vec![decoded(multikueue_check())],
         );
         assert_eq!(queues.uses_multikueue("team", "main").await, Ok(true));
-        assert!(asked.lock().unwrap().is_empty());
+        assert!(requested(&asked).is_empty());
     }
 
     #[tokio::test]
@@ -177,7 +161,10 @@ pub(crate) mod tests {
         let (client, asked) = api_server(objects, None);
         let queues = caches(client, Vec::new(), Vec::new(), Vec::new());
         assert_eq!(queues.uses_multikueue("team", "main").await, Ok(true));
-        assert_eq!(*asked.lock().unwrap(), [lq_path("team", "main"), CQ_PATH.into(), AC_PATH.into()]);
+        assert_eq!(
+            requested(&asked),
+            [format!("GET {}", lq_path("team", "main")), format!("GET {CQ_PATH}"), format!("GET {AC_PATH}")]
+        );
     }
 
     #[tokio::test]
@@ -192,7 +179,7 @@ pub(crate) mod tests {
         let queues =
             caches(client, vec![decoded(local_queue("team", "main"))], vec![decoded(cluster_queue())], Vec::new());
         assert_eq!(queues.uses_multikueue("team", "main").await, Ok(false));
-        assert_eq!(*asked.lock().unwrap(), [AC_PATH], "the check was read, and is not MultiKueue's");
+        assert_eq!(requested(&asked), [format!("GET {AC_PATH}")], "the check was read, and is not MultiKueue's");
     }
 
     #[tokio::test]

@@ -3,11 +3,7 @@
 //! with the Workload it is given) and refuses everything else, so a test sees every request a
 //! decision would have made.
 
-use std::sync::Mutex;
-
-use http::{Method, Request, Response};
-use http_body_util::BodyExt;
-use kube::client::Body;
+use http::Method;
 use kube::runtime::reflector::store::Writer;
 use kube::runtime::watcher;
 
@@ -17,9 +13,7 @@ use crate::api::kueue::{
     ADMITTED, Admission, AdmissionCheckState, PREBUILT_WORKLOAD_LABEL, PodSetAssignment, QUEUE_NAME_LABEL,
     WorkloadStatus,
 };
-
-/// Each request as "METHOD path", with its body.
-type Requests = Arc<Mutex<Vec<(String, serde_json::Value)>>>;
+use crate::test_api_server::{self, Requests, requested};
 
 /// The flavor every admission here assigns; the context's cache holds it.
 const FLAVOR: &str = "default-flavor";
@@ -34,34 +28,7 @@ fn recording_client(current: Option<Workload>) -> (Client, Requests) {
 fn scripted_client(
     answer: impl Fn(&Method, &str) -> Result<Workload, u16> + Clone + Send + 'static,
 ) -> (Client, Requests) {
-    let requests = Requests::default();
-    let log = requests.clone();
-    let service = tower::service_fn(move |request: Request<Body>| {
-        let (log, answer) = (log.clone(), answer.clone());
-        async move {
-            let (parts, body) = request.into_parts();
-            let body = body.collect().await.expect("a request body").to_bytes();
-            let body = serde_json::from_slice(&body).unwrap_or(serde_json::Value::Null);
-            log.lock().unwrap().push((format!("{} {}", parts.method, parts.uri.path()), body));
-            let response = match answer(&parts.method, parts.uri.path()) {
-                Ok(wl) => Response::new(Body::from(serde_json::to_vec(&wl).unwrap())),
-                Err(code) => {
-                    // As the API server words it: a refused JSON patch test is a 422 "Invalid".
-                    let reason = if code == 422 { "Invalid" } else { "InternalError" };
-                    let status =
-                        serde_json::json!({"kind": "Status", "status": "Failure", "code": code, "reason": reason});
-                    Response::builder().status(code).body(Body::from(serde_json::to_vec(&status).unwrap())).unwrap()
-                }
-            };
-            Ok::<_, std::convert::Infallible>(response)
-        }
-    });
-    (Client::new(service, "default"), requests)
-}
-
-/// The requests made, as "METHOD path".
-fn requested(requests: &Requests) -> Vec<String> {
-    requests.lock().unwrap().iter().map(|(request, _)| request.clone()).collect()
+    test_api_server::scripted_client(move |method, path| answer(method, path).map(|wl| json!(wl)))
 }
 
 fn assert_no_request(requests: &Requests) {

@@ -109,4 +109,6 @@ impl GenericJob for ExternalJob {
 }
 
 #[cfg(test)]
+mod runtime_tests;
+#[cfg(test)]
 mod tests;

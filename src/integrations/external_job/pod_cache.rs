@@ -73,6 +73,21 @@ impl PodCache {
 }
 
 #[cfg(test)]
+impl PodCache {
+    /// A cache that has listed `pods`, as slimmed by the watch.
+    pub(super) fn listed(pods: Vec<Pod>) -> PodCache {
+        let (store, mut writer) = reflector::store();
+        writer.apply_watcher_event(&watcher::Event::Init);
+        for mut pod in pods {
+            slim(&mut pod);
+            writer.apply_watcher_event(&watcher::Event::InitApply(pod));
+        }
+        writer.apply_watcher_event(&watcher::Event::InitDone);
+        PodCache::new(store)
+    }
+}
+
+#[cfg(test)]
 mod tests {
     use std::sync::Arc;
     use std::time::Duration;

@@ -1,4 +1,4 @@
-//! What the ExternalJob controller does besides the Workload: it runs the pods of a job that is
+//! What the ExternalJob runtime does, apart from the Workload: it runs the pods of a job that is
 //! unsuspended and not managed by another controller, counts them, retries failures up to the
 //! backoff limit, deletes them on suspension, and writes the job's status.
 //!

@@ -26,6 +26,11 @@ pub async fn reconcile(job: &ExternalJob, client: &Client, cache: &PodCache) -> 
     let Some(observed) = cache.pods_of(&namespace, &job.uid().unwrap_or_default()).await else {
         return Ok(Action::requeue(Duration::from_secs(1)));
     };
+    // A job waiting for its first admission has nothing to report yet. Written anyway, its
+    // status would be one more request per job while a burst of new jobs waits for admission.
+    if job.status.is_none() && job.is_suspended() && observed.is_empty() {
+        return Ok(Action::await_change());
+    }
     let now = condition::now();
     let plan = pods::plan(job, &observed, &now);
 

@@ -28,7 +28,7 @@ fn template(cpu: &str) -> PodTemplateSpec {
     }
 }
 
-fn job(pod_sets: &[(&str, i32)]) -> ExternalJob {
+pub(super) fn job(pod_sets: &[(&str, i32)]) -> ExternalJob {
     let mut job = ExternalJob::new(
         "train",
         ExternalJobSpec {
