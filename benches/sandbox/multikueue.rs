@@ -15,13 +15,18 @@ pub async fn bench(runs: usize, jobs: usize) -> Vec<Row> {
     let mut created = Row::new(format!("MultiKueue, {jobs} ExternalJobs: all Workloads created"), "s", &go);
     let mut admitted = Row::new(format!("MultiKueue, {jobs} ExternalJobs: all admitted"), "s", &go);
     let mut finished = Row::new(format!("MultiKueue, {jobs} ExternalJobs: all finished"), "s", &go);
+    let mut cpu = Row::new(
+        format!("MultiKueue, {jobs} ExternalJobs: CPU seconds of the three clusters until all admitted"),
+        "s",
+        &go,
+    );
     for run in 0..runs {
         let sandbox = Sandbox::up(&SANDBOX);
-        let manager = sandbox.client("manager").await;
-        let (ours, peer) = versus(&manager, Kind::External, Kind::Batch, jobs, run).await;
+        let (ours, peer) = versus(&sandbox, Kind::External, Kind::Batch, jobs, run).await;
         created.push(ours.created, peer.created);
         admitted.push(ours.admitted, peer.admitted);
         finished.push(ours.finished, peer.finished);
+        cpu.push(ours.total_cpu(), peer.total_cpu());
     }
-    vec![created, admitted, finished]
+    vec![created, admitted, finished, cpu]
 }

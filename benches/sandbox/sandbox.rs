@@ -47,7 +47,15 @@ impl Sandbox {
 
     /// Every recorded pid.
     pub fn pids(&self) -> Vec<i32> {
-        self.state().clusters.iter().flat_map(|c| c.components.iter().map(|c| c.process.pid)).collect()
+        self.processes().into_iter().map(|(_, pid)| pid).collect()
+    }
+
+    /// Every recorded process as `cluster/component`, with its pid.
+    pub fn processes(&self) -> Vec<(String, i32)> {
+        let state = self.state();
+        let named =
+            |cluster: &str, c: &kueue_ext::sandbox::state::Component| (format!("{cluster}/{}", c.name), c.process.pid);
+        state.clusters.iter().flat_map(|cluster| cluster.components.iter().map(|c| named(&cluster.name, c))).collect()
     }
 
     pub async fn client(&self, cluster: &str) -> kube::Client {

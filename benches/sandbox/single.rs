@@ -16,6 +16,7 @@ pub async fn bench(runs: usize, jobs: usize, wrapped: usize) -> Vec<Row> {
     let mut created = Row::new(format!("{jobs} ExternalJobs: all Workloads created"), "s", &go);
     let mut admitted = Row::new(format!("{jobs} ExternalJobs: all admitted"), "s", &go);
     let mut finished = Row::new(format!("{jobs} ExternalJobs: all finished"), "s", &go);
+    let mut cpu = Row::new(format!("{jobs} ExternalJobs: CPU seconds of the cluster until all admitted"), "s", &go);
     let mut rss = Row::new(format!("peak RSS during the {jobs}-job runs"), "MiB", "Kueue's manager process");
     let mut wrapped_done = Row::new(
         format!("{wrapped} WrappedJobs (Job + Deployment): all succeeded"),
@@ -25,22 +26,22 @@ pub async fn bench(runs: usize, jobs: usize, wrapped: usize) -> Vec<Row> {
     let mut rss_wrapped = Row::new("peak RSS, WrappedJobs included", "MiB", "Kueue's manager process");
     for run in 0..runs {
         let sandbox = Sandbox::up(&CLUSTER);
-        let client = sandbox.client("manager").await;
         let controller = sandbox.pid("manager", "kueue-ext-controller");
         let kueue = sandbox.pid("manager", "kueue");
-        let (ours, peer) = versus(&client, Kind::External, Kind::Batch, jobs, run).await;
+        let (ours, peer) = versus(&sandbox, Kind::External, Kind::Batch, jobs, run).await;
         submitted.push(ours.submitted, peer.submitted);
         created.push(ours.created, peer.created);
         admitted.push(ours.admitted, peer.admitted);
         finished.push(ours.finished, peer.finished);
+        cpu.push(ours.total_cpu(), peer.total_cpu());
         rss.push(peak_rss_mib(controller), peak_rss_mib(kueue));
         if wrapped > 0 {
-            let (ours, peer) = versus(&client, Kind::Wrapped, Kind::Batch, wrapped, run).await;
+            let (ours, peer) = versus(&sandbox, Kind::Wrapped, Kind::Batch, wrapped, run).await;
             wrapped_done.push(ours.finished, peer.finished);
             rss_wrapped.push(peak_rss_mib(controller), peak_rss_mib(kueue));
         }
     }
-    let mut rows = vec![submitted, created, admitted, finished, rss];
+    let mut rows = vec![submitted, created, admitted, finished, cpu, rss];
     if wrapped > 0 {
         rows.extend([wrapped_done, rss_wrapped]);
     }

@@ -13,6 +13,7 @@ use kube::runtime::{WatchStreamExt, watcher};
 use tokio::sync::watch;
 
 use crate::jobs::Kind;
+use crate::sandbox::{Sandbox, cpu_seconds};
 
 /// Jobs in flight while submitting, as a busy client would send them.
 const SUBMIT_CONCURRENCY: usize = 20;
@@ -27,6 +28,20 @@ pub struct Times {
     pub created: f64,
     pub admitted: f64,
     pub finished: f64,
+    /// CPU seconds each of the sandbox's processes spent from the first submission until all
+    /// were admitted, most first: on two busy cores, where the time went.
+    pub cpu: Vec<(String, f64)>,
+}
+
+impl Times {
+    pub fn total_cpu(&self) -> f64 {
+        self.cpu.iter().map(|(_, s)| s).sum()
+    }
+}
+
+/// CPU seconds of each process so far.
+fn cpu_of(processes: &[(String, i32)]) -> Vec<f64> {
+    processes.iter().map(|(_, pid)| cpu_seconds(*pid)).collect()
 }
 
 #[derive(Clone, Default)]
@@ -121,13 +136,20 @@ async fn submit(client: &kube::Client, kind: Kind, n: usize) {
 }
 
 /// Submits `n` jobs of `kind` into `default` and waits until all have finished.
-pub async fn measure(client: &kube::Client, kind: Kind, n: usize) -> Times {
+pub async fn measure(client: &kube::Client, kind: Kind, n: usize, processes: &[(String, i32)]) -> Times {
     let mut progress = track(client, kind.workload_prefix(), n);
+    let cpu_before = cpu_of(processes);
     let started = Instant::now();
     submit(client, kind, n).await;
     let submitted = started.elapsed().as_secs_f64();
-    let done =
-        matches!(tokio::time::timeout(RUN_TIMEOUT, progress.wait_for(|p| p.all_finished.is_some())).await, Ok(Ok(_)));
+    let admitted =
+        matches!(tokio::time::timeout(RUN_TIMEOUT, progress.wait_for(|p| p.all_admitted.is_some())).await, Ok(Ok(_)));
+    let cpu_after = cpu_of(processes);
+    let done = admitted
+        && matches!(
+            tokio::time::timeout(RUN_TIMEOUT, progress.wait_for(|p| p.all_finished.is_some())).await,
+            Ok(Ok(_))
+        );
     let seen = progress.borrow().clone();
     assert!(done, "{kind:?}: {} of {n} admitted, {} finished after {RUN_TIMEOUT:?}", seen.admitted, seen.finished);
     let since = |t: Option<Instant>| t.map(|t| t.duration_since(started).as_secs_f64()).unwrap_or_default();
@@ -136,6 +158,13 @@ pub async fn measure(client: &kube::Client, kind: Kind, n: usize) -> Times {
         created: since(seen.all_created),
         admitted: since(seen.all_admitted),
         finished: since(seen.all_finished),
+        cpu: {
+            let spent = processes.iter().zip(cpu_after.iter().zip(cpu_before));
+            let mut cpu: Vec<(String, f64)> =
+                spent.map(|((name, _), (after, before))| (name.clone(), after - before)).collect();
+            cpu.sort_by(|a, b| b.1.total_cmp(&a.1));
+            cpu
+        },
     }
 }
 
@@ -170,26 +199,33 @@ pub async fn clear(client: &kube::Client, kind: Kind) {
 
 /// Our kind against the peer's on the same cluster, one after the other; who goes first
 /// alternates between runs, as the second meets a cluster that has been busy.
-pub async fn versus(client: &kube::Client, ours: Kind, peer: Kind, n: usize, run: usize) -> (Times, Times) {
+pub async fn versus(sandbox: &Sandbox, ours: Kind, peer: Kind, n: usize, run: usize) -> (Times, Times) {
+    let client = sandbox.client("manager").await;
+    let processes = sandbox.processes();
+    let side = |kind| timed(&client, kind, n, run, &processes);
     if run.is_multiple_of(2) {
-        let peer = timed(client, peer, n, run).await;
-        (timed(client, ours, n, run).await, peer)
+        let peer = side(peer).await;
+        (side(ours).await, peer)
     } else {
-        let ours = timed(client, ours, n, run).await;
-        (ours, timed(client, peer, n, run).await)
+        let ours = side(ours).await;
+        (ours, side(peer).await)
     }
 }
 
 /// Measures one kind, says how it went, and clears the namespace for the next.
-pub async fn timed(client: &kube::Client, kind: Kind, n: usize, run: usize) -> Times {
-    let times = measure(client, kind, n).await;
+async fn timed(client: &kube::Client, kind: Kind, n: usize, run: usize, processes: &[(String, i32)]) -> Times {
+    let times = measure(client, kind, n, processes).await;
+    let busiest: Vec<String> = times.cpu.iter().take(5).map(|(name, s)| format!("{name} {s:.1}")).collect();
     eprintln!(
-        "run {}: {n} {kind:?}: all submitted {:.1} s, all Workloads created {:.1} s, all admitted {:.1} s, all finished {:.1} s",
+        "run {}: {n} {kind:?}: all submitted {:.1} s, all Workloads created {:.1} s, all admitted {:.1} s, all finished {:.1} s; \
+         CPU until all admitted {:.1} s ({})",
         run + 1,
         times.submitted,
         times.created,
         times.admitted,
-        times.finished
+        times.finished,
+        times.total_cpu(),
+        busiest.join(", ")
     );
     clear(client, kind).await;
     times

@@ -13,8 +13,12 @@
 //! writes an annotation on it. The change makes MultiKueue reconcile it again, with the workers
 //! connected by then. Each further nudge of the same reservation waits twice as long as the one
 //! before, up to `LONGEST_WAIT`: under load MultiKueue is slow rather than stuck, and a
-//! nudge there is one more reconcile in its queue.
+//! nudge there is one more reconcile in its queue. For the same reason a Workload with no worker
+//! nominated is not nudged while Workloads of its ClusterQueue reserved after it wait with none
+//! too: MultiKueue is working through them. It is nudged once one of those has a worker (it was
+//! passed over), or when none was reserved after it.
 
+use std::ops::Deref;
 use std::time::Duration;
 
 use time::OffsetDateTime;
@@ -66,17 +70,20 @@ impl Nudge {
     }
 }
 
-/// Where MultiKueue stands with `wl` at `now`.
-pub fn dispatch(wl: &Workload, now: OffsetDateTime) -> Dispatch {
+/// Where MultiKueue stands with `wl` at `now`; `others` gives the Workloads to compare its
+/// reservation with, read only once it has waited long enough.
+pub fn dispatch<W: Deref<Target = Workload>>(
+    wl: &Workload,
+    now: OffsetDateTime,
+    others: impl FnOnce() -> Vec<W>,
+) -> Dispatch {
     let Some(status) = &wl.status else { return Dispatch::Moving };
     let pending = status.admission_checks.iter().any(|c| c.state == "Pending");
     if !wl.is(QUOTA_RESERVED) || wl.is_admitted() || wl.is(FINISHED) || !pending || status.cluster_name.is_some() {
         return Dispatch::Moving;
     }
-    let parse = |t: &str| OffsetDateTime::parse(t, &Rfc3339).ok();
     let annotation = |key| wl.metadata.annotations.as_ref().and_then(|a| a.get(key));
-    let reserved =
-        condition::find(&status.conditions, QUOTA_RESERVED).and_then(|c| parse(c.last_transition_time.as_deref()?));
+    let reserved = reserved_at(wl);
     let nudged = annotation(RETRY_ANNOTATION).and_then(|t| parse(t));
     // Nudges before the reservation were for an earlier one (the Workload was evicted since).
     let nudges = match (nudged, reserved) {
@@ -90,15 +97,48 @@ pub fn dispatch(wl: &Workload, now: OffsetDateTime) -> Dispatch {
     let waited = Duration::try_from(now - since).unwrap_or_default();
     match allowed.checked_sub(waited) {
         Some(left) if !left.is_zero() => Dispatch::Waiting(left),
+        _ if status.nominated_cluster_names.is_empty() && in_a_backlog(wl, &others()) => {
+            Dispatch::Waiting(STRANDED_AFTER)
+        }
         _ => stranded(),
     }
+}
+
+/// Whether Workloads of `wl`'s ClusterQueue were reserved after it and none of them has a worker
+/// nominated or chosen yet: MultiKueue has not come to any of them either.
+fn in_a_backlog<W: Deref<Target = Workload>>(wl: &Workload, others: &[W]) -> bool {
+    let (Some(reserved), Some(queue)) = (reserved_at(wl), cluster_queue(wl)) else { return false };
+    let later: Vec<&Workload> = others
+        .iter()
+        .map(|o| &**o)
+        .filter(|o| cluster_queue(o) == Some(queue) && reserved_at(o).is_some_and(|t| t > reserved))
+        .collect();
+    !later.is_empty() && !later.into_iter().any(has_a_worker)
+}
+
+fn has_a_worker(wl: &Workload) -> bool {
+    wl.status.as_ref().is_some_and(|s| s.cluster_name.is_some() || !s.nominated_cluster_names.is_empty())
+}
+
+fn cluster_queue(wl: &Workload) -> Option<&str> {
+    Some(wl.status.as_ref()?.admission.as_ref()?.cluster_queue.as_str())
+}
+
+/// When the Workload's current reservation was made.
+fn reserved_at(wl: &Workload) -> Option<OffsetDateTime> {
+    let reserved = condition::find(wl.conditions(), QUOTA_RESERVED).filter(|c| c.is_true())?;
+    parse(reserved.last_transition_time.as_deref()?)
+}
+
+fn parse(t: &str) -> Option<OffsetDateTime> {
+    OffsetDateTime::parse(t, &Rfc3339).ok()
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::api::condition::Condition;
-    use crate::api::kueue::{ADMITTED, AdmissionCheckState, WorkloadStatus};
+    use crate::api::kueue::{ADMITTED, Admission, AdmissionCheckState, WorkloadStatus};
 
     const RESERVED_AT: &str = "2026-11-24T01:00:00Z";
 
@@ -113,6 +153,7 @@ mod tests {
         reserved.last_transition_time = Some(RESERVED_AT.into());
         wl.status = Some(WorkloadStatus {
             conditions: vec![reserved],
+            admission: Some(Admission { cluster_queue: "cq".into(), pod_set_assignments: Vec::new() }),
             admission_checks: vec![AdmissionCheckState {
                 name: "multikueue".into(),
                 state: "Pending".into(),
@@ -123,13 +164,18 @@ mod tests {
         wl
     }
 
+    /// `dispatch` for a Workload with no other in its ClusterQueue.
+    fn alone(wl: &Workload, now: OffsetDateTime) -> Dispatch {
+        dispatch(wl, now, Vec::<&Workload>::new)
+    }
+
     fn stranded(t: &str, count: u32) -> Dispatch {
         Dispatch::Stranded(Nudge { at: t.into(), count })
     }
 
     /// `wl` as the nudge `dispatch` asked for at `t` leaves it.
     fn nudged(mut wl: Workload, t: &str) -> Workload {
-        let Dispatch::Stranded(nudge) = dispatch(&wl, at(t)) else { panic!("not stranded at {t}") };
+        let Dispatch::Stranded(nudge) = alone(&wl, at(t)) else { panic!("not stranded at {t}") };
         let annotations = nudge.patch()["metadata"]["annotations"].clone();
         wl.metadata.annotations = Some(serde_json::from_value(annotations).unwrap());
         wl
@@ -142,21 +188,21 @@ mod tests {
     #[test]
     fn a_reservation_with_no_worker_nominated_is_stranded_after_thirty_seconds() {
         let wl = left_without_a_worker();
-        assert_eq!(dispatch(&wl, at("2026-11-24T01:00:10Z")), secs(20));
-        assert_eq!(dispatch(&wl, at("2026-11-24T01:00:30Z")), stranded("2026-11-24T01:00:30Z", 1));
-        assert_eq!(dispatch(&wl, at("2026-11-24T01:07:00Z")), stranded("2026-11-24T01:07:00Z", 1));
+        assert_eq!(alone(&wl, at("2026-11-24T01:00:10Z")), secs(20));
+        assert_eq!(alone(&wl, at("2026-11-24T01:00:30Z")), stranded("2026-11-24T01:00:30Z", 1));
+        assert_eq!(alone(&wl, at("2026-11-24T01:07:00Z")), stranded("2026-11-24T01:07:00Z", 1));
     }
 
     #[test]
     fn each_nudge_of_a_reservation_waits_twice_as_long_up_to_ten_minutes() {
         let wl = nudged(left_without_a_worker(), "2026-11-24T01:00:30Z");
-        assert_eq!(dispatch(&wl, at("2026-11-24T01:00:35Z")), secs(55));
-        assert_eq!(dispatch(&wl, at("2026-11-24T01:01:30Z")), stranded("2026-11-24T01:01:30Z", 2));
+        assert_eq!(alone(&wl, at("2026-11-24T01:00:35Z")), secs(55));
+        assert_eq!(alone(&wl, at("2026-11-24T01:01:30Z")), stranded("2026-11-24T01:01:30Z", 2));
         let wl = nudged(wl, "2026-11-24T01:01:30Z");
-        assert_eq!(dispatch(&wl, at("2026-11-24T01:01:30Z")), secs(120));
+        assert_eq!(alone(&wl, at("2026-11-24T01:01:30Z")), secs(120));
         let wl = nudged(nudged(nudged(wl, "2026-11-24T01:03:30Z"), "2026-11-24T01:07:30Z"), "2026-11-24T01:15:30Z");
         assert_eq!(wl.metadata.annotations.as_ref().unwrap()[RETRIES_ANNOTATION], "5");
-        assert_eq!(dispatch(&wl, at("2026-11-24T01:15:30Z")), secs(600), "30 s × 2⁵, held to ten minutes");
+        assert_eq!(alone(&wl, at("2026-11-24T01:15:30Z")), secs(600), "30 s × 2⁵, held to ten minutes");
     }
 
     #[test]
@@ -164,26 +210,26 @@ mod tests {
         let mut wl = nudged(nudged(left_without_a_worker(), "2026-11-24T01:00:30Z"), "2026-11-24T01:01:30Z");
         // Evicted, then reserved again later: the earlier nudges were for the earlier reservation.
         wl.status.as_mut().unwrap().conditions[0].last_transition_time = Some("2026-11-24T02:00:00Z".into());
-        assert_eq!(dispatch(&wl, at("2026-11-24T02:00:10Z")), secs(20));
-        assert_eq!(dispatch(&wl, at("2026-11-24T02:00:30Z")), stranded("2026-11-24T02:00:30Z", 1));
+        assert_eq!(alone(&wl, at("2026-11-24T02:00:10Z")), secs(20));
+        assert_eq!(alone(&wl, at("2026-11-24T02:00:30Z")), stranded("2026-11-24T02:00:30Z", 1));
     }
 
     #[test]
     fn a_nudge_written_before_the_count_was_kept_counts_as_one() {
         let mut wl = left_without_a_worker();
         wl.metadata.annotations = Some([(RETRY_ANNOTATION.to_string(), "2026-11-24T01:05:00Z".to_string())].into());
-        assert_eq!(dispatch(&wl, at("2026-11-24T01:05:05Z")), secs(55));
-        assert_eq!(dispatch(&wl, at("2026-11-24T01:06:00Z")), stranded("2026-11-24T01:06:00Z", 2));
+        assert_eq!(alone(&wl, at("2026-11-24T01:05:05Z")), secs(55));
+        assert_eq!(alone(&wl, at("2026-11-24T01:06:00Z")), stranded("2026-11-24T01:06:00Z", 2));
     }
 
     #[test]
     fn a_workload_nominated_but_placed_nowhere_is_stranded_after_five_minutes() {
         let mut wl = left_without_a_worker();
         wl.status.as_mut().unwrap().nominated_cluster_names = vec!["worker1".into(), "worker2".into()];
-        assert_eq!(dispatch(&wl, at("2026-11-24T01:01:00Z")), secs(240));
-        assert_eq!(dispatch(&wl, at("2026-11-24T01:05:00Z")), stranded("2026-11-24T01:05:00Z", 1));
+        assert_eq!(alone(&wl, at("2026-11-24T01:01:00Z")), secs(240));
+        assert_eq!(alone(&wl, at("2026-11-24T01:05:00Z")), stranded("2026-11-24T01:05:00Z", 1));
         let wl = nudged(wl, "2026-11-24T01:05:00Z");
-        assert_eq!(dispatch(&wl, at("2026-11-24T01:05:00Z")), secs(600));
+        assert_eq!(alone(&wl, at("2026-11-24T01:05:00Z")), secs(600));
     }
 
     #[test]
@@ -202,7 +248,49 @@ mod tests {
         let mut finished = left_without_a_worker();
         finished.status.as_mut().unwrap().conditions.push(Condition::new(FINISHED, true, "Succeeded", ""));
         for wl in [chosen, decided, admitted, queued, finished, Workload::new("w", Default::default())] {
-            assert_eq!(dispatch(&wl, late), Dispatch::Moving, "{:?}", wl.status);
+            assert_eq!(alone(&wl, late), Dispatch::Moving, "{:?}", wl.status);
         }
+    }
+
+    /// A Workload of the same ClusterQueue reserved `secs` seconds after `RESERVED_AT`.
+    fn reserved_later(secs: i64, worker: bool) -> Workload {
+        let mut wl = left_without_a_worker();
+        let status = wl.status.as_mut().unwrap();
+        let at = at(RESERVED_AT) + time::Duration::seconds(secs);
+        status.conditions[0].last_transition_time = Some(condition::timestamp(at));
+        if worker {
+            status.nominated_cluster_names = vec!["worker1".into()];
+        }
+        wl
+    }
+
+    #[test]
+    fn a_workload_behind_later_reservations_that_have_no_worker_either_waits_for_multikueue() {
+        let wl = left_without_a_worker();
+        let (earlier, later) = (reserved_later(-5, true), reserved_later(10, false));
+        let now = at("2026-11-24T01:00:30Z");
+        assert_eq!(dispatch(&wl, now, || vec![&earlier, &later]), secs(30));
+
+        let mut nominated = wl.clone();
+        nominated.status.as_mut().unwrap().nominated_cluster_names = vec!["worker1".into()];
+        let now = at("2026-11-24T01:05:00Z");
+        assert_eq!(dispatch(&nominated, now, || vec![&later]), stranded("2026-11-24T01:05:00Z", 1), "placed nowhere");
+    }
+
+    #[test]
+    fn a_workload_passed_over_by_a_later_reservation_is_nudged() {
+        let wl = left_without_a_worker();
+        let later = [reserved_later(10, false), reserved_later(12, true)];
+        let now = at("2026-11-24T01:00:30Z");
+        assert_eq!(dispatch(&wl, now, || later.iter().collect()), stranded("2026-11-24T01:00:30Z", 1));
+    }
+
+    #[test]
+    fn reservations_of_other_cluster_queues_hold_nothing_back() {
+        let wl = left_without_a_worker();
+        let mut elsewhere = reserved_later(10, false);
+        elsewhere.status.as_mut().unwrap().admission.as_mut().unwrap().cluster_queue = "other".into();
+        let now = at("2026-11-24T01:00:30Z");
+        assert_eq!(dispatch(&wl, now, || vec![&elsewhere]), stranded("2026-11-24T01:00:30Z", 1));
     }
 }

@@ -253,7 +253,7 @@ async fn act<J: GenericJob>(
             on_current_workload!();
             merge_patch(workloads, wl, json!({"spec": {"queueName": job.queue_name()}}), "update queue of").await?;
         } else if job.managed_by() == Some(MULTIKUEUE_CONTROLLER) {
-            match dispatch::dispatch(wl, time::OffsetDateTime::now_utc()) {
+            match dispatch::dispatch(wl, time::OffsetDateTime::now_utc(), || ctx.workloads.state()) {
                 Dispatch::Moving => {}
                 Dispatch::Waiting(left) => return done(Action::requeue(left)),
                 Dispatch::Stranded(nudge) => {
