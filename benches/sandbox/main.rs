@@ -17,6 +17,7 @@
 //! `KUEUE_EXT_BENCH_RATE` (200 admissions/s), `KUEUE_EXT_BENCH_ADMISSIONS` (3000).
 //! Prints a table and writes target/bench/sandbox.json.
 
+mod apiserver;
 mod jobs;
 mod multikueue;
 mod report;

@@ -12,6 +12,7 @@ use kube::api::{Api, ApiResource, DeleteParams, DynamicObject, ListParams, PostP
 use kube::runtime::{WatchStreamExt, watcher};
 use tokio::sync::watch;
 
+use crate::apiserver;
 use crate::jobs::Kind;
 use crate::sandbox::{Sandbox, cpu_seconds};
 
@@ -31,6 +32,8 @@ pub struct Times {
     /// CPU seconds each of the sandbox's processes spent from the first submission until all
     /// were admitted, most first: on two busy cores, where the time went.
     pub cpu: Vec<(String, f64)>,
+    /// Per cluster, the requests and webhooks its API server served most often meanwhile.
+    pub api_servers: Vec<(String, Vec<String>)>,
 }
 
 impl Times {
@@ -42,6 +45,30 @@ impl Times {
 /// CPU seconds of each process so far.
 fn cpu_of(processes: &[(String, i32)]) -> Vec<f64> {
     processes.iter().map(|(_, pid)| cpu_seconds(*pid)).collect()
+}
+
+/// What a run reads besides the jobs: the sandbox's processes and each cluster's API server.
+struct Observed {
+    processes: Vec<(String, i32)>,
+    api_servers: Vec<(String, kube::Client)>,
+}
+
+impl Observed {
+    async fn of(sandbox: &Sandbox) -> Observed {
+        let mut api_servers = Vec::new();
+        for cluster in sandbox.state().clusters {
+            api_servers.push((cluster.name.clone(), sandbox.client(&cluster.name).await));
+        }
+        Observed { processes: sandbox.processes(), api_servers }
+    }
+
+    async fn api_server_metrics(&self) -> Vec<apiserver::Spent> {
+        let mut spent = Vec::new();
+        for (_, client) in &self.api_servers {
+            spent.push(apiserver::scrape(client).await);
+        }
+        spent
+    }
 }
 
 #[derive(Clone, Default)]
@@ -136,15 +163,24 @@ async fn submit(client: &kube::Client, kind: Kind, n: usize) {
 }
 
 /// Submits `n` jobs of `kind` into `default` and waits until all have finished.
-pub async fn measure(client: &kube::Client, kind: Kind, n: usize, processes: &[(String, i32)]) -> Times {
+async fn measure(client: &kube::Client, kind: Kind, n: usize, observed: &Observed) -> Times {
+    let processes = &observed.processes;
     let mut progress = track(client, kind.workload_prefix(), n);
     let cpu_before = cpu_of(processes);
+    let api_before = observed.api_server_metrics().await;
     let started = Instant::now();
     submit(client, kind, n).await;
     let submitted = started.elapsed().as_secs_f64();
     let admitted =
         matches!(tokio::time::timeout(RUN_TIMEOUT, progress.wait_for(|p| p.all_admitted.is_some())).await, Ok(Ok(_)));
     let cpu_after = cpu_of(processes);
+    let api_after = observed.api_server_metrics().await;
+    let api_servers = observed
+        .api_servers
+        .iter()
+        .zip(api_after.iter().zip(&api_before))
+        .map(|((cluster, _), (after, before))| (cluster.clone(), after.most_since(before, 8)))
+        .collect();
     let done = admitted
         && matches!(
             tokio::time::timeout(RUN_TIMEOUT, progress.wait_for(|p| p.all_finished.is_some())).await,
@@ -165,6 +201,7 @@ pub async fn measure(client: &kube::Client, kind: Kind, n: usize, processes: &[(
             cpu.sort_by(|a, b| b.1.total_cmp(&a.1));
             cpu
         },
+        api_servers,
     }
 }
 
@@ -201,8 +238,8 @@ pub async fn clear(client: &kube::Client, kind: Kind) {
 /// alternates between runs, as the second meets a cluster that has been busy.
 pub async fn versus(sandbox: &Sandbox, ours: Kind, peer: Kind, n: usize, run: usize) -> (Times, Times) {
     let client = sandbox.client("manager").await;
-    let processes = sandbox.processes();
-    let side = |kind| timed(&client, kind, n, run, &processes);
+    let observed = Observed::of(sandbox).await;
+    let side = |kind| timed(&client, kind, n, run, &observed);
     if run.is_multiple_of(2) {
         let peer = side(peer).await;
         (side(ours).await, peer)
@@ -213,8 +250,8 @@ pub async fn versus(sandbox: &Sandbox, ours: Kind, peer: Kind, n: usize, run: us
 }
 
 /// Measures one kind, says how it went, and clears the namespace for the next.
-async fn timed(client: &kube::Client, kind: Kind, n: usize, run: usize, processes: &[(String, i32)]) -> Times {
-    let times = measure(client, kind, n, processes).await;
+async fn timed(client: &kube::Client, kind: Kind, n: usize, run: usize, observed: &Observed) -> Times {
+    let times = measure(client, kind, n, observed).await;
     let busiest: Vec<String> = times.cpu.iter().take(5).map(|(name, s)| format!("{name} {s:.1}")).collect();
     eprintln!(
         "run {}: {n} {kind:?}: all submitted {:.1} s, all Workloads created {:.1} s, all admitted {:.1} s, all finished {:.1} s; \
@@ -227,6 +264,9 @@ async fn timed(client: &kube::Client, kind: Kind, n: usize, run: usize, processe
         times.total_cpu(),
         busiest.join(", ")
     );
+    for (cluster, requests) in &times.api_servers {
+        eprintln!("run {}: {n} {kind:?}: {cluster}'s API server meanwhile: {}", run + 1, requests.join("; "));
+    }
     clear(client, kind).await;
     times
 }

@@ -180,7 +180,7 @@ pub async fn run(options: Options) -> anyhow::Result<()> {
     };
     let router = server::router(state.clone());
     let (listen, cert_dir, shutdown) = (options.listen, options.cert_dir.clone(), stopped(stop_rx.clone()));
-    let server = tokio::spawn(async move { server::serve(listen, &cert_dir, router, shutdown).await });
+    let server = on_own_thread("webhooks", async move { server::serve(listen, &cert_dir, router, shutdown).await })?;
 
     // The webhooks read only the queue caches: they serve as soon as those hold, without waiting
     // for the Workloads (thousands on a busy cluster). While they refuse, the API server refuses
@@ -362,6 +362,21 @@ pub async fn run(options: Options) -> anyhow::Result<()> {
     let _ = stop_tx.send(true);
     server.await??;
     outcome
+}
+
+/// Runs `task` on a runtime of its own, on a thread of its own. The webhooks run so: an
+/// admission request then waits for a core, not behind the reconciles queued on the
+/// controllers' runtime, and the API server holds every create of our kinds until it answers.
+fn on_own_thread(
+    name: &str,
+    task: impl Future<Output = anyhow::Result<()>> + Send + 'static,
+) -> anyhow::Result<tokio::sync::oneshot::Receiver<anyhow::Result<()>>> {
+    let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
+    let (done, finished) = tokio::sync::oneshot::channel();
+    std::thread::Builder::new().name(name.to_string()).spawn(move || {
+        let _ = done.send(runtime.block_on(task));
+    })?;
+    Ok(finished)
 }
 
 fn bounded() -> runtime_controller::Config {

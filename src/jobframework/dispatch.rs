@@ -13,10 +13,10 @@
 //! writes an annotation on it. The change makes MultiKueue reconcile it again, with the workers
 //! connected by then. Each further nudge of the same reservation waits twice as long as the one
 //! before, up to `LONGEST_WAIT`: under load MultiKueue is slow rather than stuck, and a
-//! nudge there is one more reconcile in its queue. For the same reason a Workload with no worker
-//! nominated is not nudged while Workloads of its ClusterQueue reserved after it wait with none
-//! too: MultiKueue is working through them. It is nudged once one of those has a worker (it was
-//! passed over), or when none was reserved after it.
+//! nudge there is one more reconcile in its queue, paid for in requests to every worker. For the
+//! same reason a Workload with no worker nominated is not nudged while MultiKueue visibly works
+//! through its ClusterQueue (one of its Workloads was admitted within `STRANDED_AFTER`), unless
+//! it was passed over: a Workload reserved more than `STRANDED_AFTER` after it has a worker.
 
 use std::ops::Deref;
 use std::time::Duration;
@@ -25,7 +25,7 @@ use time::OffsetDateTime;
 use time::format_description::well_known::Rfc3339;
 
 use crate::api::condition;
-use crate::api::kueue::{FINISHED, QUOTA_RESERVED, Workload};
+use crate::api::kueue::{ADMITTED, FINISHED, QUOTA_RESERVED, Workload};
 
 /// Holds the time of the last nudge.
 pub const RETRY_ANNOTATION: &str = "kueue-ext.dev/multikueue-retry";
@@ -97,23 +97,28 @@ pub fn dispatch<W: Deref<Target = Workload>>(
     let waited = Duration::try_from(now - since).unwrap_or_default();
     match allowed.checked_sub(waited) {
         Some(left) if !left.is_zero() => Dispatch::Waiting(left),
-        _ if status.nominated_cluster_names.is_empty() && in_a_backlog(wl, &others()) => {
+        _ if status.nominated_cluster_names.is_empty() && working_through_its_queue(wl, &others(), now) => {
             Dispatch::Waiting(STRANDED_AFTER)
         }
         _ => stranded(),
     }
 }
 
-/// Whether Workloads of `wl`'s ClusterQueue were reserved after it and none of them has a worker
-/// nominated or chosen yet: MultiKueue has not come to any of them either.
-fn in_a_backlog<W: Deref<Target = Workload>>(wl: &Workload, others: &[W]) -> bool {
+/// Whether MultiKueue admitted a Workload of `wl`'s ClusterQueue within `STRANDED_AFTER` of
+/// `now` without passing `wl` over (placing one reserved more than `STRANDED_AFTER` after it).
+fn working_through_its_queue<W: Deref<Target = Workload>>(wl: &Workload, others: &[W], now: OffsetDateTime) -> bool {
     let (Some(reserved), Some(queue)) = (reserved_at(wl), cluster_queue(wl)) else { return false };
-    let later: Vec<&Workload> = others
-        .iter()
-        .map(|o| &**o)
-        .filter(|o| cluster_queue(o) == Some(queue) && reserved_at(o).is_some_and(|t| t > reserved))
-        .collect();
-    !later.is_empty() && !later.into_iter().any(has_a_worker)
+    let longer_than_stranded = |later: OffsetDateTime, earlier: OffsetDateTime| {
+        Duration::try_from(later - earlier).is_ok_and(|d| d > STRANDED_AFTER)
+    };
+    let mut admitted_lately = false;
+    for other in others.iter().map(|o| &**o).filter(|o| cluster_queue(o) == Some(queue)) {
+        if has_a_worker(other) && reserved_at(other).is_some_and(|t| longer_than_stranded(t, reserved)) {
+            return false;
+        }
+        admitted_lately |= since_true(other, ADMITTED).is_some_and(|t| !longer_than_stranded(now, t));
+    }
+    admitted_lately
 }
 
 fn has_a_worker(wl: &Workload) -> bool {
@@ -126,8 +131,13 @@ fn cluster_queue(wl: &Workload) -> Option<&str> {
 
 /// When the Workload's current reservation was made.
 fn reserved_at(wl: &Workload) -> Option<OffsetDateTime> {
-    let reserved = condition::find(wl.conditions(), QUOTA_RESERVED).filter(|c| c.is_true())?;
-    parse(reserved.last_transition_time.as_deref()?)
+    since_true(wl, QUOTA_RESERVED)
+}
+
+/// Since when `kind` has been true of `wl`.
+fn since_true(wl: &Workload, kind: &str) -> Option<OffsetDateTime> {
+    let holds = condition::find(wl.conditions(), kind).filter(|c| c.is_true())?;
+    parse(holds.last_transition_time.as_deref()?)
 }
 
 fn parse(t: &str) -> Option<OffsetDateTime> {
@@ -252,45 +262,73 @@ mod tests {
         }
     }
 
-    /// A Workload of the same ClusterQueue reserved `secs` seconds after `RESERVED_AT`.
+    /// A Workload of the same ClusterQueue reserved `secs` seconds after `RESERVED_AT`, with a
+    /// worker nominated or not.
     fn reserved_later(secs: i64, worker: bool) -> Workload {
         let mut wl = left_without_a_worker();
         let status = wl.status.as_mut().unwrap();
-        let at = at(RESERVED_AT) + time::Duration::seconds(secs);
-        status.conditions[0].last_transition_time = Some(condition::timestamp(at));
+        status.conditions[0].last_transition_time = Some(condition::timestamp(at(RESERVED_AT) + secs_after(secs)));
         if worker {
             status.nominated_cluster_names = vec!["worker1".into()];
         }
         wl
     }
 
+    /// A Workload of the same ClusterQueue reserved with `RESERVED_AT` and admitted on a worker
+    /// `secs` seconds after it.
+    fn admitted_after(secs: i64) -> Workload {
+        let mut wl = left_without_a_worker();
+        let status = wl.status.as_mut().unwrap();
+        let mut admitted = Condition::new(ADMITTED, true, "Admitted", "");
+        admitted.last_transition_time = Some(condition::timestamp(at(RESERVED_AT) + secs_after(secs)));
+        status.conditions.push(admitted);
+        status.admission_checks[0].state = "Ready".into();
+        status.cluster_name = Some("worker2".into());
+        wl
+    }
+
+    fn secs_after(secs: i64) -> time::Duration {
+        time::Duration::seconds(secs)
+    }
+
     #[test]
-    fn a_workload_behind_later_reservations_that_have_no_worker_either_waits_for_multikueue() {
+    fn a_workload_waits_while_multikueue_admits_others_of_its_queue() {
         let wl = left_without_a_worker();
-        let (earlier, later) = (reserved_later(-5, true), reserved_later(10, false));
-        let now = at("2026-11-24T01:00:30Z");
-        assert_eq!(dispatch(&wl, now, || vec![&earlier, &later]), secs(30));
+        let admitted = admitted_after(20);
+        assert_eq!(dispatch(&wl, at("2026-11-24T01:00:30Z"), || vec![&admitted]), secs(30));
+        assert_eq!(dispatch(&wl, at("2026-11-24T01:00:50Z"), || vec![&admitted]), secs(30));
+        let quiet_since = "2026-11-24T01:00:51Z";
+        assert_eq!(
+            dispatch(&wl, at(quiet_since), || vec![&admitted]),
+            stranded(quiet_since, 1),
+            "none admitted lately"
+        );
 
         let mut nominated = wl.clone();
         nominated.status.as_mut().unwrap().nominated_cluster_names = vec!["worker1".into()];
-        let now = at("2026-11-24T01:05:00Z");
-        assert_eq!(dispatch(&nominated, now, || vec![&later]), stranded("2026-11-24T01:05:00Z", 1), "placed nowhere");
+        let now = "2026-11-24T01:05:00Z";
+        let admitted = admitted_after(295);
+        assert_eq!(dispatch(&nominated, at(now), || vec![&admitted]), stranded(now, 1), "placed nowhere");
     }
 
     #[test]
-    fn a_workload_passed_over_by_a_later_reservation_is_nudged() {
+    fn a_workload_passed_over_by_one_reserved_well_after_it_is_nudged() {
         let wl = left_without_a_worker();
-        let later = [reserved_later(10, false), reserved_later(12, true)];
-        let now = at("2026-11-24T01:00:30Z");
-        assert_eq!(dispatch(&wl, now, || later.iter().collect()), stranded("2026-11-24T01:00:30Z", 1));
+        let admitted = admitted_after(55);
+        let (soon_after, well_after) = (reserved_later(10, true), reserved_later(31, true));
+        let now = "2026-11-24T01:01:00Z";
+        assert_eq!(dispatch(&wl, at(now), || vec![&admitted, &soon_after]), secs(30));
+        assert_eq!(dispatch(&wl, at(now), || vec![&admitted, &soon_after, &well_after]), stranded(now, 1));
+        let waiting = reserved_later(31, false);
+        assert_eq!(dispatch(&wl, at(now), || vec![&admitted, &waiting]), secs(30), "not placed either");
     }
 
     #[test]
-    fn reservations_of_other_cluster_queues_hold_nothing_back() {
+    fn admissions_in_other_cluster_queues_hold_nothing_back() {
         let wl = left_without_a_worker();
-        let mut elsewhere = reserved_later(10, false);
+        let mut elsewhere = admitted_after(25);
         elsewhere.status.as_mut().unwrap().admission.as_mut().unwrap().cluster_queue = "other".into();
-        let now = at("2026-11-24T01:00:30Z");
-        assert_eq!(dispatch(&wl, now, || vec![&elsewhere]), stranded("2026-11-24T01:00:30Z", 1));
+        let now = "2026-11-24T01:00:30Z";
+        assert_eq!(dispatch(&wl, at(now), || vec![&elsewhere]), stranded(now, 1));
     }
 }
