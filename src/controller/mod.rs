@@ -219,6 +219,7 @@ pub async fn run(options: Options) -> anyhow::Result<()> {
         workloads,
         flavors: cache(Api::<ResourceFlavor>::all(client.clone())),
         events: EventSink::start(client.clone(), Reporter { controller: MANAGER.into(), instance: None }),
+        multikueue: Default::default(),
     });
     let reconciled = {
         let metrics = metrics.clone();

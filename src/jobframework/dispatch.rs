@@ -13,19 +13,22 @@
 //! writes an annotation on it. The change makes MultiKueue reconcile it again, with the workers
 //! connected by then. Each further nudge of the same reservation waits twice as long as the one
 //! before, up to `LONGEST_WAIT`: under load MultiKueue is slow rather than stuck, and a
-//! nudge there is one more reconcile in its queue, paid for in requests to every worker. For the
-//! same reason a Workload with no worker nominated is not nudged while MultiKueue visibly works
-//! through its ClusterQueue (one of its Workloads was admitted within `STRANDED_AFTER`), unless
-//! it was passed over: a Workload reserved more than `STRANDED_AFTER` after it has a worker.
+//! nudge there is one more reconcile in its queue, paid for in requests to every worker (its
+//! clients to them are rate-limited). For the same reason a Workload with no worker nominated is
+//! not nudged while MultiKueue visibly works through its ClusterQueue (the number of its
+//! Workloads with a worker grew within `STRANDED_AFTER`, as [`Progress`] remembers), unless it
+//! was passed over: a Workload reserved more than `STRANDED_AFTER` after it has a worker.
 
+use std::collections::HashMap;
 use std::ops::Deref;
+use std::sync::Mutex;
 use std::time::Duration;
 
 use time::OffsetDateTime;
 use time::format_description::well_known::Rfc3339;
 
 use crate::api::condition;
-use crate::api::kueue::{ADMITTED, FINISHED, QUOTA_RESERVED, Workload};
+use crate::api::kueue::{FINISHED, QUOTA_RESERVED, Workload};
 
 /// Holds the time of the last nudge.
 pub const RETRY_ANNOTATION: &str = "kueue-ext.dev/multikueue-retry";
@@ -70,12 +73,36 @@ impl Nudge {
     }
 }
 
-/// Where MultiKueue stands with `wl` at `now`; `others` gives the Workloads to compare its
-/// reservation with, read only once it has waited long enough.
+/// What MultiKueue has shown of its progress, per ClusterQueue: how many of its Workloads had a
+/// worker when last counted, and when that number last grew. Kept in memory: after a restart a
+/// queue with Workloads placed counts as moving for `STRANDED_AFTER`, which only delays a nudge.
+#[derive(Default)]
+pub struct Progress(Mutex<HashMap<String, (usize, OffsetDateTime)>>);
+
+impl Progress {
+    /// Records that `with_a_worker` Workloads of `queue` have a worker at `now`; returns when
+    /// that number last grew.
+    fn last_growth(&self, queue: &str, with_a_worker: usize, now: OffsetDateTime) -> OffsetDateTime {
+        let mut queues = self.0.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+        // A queue first counted with none placed has shown no progress at all.
+        let first = if with_a_worker > 0 { now } else { OffsetDateTime::UNIX_EPOCH };
+        let (count, grew) = queues.entry(queue.to_string()).or_insert((with_a_worker, first));
+        if with_a_worker > *count {
+            *grew = now;
+        }
+        // Fewer after deletions: the next growth counts from there.
+        *count = with_a_worker;
+        *grew
+    }
+}
+
+/// Where MultiKueue stands with `wl` at `now`; `others` gives the Workloads to compare it with,
+/// read only once it has waited long enough.
 pub fn dispatch<W: Deref<Target = Workload>>(
     wl: &Workload,
     now: OffsetDateTime,
     others: impl FnOnce() -> Vec<W>,
+    progress: &Progress,
 ) -> Dispatch {
     let Some(status) = &wl.status else { return Dispatch::Moving };
     let pending = status.admission_checks.iter().any(|c| c.state == "Pending");
@@ -97,28 +124,29 @@ pub fn dispatch<W: Deref<Target = Workload>>(
     let waited = Duration::try_from(now - since).unwrap_or_default();
     match allowed.checked_sub(waited) {
         Some(left) if !left.is_zero() => Dispatch::Waiting(left),
-        _ if status.nominated_cluster_names.is_empty() && working_through_its_queue(wl, &others(), now) => {
+        _ if status.nominated_cluster_names.is_empty() && working_through_its_queue(wl, &others(), progress, now) => {
             Dispatch::Waiting(STRANDED_AFTER)
         }
         _ => stranded(),
     }
 }
 
-/// Whether MultiKueue admitted a Workload of `wl`'s ClusterQueue within `STRANDED_AFTER` of
-/// `now` without passing `wl` over (placing one reserved more than `STRANDED_AFTER` after it).
-fn working_through_its_queue<W: Deref<Target = Workload>>(wl: &Workload, others: &[W], now: OffsetDateTime) -> bool {
+/// Whether the number of Workloads of `wl`'s ClusterQueue with a worker grew within
+/// `STRANDED_AFTER` of `now`, none of them reserved more than `STRANDED_AFTER` after `wl`.
+fn working_through_its_queue<W: Deref<Target = Workload>>(
+    wl: &Workload,
+    others: &[W],
+    progress: &Progress,
+    now: OffsetDateTime,
+) -> bool {
     let (Some(reserved), Some(queue)) = (reserved_at(wl), cluster_queue(wl)) else { return false };
     let longer_than_stranded = |later: OffsetDateTime, earlier: OffsetDateTime| {
         Duration::try_from(later - earlier).is_ok_and(|d| d > STRANDED_AFTER)
     };
-    let mut admitted_lately = false;
-    for other in others.iter().map(|o| &**o).filter(|o| cluster_queue(o) == Some(queue)) {
-        if has_a_worker(other) && reserved_at(other).is_some_and(|t| longer_than_stranded(t, reserved)) {
-            return false;
-        }
-        admitted_lately |= since_true(other, ADMITTED).is_some_and(|t| !longer_than_stranded(now, t));
-    }
-    admitted_lately
+    let placed: Vec<&Workload> =
+        others.iter().map(|o| &**o).filter(|o| cluster_queue(o) == Some(queue) && has_a_worker(o)).collect();
+    let passed_over = placed.iter().any(|o| reserved_at(o).is_some_and(|t| longer_than_stranded(t, reserved)));
+    !passed_over && !longer_than_stranded(now, progress.last_growth(queue, placed.len(), now))
 }
 
 fn has_a_worker(wl: &Workload) -> bool {
@@ -131,13 +159,8 @@ fn cluster_queue(wl: &Workload) -> Option<&str> {
 
 /// When the Workload's current reservation was made.
 fn reserved_at(wl: &Workload) -> Option<OffsetDateTime> {
-    since_true(wl, QUOTA_RESERVED)
-}
-
-/// Since when `kind` has been true of `wl`.
-fn since_true(wl: &Workload, kind: &str) -> Option<OffsetDateTime> {
-    let holds = condition::find(wl.conditions(), kind).filter(|c| c.is_true())?;
-    parse(holds.last_transition_time.as_deref()?)
+    let reserved = condition::find(wl.conditions(), QUOTA_RESERVED).filter(|c| c.is_true())?;
+    parse(reserved.last_transition_time.as_deref()?)
 }
 
 fn parse(t: &str) -> Option<OffsetDateTime> {
@@ -176,7 +199,7 @@ mod tests {
 
     /// `dispatch` for a Workload with no other in its ClusterQueue.
     fn alone(wl: &Workload, now: OffsetDateTime) -> Dispatch {
-        dispatch(wl, now, Vec::<&Workload>::new)
+        dispatch(wl, now, Vec::<&Workload>::new, &Progress::default())
     }
 
     fn stranded(t: &str, count: u32) -> Dispatch {
@@ -267,68 +290,70 @@ mod tests {
     fn reserved_later(secs: i64, worker: bool) -> Workload {
         let mut wl = left_without_a_worker();
         let status = wl.status.as_mut().unwrap();
-        status.conditions[0].last_transition_time = Some(condition::timestamp(at(RESERVED_AT) + secs_after(secs)));
+        let reserved = at(RESERVED_AT) + time::Duration::seconds(secs);
+        status.conditions[0].last_transition_time = Some(condition::timestamp(reserved));
         if worker {
             status.nominated_cluster_names = vec!["worker1".into()];
         }
         wl
     }
 
-    /// A Workload of the same ClusterQueue reserved with `RESERVED_AT` and admitted on a worker
-    /// `secs` seconds after it.
-    fn admitted_after(secs: i64) -> Workload {
-        let mut wl = left_without_a_worker();
-        let status = wl.status.as_mut().unwrap();
-        let mut admitted = Condition::new(ADMITTED, true, "Admitted", "");
-        admitted.last_transition_time = Some(condition::timestamp(at(RESERVED_AT) + secs_after(secs)));
-        status.conditions.push(admitted);
-        status.admission_checks[0].state = "Ready".into();
-        status.cluster_name = Some("worker2".into());
-        wl
-    }
-
-    fn secs_after(secs: i64) -> time::Duration {
-        time::Duration::seconds(secs)
-    }
-
     #[test]
-    fn a_workload_waits_while_multikueue_admits_others_of_its_queue() {
+    fn a_workload_waits_while_more_workloads_of_its_queue_get_a_worker() {
         let wl = left_without_a_worker();
-        let admitted = admitted_after(20);
-        assert_eq!(dispatch(&wl, at("2026-11-24T01:00:30Z"), || vec![&admitted]), secs(30));
-        assert_eq!(dispatch(&wl, at("2026-11-24T01:00:50Z"), || vec![&admitted]), secs(30));
-        let quiet_since = "2026-11-24T01:00:51Z";
-        assert_eq!(
-            dispatch(&wl, at(quiet_since), || vec![&admitted]),
-            stranded(quiet_since, 1),
-            "none admitted lately"
-        );
+        let progress = Progress::default();
+        let placed: Vec<Workload> = (1..=3).map(|i| reserved_later(i, true)).collect();
+        // Looks at `t`, when the first `n` of them have a worker.
+        let look = |t: &str, n: usize| dispatch(&wl, at(t), || placed.iter().take(n).collect(), &progress);
+        assert_eq!(look("2026-11-24T01:00:30Z", 1), secs(30), "first counted: moving");
+        assert_eq!(look("2026-11-24T01:00:55Z", 2), secs(30), "one more placed");
+        assert_eq!(look("2026-11-24T01:01:25Z", 3), secs(30), "and one more");
+        let quiet = "2026-11-24T01:01:56Z";
+        assert_eq!(look(quiet, 3), stranded(quiet, 1), "none placed for over 30 s");
 
         let mut nominated = wl.clone();
         nominated.status.as_mut().unwrap().nominated_cluster_names = vec!["worker1".into()];
         let now = "2026-11-24T01:05:00Z";
-        let admitted = admitted_after(295);
-        assert_eq!(dispatch(&nominated, at(now), || vec![&admitted]), stranded(now, 1), "placed nowhere");
+        let progress = Progress::default();
+        assert_eq!(
+            dispatch(&nominated, at(now), || placed.iter().collect(), &progress),
+            stranded(now, 1),
+            "placed nowhere"
+        );
     }
 
     #[test]
     fn a_workload_passed_over_by_one_reserved_well_after_it_is_nudged() {
         let wl = left_without_a_worker();
-        let admitted = admitted_after(55);
         let (soon_after, well_after) = (reserved_later(10, true), reserved_later(31, true));
         let now = "2026-11-24T01:01:00Z";
-        assert_eq!(dispatch(&wl, at(now), || vec![&admitted, &soon_after]), secs(30));
-        assert_eq!(dispatch(&wl, at(now), || vec![&admitted, &soon_after, &well_after]), stranded(now, 1));
-        let waiting = reserved_later(31, false);
-        assert_eq!(dispatch(&wl, at(now), || vec![&admitted, &waiting]), secs(30), "not placed either");
+        assert_eq!(dispatch(&wl, at(now), || vec![&soon_after], &Progress::default()), secs(30));
+        let others = || vec![&soon_after, &well_after];
+        assert_eq!(dispatch(&wl, at(now), others, &Progress::default()), stranded(now, 1));
     }
 
     #[test]
-    fn admissions_in_other_cluster_queues_hold_nothing_back() {
+    fn workloads_placed_in_other_cluster_queues_show_no_progress_for_this_one() {
         let wl = left_without_a_worker();
-        let mut elsewhere = admitted_after(25);
+        let progress = Progress::default();
+        let mut elsewhere = reserved_later(5, true);
         elsewhere.status.as_mut().unwrap().admission.as_mut().unwrap().cluster_queue = "other".into();
-        let now = "2026-11-24T01:00:30Z";
-        assert_eq!(dispatch(&wl, at(now), || vec![&elsewhere]), stranded(now, 1));
+        let placed = reserved_later(5, true);
+        assert_eq!(dispatch(&wl, at("2026-11-24T01:00:30Z"), || vec![&placed], &progress), secs(30));
+        let now = "2026-11-24T01:01:01Z";
+        assert_eq!(dispatch(&wl, at(now), || vec![&elsewhere], &progress), stranded(now, 1));
+    }
+
+    #[test]
+    fn progress_counts_growth_only() {
+        let progress = Progress::default();
+        let t = |s: i64| at(RESERVED_AT) + time::Duration::seconds(s);
+        assert_eq!(progress.last_growth("cq", 5, t(0)), t(0));
+        assert_eq!(progress.last_growth("cq", 5, t(10)), t(0), "no change");
+        assert_eq!(progress.last_growth("cq", 2, t(20)), t(0), "Workloads deleted");
+        assert_eq!(progress.last_growth("cq", 3, t(30)), t(30), "grew from the lower count");
+        assert_eq!(progress.last_growth("other", 1, t(40)), t(40), "each queue on its own");
+        let never = OffsetDateTime::UNIX_EPOCH;
+        assert_eq!(progress.last_growth("empty", 0, t(50)), never, "none placed: no progress shown");
     }
 }

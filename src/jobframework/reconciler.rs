@@ -52,6 +52,8 @@ pub struct Context {
     pub flavors: Store<ResourceFlavor>,
     /// Where reconciles leave their events.
     pub events: EventSink,
+    /// What MultiKueue has shown of its progress, for the nudge.
+    pub multikueue: dispatch::Progress,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -253,7 +255,7 @@ async fn act<J: GenericJob>(
             on_current_workload!();
             merge_patch(workloads, wl, json!({"spec": {"queueName": job.queue_name()}}), "update queue of").await?;
         } else if job.managed_by() == Some(MULTIKUEUE_CONTROLLER) {
-            match dispatch::dispatch(wl, time::OffsetDateTime::now_utc(), || ctx.workloads.state()) {
+            match dispatch::dispatch(wl, time::OffsetDateTime::now_utc(), || ctx.workloads.state(), &ctx.multikueue) {
                 Dispatch::Moving => {}
                 Dispatch::Waiting(left) => return done(Action::requeue(left)),
                 Dispatch::Stranded(nudge) => {

@@ -57,6 +57,7 @@ fn context(client: Client, cached: &[Workload]) -> Context {
         workloads: writer.as_reader(),
         flavors: flavors.as_reader(),
         events: EventSink::held().0,
+        multikueue: Default::default(),
     }
 }
 
