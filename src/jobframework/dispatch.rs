@@ -15,8 +15,9 @@
 //! before, up to `LONGEST_WAIT`: under load MultiKueue is slow rather than stuck, and a
 //! nudge there is one more reconcile in its queue, paid for in requests to every worker (its
 //! clients to them are rate-limited). For the same reason a Workload with no worker nominated is
-//! not nudged while MultiKueue visibly works through its ClusterQueue (the number of its
-//! Workloads with a worker grew within `STRANDED_AFTER`, as [`Progress`] remembers), unless it
+//! given the time MultiKueue's first pass over the Workloads of its ClusterQueue waiting for one
+//! takes (`BACKLOG_PACE` each), then is not nudged while MultiKueue visibly works through them
+//! (the number with a worker grew within `STRANDED_AFTER`, as [`Progress`] remembers), unless it
 //! was passed over: a Workload reserved more than `STRANDED_AFTER` after it has a worker.
 
 use std::collections::HashMap;
@@ -38,6 +39,12 @@ pub const RETRIES_ANNOTATION: &str = "kueue-ext.dev/multikueue-retries";
 
 /// MultiKueue nominates workers within seconds of a reservation; this is many times that.
 pub const STRANDED_AFTER: Duration = Duration::from_secs(30);
+
+/// MultiKueue's first look at each Workload waiting for a worker: it reconciles one by reading
+/// its copy on every worker, through clients held to client-go's default 5 requests a second
+/// (Kueue v0.19.2 sets no rate on them), and a burst of new Workloads is reconciled twice, once
+/// created and once reserved.
+pub const BACKLOG_PACE: Duration = Duration::from_millis(400);
 
 /// A nominated Workload may wait long for room on a worker; asking again every few minutes
 /// costs little.
@@ -104,11 +111,7 @@ pub fn dispatch<W: Deref<Target = Workload>>(
     others: impl FnOnce() -> Vec<W>,
     progress: &Progress,
 ) -> Dispatch {
-    let Some(status) = &wl.status else { return Dispatch::Moving };
-    let pending = status.admission_checks.iter().any(|c| c.state == "Pending");
-    if !wl.is(QUOTA_RESERVED) || wl.is_admitted() || wl.is(FINISHED) || !pending || status.cluster_name.is_some() {
-        return Dispatch::Moving;
-    }
+    let Some(status) = wl.status.as_ref().filter(|_| waits_for_a_worker(wl)) else { return Dispatch::Moving };
     let annotation = |key| wl.metadata.annotations.as_ref().and_then(|a| a.get(key));
     let reserved = reserved_at(wl);
     let nudged = annotation(RETRY_ANNOTATION).and_then(|t| parse(t));
@@ -124,29 +127,47 @@ pub fn dispatch<W: Deref<Target = Workload>>(
     let waited = Duration::try_from(now - since).unwrap_or_default();
     match allowed.checked_sub(waited) {
         Some(left) if !left.is_zero() => Dispatch::Waiting(left),
-        _ if status.nominated_cluster_names.is_empty() && working_through_its_queue(wl, &others(), progress, now) => {
-            Dispatch::Waiting(STRANDED_AFTER)
+        _ if status.nominated_cluster_names.is_empty() => {
+            coming_to_it(wl, &others(), progress, now, waited).map_or_else(stranded, Dispatch::Waiting)
         }
         _ => stranded(),
     }
 }
 
-/// Whether the number of Workloads of `wl`'s ClusterQueue with a worker grew within
-/// `STRANDED_AFTER` of `now`, none of them reserved more than `STRANDED_AFTER` after `wl`.
-fn working_through_its_queue<W: Deref<Target = Workload>>(
+/// How much longer MultiKueue may take to come to `wl`, which has no worker nominated after
+/// waiting `waited`: as long as its first pass over the Workloads of `wl`'s ClusterQueue waiting
+/// for a worker takes at [`BACKLOG_PACE`], then while the number of them with a worker grows.
+/// `None` once it has passed `wl` over or shown no progress for `STRANDED_AFTER`.
+fn coming_to_it<W: Deref<Target = Workload>>(
     wl: &Workload,
     others: &[W],
     progress: &Progress,
     now: OffsetDateTime,
-) -> bool {
-    let (Some(reserved), Some(queue)) = (reserved_at(wl), cluster_queue(wl)) else { return false };
+    waited: Duration,
+) -> Option<Duration> {
+    let (reserved, queue) = (reserved_at(wl)?, cluster_queue(wl)?);
     let longer_than_stranded = |later: OffsetDateTime, earlier: OffsetDateTime| {
         Duration::try_from(later - earlier).is_ok_and(|d| d > STRANDED_AFTER)
     };
-    let placed: Vec<&Workload> =
-        others.iter().map(|o| &**o).filter(|o| cluster_queue(o) == Some(queue) && has_a_worker(o)).collect();
-    let passed_over = placed.iter().any(|o| reserved_at(o).is_some_and(|t| longer_than_stranded(t, reserved)));
-    !passed_over && !longer_than_stranded(now, progress.last_growth(queue, placed.len(), now))
+    let of_queue: Vec<&Workload> = others.iter().map(|o| &**o).filter(|o| cluster_queue(o) == Some(queue)).collect();
+    let placed: Vec<&Workload> = of_queue.iter().copied().filter(|o| has_a_worker(o)).collect();
+    if placed.iter().any(|o| reserved_at(o).is_some_and(|t| longer_than_stranded(t, reserved))) {
+        return None;
+    }
+    let backlog = of_queue.iter().filter(|o| waits_for_a_worker(o) && !has_a_worker(o)).count();
+    let first_pass = BACKLOG_PACE.saturating_mul(u32::try_from(backlog).unwrap_or(u32::MAX));
+    if let Some(left) = first_pass.checked_sub(waited).filter(|left| !left.is_zero()) {
+        return Some(left);
+    }
+    let grew = progress.last_growth(queue, placed.len(), now);
+    (!longer_than_stranded(now, grew)).then_some(STRANDED_AFTER)
+}
+
+/// Holding quota with a check pending and no worker chosen: not admitted, decided or finished.
+fn waits_for_a_worker(wl: &Workload) -> bool {
+    let Some(status) = &wl.status else { return false };
+    let pending = status.admission_checks.iter().any(|c| c.state == "Pending");
+    wl.is(QUOTA_RESERVED) && !wl.is_admitted() && !wl.is(FINISHED) && pending && status.cluster_name.is_none()
 }
 
 fn has_a_worker(wl: &Workload) -> bool {
@@ -355,5 +376,16 @@ mod tests {
         assert_eq!(progress.last_growth("other", 1, t(40)), t(40), "each queue on its own");
         let never = OffsetDateTime::UNIX_EPOCH;
         assert_eq!(progress.last_growth("empty", 0, t(50)), never, "none placed: no progress shown");
+    }
+
+    #[test]
+    fn a_burst_of_reservations_is_given_the_time_of_multikueues_first_pass_over_it() {
+        let wl = left_without_a_worker();
+        let burst: Vec<Workload> = (0..200).map(|_| left_without_a_worker()).collect();
+        let progress = Progress::default();
+        let look = |t: &str| dispatch(&wl, at(t), || burst.iter().collect(), &progress);
+        assert_eq!(look("2026-11-24T01:00:30Z"), secs(50), "200 waiting × 400 ms: 80 s");
+        let passed = "2026-11-24T01:01:20Z";
+        assert_eq!(look(passed), stranded(passed, 1), "then progress counts, and none was shown");
     }
 }
