@@ -285,6 +285,15 @@ async fn ensure_one_workload<J: GenericJob>(
     prebuilt: Option<&str>,
 ) -> Result<Option<Found>, Error> {
     if let Some(name) = prebuilt {
+        // Once adopted, the cached copy decides, as for a Workload the job created itself: on a
+        // MultiKueue worker every job has a prebuilt Workload, and a read of it per reconcile
+        // was most of the worker API server's Workload reads.
+        let key = ObjectRef::new(name).within(&job.namespace().unwrap_or_default());
+        if let Some(cached) = ctx.workloads.get(&key).filter(|wl| {
+            workload::controller_uid(wl) == job.uid().as_deref() && (workload::equivalent(job, wl) || wl.is_finished())
+        }) {
+            return Ok(Some(Found { workload: cached, current: false }));
+        }
         let Some(mut wl) = workloads.get_opt(name).await.map_err(kube_err("get", "Workload", name))? else {
             return Ok(None);
         };

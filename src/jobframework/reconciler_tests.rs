@@ -233,6 +233,25 @@ async fn a_prebuilt_workload_out_of_sync_is_adopted_then_finished_and_never_star
     assert_eq!(out_of_sync["metadata"]["resourceVersion"], "2", "pinned to the adopted Workload");
 }
 
+/// On a MultiKueue worker every job runs on a prebuilt Workload; once adopted, the cache's copy
+/// decides, and one the cache has not seen yet, or not adopted, is read.
+#[tokio::test]
+async fn a_job_on_its_adopted_prebuilt_workload_costs_no_request() {
+    let mut job = suspended_job();
+    job.metadata.annotations = Some([(PREBUILT_WORKLOAD_LABEL.to_string(), "train-copy".to_string())].into());
+    let mut copy = workload(&job, false);
+    copy.metadata.name = Some("train-copy".into());
+    settles_at_no_request(&job, copy.clone()).await;
+
+    let (client, requests) = recording_client(Some(copy.clone()));
+    let mut not_adopted = copy;
+    not_adopted.metadata.owner_references = None;
+    let ctx = context(client, &[not_adopted]);
+    reconcile(&job, &ctx).await.expect("adopted, as the API server tells");
+    let path = "/apis/kueue.x-k8s.io/v1beta2/namespaces/default/workloads/train-copy";
+    assert_eq!(requested(&requests), [format!("GET {path}")], "not adopted in the cache: read");
+}
+
 #[tokio::test]
 async fn a_finished_workload_has_its_finalizer_removed_without_a_read_first() {
     let job = suspended_job();
