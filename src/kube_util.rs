@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use kube::api::{Api, DynamicObject, Patch, PatchParams};
-use kube::config::{KubeConfigOptions, Kubeconfig};
+use kube::config::{KubeConfigOptions, Kubeconfig, KubeconfigError};
 use kube::core::GroupVersionKind;
 use kube::discovery::{self, Scope};
 use kube::runtime::wait::{await_condition, conditions};
@@ -50,9 +50,26 @@ pub async fn service_account_token(
     Ok(response.status.and_then(|s| s.token).unwrap_or_default())
 }
 
+/// Reads a kubeconfig file, or kubectl's default ones (`$KUBECONFIG`, else ~/.kube/config) for
+/// `None`. The error says the cause once: kube's own error repeats it as its source, which a
+/// chain printed with `{:#}` shows twice.
+pub fn read_kubeconfig(path: Option<&Path>) -> anyhow::Result<Kubeconfig> {
+    let read = match path {
+        Some(path) => Kubeconfig::read_from(path),
+        None => Kubeconfig::read(),
+    };
+    read.map_err(|e| match (e, path) {
+        (KubeconfigError::ReadConfig(cause, file), _) => {
+            anyhow::anyhow!("cannot read kubeconfig {}: {cause}", file.display())
+        }
+        (other, Some(path)) => anyhow::anyhow!("kubeconfig {}: {other}", path.display()),
+        (other, None) => anyhow::anyhow!("default kubeconfig: {other}"),
+    })
+}
+
 /// A client for one context of a kubeconfig file.
 pub async fn client_for(kubeconfig: &Path, context: &str) -> anyhow::Result<Client> {
-    let config = Kubeconfig::read_from(kubeconfig)?;
+    let config = read_kubeconfig(Some(kubeconfig))?;
     client_from(config, context).await
 }
 
@@ -135,4 +152,32 @@ pub async fn apply_crds(client: &Client, crds: &[Value]) -> Result<(), ApplyErro
         }
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_missing_kubeconfig_is_named_with_its_cause_once() {
+        let dir = tempfile::tempdir().unwrap();
+        let missing = dir.path().join("none");
+        let message = format!("{:#}", read_kubeconfig(Some(&missing)).unwrap_err());
+        assert_eq!(
+            message,
+            format!("cannot read kubeconfig {}: No such file or directory (os error 2)", missing.display())
+        );
+    }
+
+    #[test]
+    fn a_kubeconfig_that_is_not_yaml_is_named() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("config");
+        std::fs::write(&file, "clusters: [").unwrap();
+        let message = format!("{:#}", read_kubeconfig(Some(&file)).unwrap_err());
+        assert!(
+            message.starts_with(&format!("kubeconfig {}: failed to parse kubeconfig YAML", file.display())),
+            "{message}"
+        );
+    }
 }

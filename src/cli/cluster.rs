@@ -2,9 +2,8 @@
 
 use std::path::PathBuf;
 
-use kube::config::Kubeconfig;
-
 use super::SandboxArgs;
+use crate::kube_util::read_kubeconfig;
 use crate::sandbox::{KUBECONFIG_FILE, context_name};
 
 #[derive(Debug, clap::Args)]
@@ -28,11 +27,11 @@ impl ClusterArgs {
     pub async fn connect(&self) -> anyhow::Result<(kube::Client, String)> {
         let sandbox = self.sandbox.dir().join(KUBECONFIG_FILE);
         let (config, default_context) = match &self.kubeconfig {
-            Some(path) => (Kubeconfig::read_from(path)?, None),
+            Some(path) => (read_kubeconfig(Some(path))?, None),
             None if self.context.is_none() && sandbox.exists() => {
-                (Kubeconfig::read_from(&sandbox)?, Some(context_name("manager")))
+                (read_kubeconfig(Some(&sandbox))?, Some(context_name("manager")))
             }
-            None => (Kubeconfig::read()?, None),
+            None => (read_kubeconfig(None)?, None),
         };
         let context = self
             .context

@@ -45,7 +45,7 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
     };
     let client = match &args.kubeconfig {
         Some(path) => {
-            let config = kube::config::Kubeconfig::read_from(path)?;
+            let config = crate::kube_util::read_kubeconfig(Some(path))?;
             let context = args.context.clone().or_else(|| config.current_context.clone()).unwrap_or_default();
             crate::kube_util::watching_client_from(config, &context).await?
         }

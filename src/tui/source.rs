@@ -22,6 +22,7 @@ use tokio::sync::watch;
 use tokio::task::JoinHandle;
 
 use super::snapshot::{ClusterSnapshot, JobKind, JobObject, Role, Snapshot, event_line, pod_counts};
+use crate::kube_util::read_kubeconfig;
 use crate::sandbox::state::SandboxState;
 use crate::sandbox::{KUBECONFIG_FILE, context_name};
 
@@ -71,8 +72,8 @@ impl Targets {
             return Targets::sandbox(&selection.state_dir, &state);
         }
         let (kubeconfig, origin) = match &selection.kubeconfig {
-            Some(path) => (Kubeconfig::read_from(path)?, format!("kubeconfig {}", path.display())),
-            None => (Kubeconfig::read()?, "kubeconfig (default)".to_string()),
+            Some(path) => (read_kubeconfig(Some(path))?, format!("kubeconfig {}", path.display())),
+            None => (read_kubeconfig(None)?, "kubeconfig (default)".to_string()),
         };
         let context = selection
             .context
@@ -94,9 +95,8 @@ impl Targets {
     fn sandbox(dir: &Path, state: &SandboxState) -> anyhow::Result<Targets> {
         let path =
             if state.kubeconfig.as_os_str().is_empty() { dir.join(KUBECONFIG_FILE) } else { state.kubeconfig.clone() };
-        let kubeconfig = Kubeconfig::read_from(&path).map_err(|e| {
-            anyhow::anyhow!("sandbox kubeconfig {}: {e} (is the sandbox up? kubectl kueue-ext status)", path.display())
-        })?;
+        let kubeconfig = read_kubeconfig(Some(&path))
+            .map_err(|e| anyhow::anyhow!("{e} (is the sandbox up? kubectl kueue-ext status)"))?;
         let clusters = state
             .clusters
             .iter()
