@@ -43,7 +43,7 @@ pub async fn tell_clients_apart(client: &kube::Client) {
             },
         });
         let schema: DynamicObject = serde_json::from_value(schema).expect("a FlowSchema");
-        // Already there from the other side of the run; without one the counts only merge.
+        // Already there from an earlier run; without one, its counts only merge into the rest.
         let _ = schemas.create(&PostParams::default(), &schema).await;
     }
 }
