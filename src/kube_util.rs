@@ -51,20 +51,26 @@ pub async fn service_account_token(
 }
 
 /// Reads a kubeconfig file, or kubectl's default ones (`$KUBECONFIG`, else ~/.kube/config) for
-/// `None`. The error says the cause once: kube's own error repeats it as its source, which a
-/// chain printed with `{:#}` shows twice.
+/// `None`.
 pub fn read_kubeconfig(path: Option<&Path>) -> anyhow::Result<Kubeconfig> {
-    let read = match path {
+    match path {
         Some(path) => Kubeconfig::read_from(path),
         None => Kubeconfig::read(),
-    };
-    read.map_err(|e| match (e, path) {
+    }
+    .map_err(|e| kubeconfig_error(e, path))
+}
+
+/// Says the cause once (kube's error repeats it as its source, which a chain printed with `{:#}`
+/// shows twice), and when kubectl's default kubeconfig is missing, what to do instead.
+fn kubeconfig_error(error: KubeconfigError, path: Option<&Path>) -> anyhow::Error {
+    let hint = if path.is_none() { " (pass --kubeconfig, or start a sandbox with `kubectl kueue-ext up`)" } else { "" };
+    match (error, path) {
         (KubeconfigError::ReadConfig(cause, file), _) => {
-            anyhow::anyhow!("cannot read kubeconfig {}: {cause}", file.display())
+            anyhow::anyhow!("cannot read kubeconfig {}: {cause}{hint}", file.display())
         }
         (other, Some(path)) => anyhow::anyhow!("kubeconfig {}: {other}", path.display()),
-        (other, None) => anyhow::anyhow!("default kubeconfig: {other}"),
-    })
+        (other, None) => anyhow::anyhow!("default kubeconfig: {other}{hint}"),
+    }
 }
 
 /// A client for one context of a kubeconfig file.
@@ -166,6 +172,17 @@ mod tests {
         assert_eq!(
             message,
             format!("cannot read kubeconfig {}: No such file or directory (os error 2)", missing.display())
+        );
+    }
+
+    #[test]
+    fn a_missing_default_kubeconfig_says_what_to_do() {
+        let missing = std::io::Error::from(std::io::ErrorKind::NotFound);
+        let error = kubeconfig_error(KubeconfigError::ReadConfig(missing, "/home/u/.kube/config".into()), None);
+        assert_eq!(
+            format!("{error:#}"),
+            "cannot read kubeconfig /home/u/.kube/config: entity not found \
+             (pass --kubeconfig, or start a sandbox with `kubectl kueue-ext up`)"
         );
     }
 
