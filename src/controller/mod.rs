@@ -2,7 +2,6 @@
 //! clean-up loop, and the HTTPS server with the admission webhooks, health and metrics.
 
 pub mod admission;
-pub mod backoff;
 #[cfg(any(test, fuzzing))]
 pub mod fuzz;
 pub mod leader;
@@ -36,6 +35,7 @@ use crate::integrations::wrapped_job::kinds::Kinds;
 use crate::integrations::{declarative, external_job, wrapped_job};
 use crate::jobframework::events::EventSink;
 use crate::jobframework::reconciler::{self, Config, Context, Error};
+use crate::jobframework::watches;
 use metrics::Metrics;
 use queues::QueueCache;
 use server::ServerState;
@@ -80,11 +80,7 @@ where
     K: Resource<DynamicType = ()> + Clone + std::fmt::Debug + serde::de::DeserializeOwned + Send + Sync + 'static,
 {
     let (reader, writer) = reflector::store();
-    let stream = reflector::reflector(
-        writer,
-        watcher(api, watcher::Config::default()).backoff(backoff::TriggerBackoff::default()),
-    )
-    .applied_objects();
+    let stream = reflector::reflector(writer, watches::retrying(api, watcher::Config::default())).applied_objects();
     tokio::spawn(stream.for_each(|_| async {}));
     reader
 }
@@ -98,10 +94,8 @@ where
 {
     let writer = reflector::store::Writer::new(kind.clone());
     let reader = writer.as_reader();
-    // Backed off with the controller's other triggers (`trigger_backoff`), as `Controller::new` does.
     Controller::for_stream_with(reflector::reflector(writer, job_events(api)).applied_objects(), reader, kind)
         .with_config(bounded())
-        .trigger_backoff(backoff::TriggerBackoff::default())
 }
 
 /// A watch of jobs for several controllers: its store, and the feed to subscribe them to and
@@ -130,8 +124,7 @@ where
 
     /// Watches until the process ends. A subscriber that does not keep up holds the others back.
     async fn run(self) {
-        let jobs = job_events(self.api).backoff(backoff::TriggerBackoff::default());
-        reflector::reflector(self.writer, jobs).for_each(|_| async {}).await;
+        reflector::reflector(self.writer, job_events(self.api)).for_each(|_| async {}).await;
     }
 }
 
@@ -140,7 +133,7 @@ fn job_events<K>(api: Api<K>) -> impl Stream<Item = watcher::Result<watcher::Eve
 where
     K: Resource + Clone + std::fmt::Debug + serde::de::DeserializeOwned + Send + 'static,
 {
-    watcher(api, watcher::Config::default()).modify(|job: &mut K| job.meta_mut().managed_fields = None)
+    watches::retrying(api, watcher::Config::default()).modify(|job: &mut K| job.meta_mut().managed_fields = None)
 }
 
 /// Runs until SIGINT/SIGTERM.
@@ -234,7 +227,6 @@ pub async fn run(options: Options) -> anyhow::Result<()> {
     let (external_job_store, external_job_feed) = shared_jobs(Api::<ExternalJob>::all(client.clone()));
     let integration = Controller::for_shared_stream(external_job_feed.subscribe(), external_job_store.clone())
         .with_config(bounded())
-        .trigger_backoff(backoff::TriggerBackoff::default())
         .owns_stream(workload_changes.subscribe(ApiResource::erase::<ExternalJob>(&())))
         .graceful_shutdown_on(stopped(stop_rx.clone()))
         .run(
@@ -255,8 +247,7 @@ pub async fn run(options: Options) -> anyhow::Result<()> {
         )
         .for_each(|_| async {});
     let runtime = Controller::for_shared_stream(external_job_feed.subscribe(), external_job_store)
-        .with_config(runtime_controller::Config::default().concurrency(CONCURRENT_POD_RECONCILES))
-        .trigger_backoff(backoff::TriggerBackoff::default());
+        .with_config(runtime_controller::Config::default().concurrency(CONCURRENT_POD_RECONCILES));
     let (runtime, pod_cache) = external_job::pod_cache::watch(runtime, &client);
     let pod_cache = Arc::new(pod_cache);
     tokio::spawn(external_job_feed.run());
@@ -325,7 +316,6 @@ pub async fn run(options: Options) -> anyhow::Result<()> {
     }));
     let orphans = Controller::for_stream(our_workloads.deleting, our_workloads.store)
         .with_config(bounded())
-        .trigger_backoff(backoff::TriggerBackoff::default())
         .graceful_shutdown_on(stopped(stop_rx.clone()))
         .run(
             move |wl: Arc<Workload>, ctx: Arc<Context>| {

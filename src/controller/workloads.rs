@@ -13,11 +13,12 @@ use futures::channel::mpsc;
 use futures::{Stream, StreamExt, future};
 use kube::api::{Api, ApiResource};
 use kube::runtime::reflector::{self, ObjectRef, Store};
+use kube::runtime::watcher;
 use kube::runtime::watcher::Event;
-use kube::runtime::{WatchStreamExt, watcher};
 use kube::{Client, ResourceExt};
 
 use crate::api::kueue::Workload;
+use crate::jobframework::watches;
 
 pub struct OurWorkloads {
     pub store: Store<Workload>,
@@ -66,9 +67,7 @@ pub fn watch(client: Client, kinds: Vec<ApiResource>) -> OurWorkloads {
     let (reader, writer) = reflector::store();
     let (deleting_tx, deleting) = mpsc::unbounded();
     let changes = Changes::default();
-    // Short retries: the controllers' Workload triggers come from this watch.
-    let events = watcher(Api::<Workload>::all(client), watcher::Config::default())
-        .backoff(super::backoff::TriggerBackoff::default())
+    let events = watches::retrying(Api::<Workload>::all(client), watcher::Config::default())
         .filter_map(move |event| future::ready(keep_ours(event, &kinds)));
     let mut triggers =
         Triggers { store: reader.clone(), deleting: deleting_tx, changes: changes.clone(), before: None };

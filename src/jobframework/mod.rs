@@ -9,5 +9,6 @@ pub mod podset;
 pub mod readiness;
 pub mod reconciler;
 pub mod status;
+pub mod watches;
 pub mod webhook;
 pub mod workload;

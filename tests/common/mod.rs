@@ -4,8 +4,8 @@
 
 use std::future::Future;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
-use std::sync::{Mutex, MutexGuard, Once};
+use std::process::{Child, Command, Output};
+use std::sync::{Arc, Mutex, MutexGuard, Once};
 use std::time::{Duration, Instant};
 
 use kube::Client;
@@ -37,6 +37,9 @@ pub struct Sandbox {
     _tmp: tempfile::TempDir,
     /// `None` for a second sandbox that runs beside the first on purpose.
     _serial: Option<MutexGuard<'static, ()>>,
+    /// Components a test started again in place of recorded ones ([`Restarts`]), stopped once
+    /// the logs and objects of a failed test are kept: a killed API server has nothing to show.
+    replacements: Arc<Mutex<Vec<Child>>>,
 }
 
 impl Sandbox {
@@ -58,13 +61,13 @@ impl Sandbox {
         let serial = SERIAL.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
         ensure_toolchain();
         let tmp = tempfile::tempdir().expect("temp dir");
-        Sandbox { dir: tmp.path().join("state"), _tmp: tmp, _serial: Some(serial) }
+        Sandbox { dir: tmp.path().join("state"), _tmp: tmp, _serial: Some(serial), replacements: Arc::default() }
     }
 
     /// A second private state dir, for a sandbox that runs beside this one.
     pub fn beside(&self) -> Sandbox {
         let tmp = tempfile::tempdir().expect("temp dir");
-        Sandbox { dir: tmp.path().join("state"), _tmp: tmp, _serial: None }
+        Sandbox { dir: tmp.path().join("state"), _tmp: tmp, _serial: None, replacements: Arc::default() }
     }
 
     pub fn run(&self, command: &str, extra: &[&str]) -> Output {
@@ -103,6 +106,10 @@ impl Drop for Sandbox {
             // KUEUE_EXT_KEEP_LOGS keeps them after a passing run too (hack/soak.sh sets it).
             if std::thread::panicking() || std::env::var_os("KUEUE_EXT_KEEP_LOGS").is_some() {
                 self.keep_logs();
+            }
+            for mut replacement in self.replacements.lock().unwrap_or_else(|p| p.into_inner()).drain(..) {
+                let _ = replacement.kill();
+                let _ = replacement.wait();
             }
             let _ = self.run("down", &[]);
         }
@@ -426,20 +433,22 @@ pub fn controller_process(sandbox: &Sandbox) -> (i32, Vec<String>) {
 }
 
 /// A component of the sandbox killed with SIGKILL and started again from the command `up`
-/// recorded, as a crash and a restart by a supervisor would. The last replacement is stopped
-/// when the test ends (`down` knows only the processes `up` started).
+/// recorded, as a crash and a restart by a supervisor would. The last replacement goes to the
+/// sandbox, which stops it when the test ends (`down` knows only the processes `up` started).
 pub struct Restarts {
     command: Vec<String>,
     pid: i32,
-    replacement: Option<std::process::Child>,
+    replacement: Option<Child>,
     log: std::fs::File,
+    handed_over: Arc<Mutex<Vec<Child>>>,
 }
 
 impl Restarts {
     pub fn of(sandbox: &Sandbox, cluster: usize, component: &str) -> Self {
         let (pid, command) = recorded_process(sandbox, cluster, component);
         let log = sandbox.dir.join(format!("{component}-{cluster}-restarted.log"));
-        Restarts { command, pid, replacement: None, log: std::fs::File::create(log).unwrap() }
+        let log = std::fs::File::create(log).unwrap();
+        Restarts { command, pid, replacement: None, log, handed_over: sandbox.replacements.clone() }
     }
 
     /// The manager's controller.
@@ -478,9 +487,8 @@ impl Restarts {
 
 impl Drop for Restarts {
     fn drop(&mut self) {
-        if let Some(mut child) = self.replacement.take() {
-            let _ = child.kill();
-            let _ = child.wait();
+        if let Some(child) = self.replacement.take() {
+            self.handed_over.lock().unwrap_or_else(|p| p.into_inner()).push(child);
         }
     }
 }

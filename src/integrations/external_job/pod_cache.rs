@@ -14,6 +14,7 @@ use kube::{Client, ResourceExt};
 use super::pods::{JOB_UID_LABEL, ObservedPod, POD_INDEX_LABEL, POD_SET_LABEL};
 use crate::api::external_job::ExternalJob;
 use crate::jobframework::readiness::Readiness;
+use crate::jobframework::watches;
 
 pub struct PodCache {
     store: Store<Pod>,
@@ -24,7 +25,7 @@ pub struct PodCache {
 pub fn watch(controller: Controller<ExternalJob>, client: &Client) -> (Controller<ExternalJob>, PodCache) {
     let (store, writer) = reflector::store();
     let config = watcher::Config::default().labels(JOB_UID_LABEL);
-    let events = watcher(Api::<Pod>::all(client.clone()), config).default_backoff().modify(slim);
+    let events = watches::retrying(Api::<Pod>::all(client.clone()), config).modify(slim);
     let changes = reflector::reflector(writer, events).touched_objects();
     (controller.owns_stream(changes), PodCache::new(store))
 }

@@ -21,6 +21,7 @@ use serde::de::DeserializeOwned;
 use super::components::COMPONENT_INDEX_ANNOTATION;
 use crate::api::wrapped_job::{WRAPPED_JOB_LABEL, WrappedJob};
 use crate::jobframework::readiness::Readiness;
+use crate::jobframework::watches;
 
 /// Cut an object down to what `observe` reads: identity, owners, labels, the component-index
 /// annotation, deletion, and the status fields that tell how it is doing.
@@ -107,7 +108,7 @@ where
 {
     let (reader, writer) = reflector::store();
     let config = watcher::Config::default().labels(WRAPPED_JOB_LABEL);
-    let events = watcher(Api::<K>::all(client.clone()), config).default_backoff().modify(K::slim);
+    let events = watches::retrying(Api::<K>::all(client.clone()), config).modify(K::slim);
     (reader, reflector::reflector(writer, events).touched_objects())
 }
 
