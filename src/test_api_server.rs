@@ -9,7 +9,8 @@ use kube::Client;
 use kube::client::Body;
 use serde_json::{Value, json};
 
-/// Each request as "METHOD path", with its body (`Null` without one).
+/// Each request as "METHOD path" (with "?query" when it has parameters), with its body (`Null`
+/// without one).
 pub type Requests = Arc<Mutex<Vec<(String, Value)>>>;
 
 /// A client whose API server answers a request (method, path) with the object `answer` gives,
@@ -25,7 +26,7 @@ pub fn scripted_client(
             let (parts, body) = request.into_parts();
             let body = body.collect().await.expect("a request body").to_bytes();
             let body = serde_json::from_slice(&body).unwrap_or(Value::Null);
-            log.lock().unwrap().push((format!("{} {}", parts.method, parts.uri.path()), body));
+            log.lock().unwrap().push((format!("{} {}", parts.method, request_target(&parts.uri)), body));
             let (code, body) = match answer(&parts.method, parts.uri.path()) {
                 Ok(object) => (200, object),
                 Err(code) => (code, failure(code)),
@@ -35,6 +36,14 @@ pub fn scripted_client(
         }
     });
     (Client::new(service, "default"), requests)
+}
+
+/// The path, and the query if it says anything (kube writes "path?" or "path?&a=b").
+fn request_target(uri: &http::Uri) -> String {
+    match uri.query().map(|q| q.trim_start_matches('&')).filter(|q| !q.is_empty()) {
+        Some(query) => format!("{}?{query}", uri.path()),
+        None => uri.path().to_string(),
+    }
 }
 
 /// The Status the API server sends with a refusal; the reason is what kube's error helpers
@@ -50,7 +59,7 @@ fn failure(code: u16) -> Value {
     json!({"kind": "Status", "status": "Failure", "code": code, "reason": reason, "message": reason})
 }
 
-/// The requests made, as "METHOD path".
+/// The requests made, as "METHOD path" or "METHOD path?query".
 pub fn requested(requests: &Requests) -> Vec<String> {
     requests.lock().unwrap().iter().map(|(request, _)| request.clone()).collect()
 }

@@ -122,8 +122,8 @@ async fn an_admission_seen_in_the_cache_is_confirmed_before_the_job_starts() {
     let name = workload::name_for(&job);
     assert_eq!(
         requested(&requests),
-        [format!("GET /apis/kueue.x-k8s.io/v1beta2/namespaces/default/workloads/{name}")],
-        "one read, and no write to the job"
+        [format!("GET /apis/kueue.x-k8s.io/v1beta2/namespaces/default/workloads/{name}?resourceVersion=1")],
+        "one read (from the watch cache, at least as new as the cached copy), and no write to the job"
     );
 }
 
@@ -138,7 +138,7 @@ async fn an_admission_the_api_server_confirms_starts_the_job_with_flavors_from_t
     assert_eq!(
         requested(&requests),
         [
-            format!("GET /apis/kueue.x-k8s.io/v1beta2/namespaces/default/workloads/{name}"),
+            format!("GET /apis/kueue.x-k8s.io/v1beta2/namespaces/default/workloads/{name}?resourceVersion=1"),
             "PUT /apis/kueue-ext.dev/v1alpha1/namespaces/default/externaljobs/train".to_string(),
         ],
         "the flavor is read from the cache"
@@ -187,7 +187,7 @@ async fn a_workload_multikueue_left_without_a_worker_is_nudged() {
     // The recorder refuses the write: reaching it is what this test looks for.
     assert!(reconcile(&job, &ctx).await.is_err());
     let path = workload_path(&job);
-    assert_eq!(requested(&requests), [format!("GET {path}"), format!("PATCH {path}")]);
+    assert_eq!(requested(&requests), [format!("GET {path}?resourceVersion=1"), format!("PATCH {path}")]);
 }
 
 #[tokio::test]
@@ -284,7 +284,7 @@ async fn a_refused_finalizer_removal_on_a_cached_workload_is_decided_again_on_th
     let ctx = context(client, &[stale]);
     assert_eq!(reconcile(&job, &ctx).await.expect("already released"), Action::await_change());
     let path = workload_path(&job);
-    assert_eq!(requested(&requests), [format!("PATCH {path}"), format!("GET {path}")]);
+    assert_eq!(requested(&requests), [format!("PATCH {path}"), format!("GET {path}?resourceVersion=1")]);
 }
 
 /// Where the API server serves `job`'s Workload.
