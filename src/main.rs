@@ -4,6 +4,7 @@ use clap::Parser;
 use kueue_ext::cli::{self, Cli};
 
 fn main() -> ExitCode {
+    limit_malloc_arenas();
     let cli = Cli::parse();
     cli::init_tracing(cli.verbose, cli.log_format);
     // One TLS provider for the whole process: kube, the webhook server and rcgen all use ring.
@@ -23,3 +24,18 @@ fn main() -> ExitCode {
         }
     }
 }
+
+/// glibc gives each thread that meets contention an arena of its own, up to eight per core, and
+/// each arena keeps what was freed in it. Under a burst of 1,000 jobs that was 6 MB of the
+/// controller's 35 MB of anonymous memory at its peak; two arenas are enough for the few threads
+/// that allocate (the runtime's workers and the webhook's). Called before any thread starts.
+#[cfg(all(target_os = "linux", target_env = "gnu"))]
+fn limit_malloc_arenas() {
+    // SAFETY: mallopt only sets an allocator parameter; no other thread exists yet.
+    unsafe {
+        libc::mallopt(libc::M_ARENA_MAX, 2);
+    }
+}
+
+#[cfg(not(all(target_os = "linux", target_env = "gnu")))]
+fn limit_malloc_arenas() {}
