@@ -376,11 +376,8 @@ async fn current_workload<J: GenericJob>(
     cached: &Workload,
 ) -> Result<Option<Arc<Workload>>, Error> {
     let name = cached.name_any();
-    let read = match cached.resource_version() {
-        Some(version) => workloads.get_with(&name, &GetParams::at(&version)).await,
-        None => workloads.get(&name).await,
-    };
-    let current = match read {
+    let params = cached.resource_version().map(|version| GetParams::at(&version)).unwrap_or_default();
+    let current = match workloads.get_with(&name, &params).await {
         Ok(wl) => Some(wl),
         Err(kube::Error::Api(s)) if s.is_not_found() => None,
         Err(e) => return Err(kube_err("get", "Workload", name)(e)),
@@ -388,6 +385,7 @@ async fn current_workload<J: GenericJob>(
     Ok(still_the_jobs(job, current))
 }
 
+/// `workload`, if it is still `job`'s and matches its pod sets.
 fn still_the_jobs<J: GenericJob>(job: &J, workload: Option<Workload>) -> Option<Arc<Workload>> {
     workload.filter(|w| workload::is_controlled_by(w, job) && workload::equivalent(job, w)).map(Arc::new)
 }
