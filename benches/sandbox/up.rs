@@ -48,8 +48,10 @@ fn kwokctl_clusters(bin_dir: &Path, kwokctl: &Path) -> (f64, f64) {
         .map(|(name, config)| {
             kwokctl_command(kwokctl, bin_dir, &workdir)
                 // An empty kubeconfig: like `up`, leave the user's own alone (kwokctl would
-                // also serialise the three on its lock).
-                .args(["create", "cluster", "--kubeconfig=", "--name", name, "-c"])
+                // also serialise the three on its lock). Without `--wait` kwokctl returns once
+                // its API server answers /version, long before it is ready; with it, once
+                // /healthz says ok, near the /readyz that `up` waits for on each of its own.
+                .args(["create", "cluster", "--kubeconfig=", "--wait", "2m", "--name", name, "-c"])
                 .arg(config)
                 .spawn()
                 .expect("kwokctl starts")

@@ -16,9 +16,12 @@
 //! nudge there is one more reconcile in its queue, paid for in requests to every worker (its
 //! clients to them are rate-limited). For the same reason a Workload with no worker nominated is
 //! given the time MultiKueue's first pass over the Workloads of its ClusterQueue waiting for one
-//! takes (`BACKLOG_PACE` each), then is not nudged while MultiKueue visibly works through them
-//! (the number with a worker grew within `STRANDED_AFTER`, as [`Progress`] remembers), unless it
-//! was passed over: a Workload reserved more than `STRANDED_AFTER` after it has a worker.
+//! takes (`BACKLOG_PACE` each). Past its wait, a Workload is not nudged while MultiKueue visibly
+//! works through the others of its ClusterQueue at the same [`Stage`] (the number past it grew
+//! within `STRANDED_AFTER`, as [`Progress`] remembers), unless it was passed over: a Workload
+//! reserved more than `STRANDED_AFTER` after it is past that stage. With 500 Workloads
+//! nominated at once, workers admitted their copies for longer than `UNPLACED_AFTER`: nudging
+//! the 218 still waiting then cost the rest of the burst a sixth more time.
 
 use std::collections::HashMap;
 use std::ops::Deref;
@@ -29,7 +32,7 @@ use time::OffsetDateTime;
 use time::format_description::well_known::Rfc3339;
 
 use crate::api::condition;
-use crate::api::kueue::{FINISHED, QUOTA_RESERVED, Workload};
+use crate::api::kueue::{FINISHED, QUOTA_RESERVED, Workload, WorkloadStatus};
 
 /// Holds the time of the last nudge.
 pub const RETRY_ANNOTATION: &str = "kueue-ext.dev/multikueue-retry";
@@ -80,25 +83,58 @@ impl Nudge {
     }
 }
 
-/// What MultiKueue has shown of its progress, per ClusterQueue: how many of its Workloads had a
-/// worker when last counted, and when that number last grew. Kept in memory: after a restart a
-/// queue with Workloads placed counts as moving for `STRANDED_AFTER`, which only delays a nudge.
+/// What a Workload holding quota waits for MultiKueue to do.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+enum Stage {
+    /// Nominate workers (and create the Workload's copies on them).
+    Nominating,
+    /// Choose the worker that admitted a copy.
+    Placing,
+}
+
+impl Stage {
+    fn of(status: &WorkloadStatus) -> Stage {
+        if status.nominated_cluster_names.is_empty() { Stage::Nominating } else { Stage::Placing }
+    }
+
+    /// How long a reservation may wait at this stage before its first nudge.
+    fn first_wait(self) -> Duration {
+        match self {
+            Stage::Nominating => STRANDED_AFTER,
+            Stage::Placing => UNPLACED_AFTER,
+        }
+    }
+
+    /// Whether MultiKueue has taken `wl` past this stage.
+    fn is_past(self, wl: &Workload) -> bool {
+        let Some(status) = &wl.status else { return false };
+        match self {
+            Stage::Nominating => status.cluster_name.is_some() || !status.nominated_cluster_names.is_empty(),
+            Stage::Placing => status.cluster_name.is_some(),
+        }
+    }
+}
+
+/// What MultiKueue has shown of its progress, per ClusterQueue and stage: how many of its
+/// Workloads were past the stage when last counted, and when that number last grew. Kept in
+/// memory: after a restart a queue with Workloads past it counts as moving for
+/// `STRANDED_AFTER`, which only delays a nudge.
 #[derive(Default)]
-pub struct Progress(Mutex<HashMap<String, (usize, OffsetDateTime)>>);
+pub struct Progress(Mutex<HashMap<(String, Stage), (usize, OffsetDateTime)>>);
 
 impl Progress {
-    /// Records that `with_a_worker` Workloads of `queue` have a worker at `now`; returns when
-    /// that number last grew.
-    fn last_growth(&self, queue: &str, with_a_worker: usize, now: OffsetDateTime) -> OffsetDateTime {
+    /// Records that `past` Workloads of `queue` are past `stage` at `now`; returns when that
+    /// number last grew.
+    fn last_growth(&self, queue: &str, stage: Stage, past: usize, now: OffsetDateTime) -> OffsetDateTime {
         let mut queues = self.0.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
-        // A queue first counted with none placed has shown no progress at all.
-        let first = if with_a_worker > 0 { now } else { OffsetDateTime::UNIX_EPOCH };
-        let (count, grew) = queues.entry(queue.to_string()).or_insert((with_a_worker, first));
-        if with_a_worker > *count {
+        // A queue first counted with none past has shown no progress at all.
+        let first = if past > 0 { now } else { OffsetDateTime::UNIX_EPOCH };
+        let (count, grew) = queues.entry((queue.to_string(), stage)).or_insert((past, first));
+        if past > *count {
             *grew = now;
         }
         // Fewer after deletions: the next growth counts from there.
-        *count = with_a_worker;
+        *count = past;
         *grew
     }
 }
@@ -120,26 +156,25 @@ pub fn dispatch<W: Deref<Target = Workload>>(
         (Some(nudged), Some(reserved)) if nudged < reserved => 0,
         _ => annotation(RETRIES_ANNOTATION).and_then(|n| n.parse().ok()).unwrap_or(u32::from(nudged.is_some())),
     };
-    let first = if status.nominated_cluster_names.is_empty() { STRANDED_AFTER } else { UNPLACED_AFTER };
-    let allowed = first.saturating_mul(1 << nudges.min(16)).min(LONGEST_WAIT);
+    let stage = Stage::of(status);
+    let allowed = stage.first_wait().saturating_mul(1 << nudges.min(16)).min(LONGEST_WAIT);
     let stranded = || Dispatch::Stranded(Nudge { at: condition::timestamp(now), count: nudges + 1 });
     let Some(since) = reserved.max(nudged) else { return stranded() };
     let waited = Duration::try_from(now - since).unwrap_or_default();
     match allowed.checked_sub(waited) {
         Some(left) if !left.is_zero() => Dispatch::Waiting(left),
-        _ if status.nominated_cluster_names.is_empty() => {
-            coming_to_it(wl, &others(), progress, now, waited).map_or_else(stranded, Dispatch::Waiting)
-        }
-        _ => stranded(),
+        _ => coming_to_it(wl, stage, &others(), progress, now, waited).map_or_else(stranded, Dispatch::Waiting),
     }
 }
 
-/// How much longer MultiKueue may take to come to `wl`, which has no worker nominated after
-/// waiting `waited`: as long as its first pass over the Workloads of `wl`'s ClusterQueue waiting
-/// for a worker takes at [`BACKLOG_PACE`], then while the number of them with a worker grows.
-/// `None` once it has passed `wl` over or shown no progress for `STRANDED_AFTER`.
+/// How much longer MultiKueue may take to take `wl` past `stage`, where it has waited `waited`:
+/// while the number of Workloads of `wl`'s ClusterQueue past that stage grows, and with no
+/// worker nominated, first as long as MultiKueue's first pass over those waiting for one takes
+/// at [`BACKLOG_PACE`]. `None` once it has passed `wl` over or shown no progress for
+/// `STRANDED_AFTER`.
 fn coming_to_it<W: Deref<Target = Workload>>(
     wl: &Workload,
+    stage: Stage,
     others: &[W],
     progress: &Progress,
     now: OffsetDateTime,
@@ -150,16 +185,18 @@ fn coming_to_it<W: Deref<Target = Workload>>(
         Duration::try_from(later - earlier).is_ok_and(|d| d > STRANDED_AFTER)
     };
     let of_queue: Vec<&Workload> = others.iter().map(|o| &**o).filter(|o| cluster_queue(o) == Some(queue)).collect();
-    let placed: Vec<&Workload> = of_queue.iter().copied().filter(|o| has_a_worker(o)).collect();
-    if placed.iter().any(|o| reserved_at(o).is_some_and(|t| longer_than_stranded(t, reserved))) {
+    let past: Vec<&Workload> = of_queue.iter().copied().filter(|o| stage.is_past(o)).collect();
+    if past.iter().any(|o| reserved_at(o).is_some_and(|t| longer_than_stranded(t, reserved))) {
         return None;
     }
-    let backlog = of_queue.iter().filter(|o| waits_for_a_worker(o) && !has_a_worker(o)).count();
-    let first_pass = BACKLOG_PACE.saturating_mul(u32::try_from(backlog).unwrap_or(u32::MAX));
-    if let Some(left) = first_pass.checked_sub(waited).filter(|left| !left.is_zero()) {
-        return Some(left);
+    if stage == Stage::Nominating {
+        let backlog = of_queue.iter().filter(|o| waits_for_a_worker(o) && !stage.is_past(o)).count();
+        let first_pass = BACKLOG_PACE.saturating_mul(u32::try_from(backlog).unwrap_or(u32::MAX));
+        if let Some(left) = first_pass.checked_sub(waited).filter(|left| !left.is_zero()) {
+            return Some(left);
+        }
     }
-    let grew = progress.last_growth(queue, placed.len(), now);
+    let grew = progress.last_growth(queue, stage, past.len(), now);
     (!longer_than_stranded(now, grew)).then_some(STRANDED_AFTER)
 }
 
@@ -168,10 +205,6 @@ fn waits_for_a_worker(wl: &Workload) -> bool {
     let Some(status) = &wl.status else { return false };
     let pending = status.admission_checks.iter().any(|c| c.state == "Pending");
     wl.is(QUOTA_RESERVED) && !wl.is_admitted() && !wl.is(FINISHED) && pending && status.cluster_name.is_none()
-}
-
-fn has_a_worker(wl: &Workload) -> bool {
-    wl.status.as_ref().is_some_and(|s| s.cluster_name.is_some() || !s.nominated_cluster_names.is_empty())
 }
 
 fn cluster_queue(wl: &Workload) -> Option<&str> {
@@ -192,7 +225,7 @@ fn parse(t: &str) -> Option<OffsetDateTime> {
 mod tests {
     use super::*;
     use crate::api::condition::Condition;
-    use crate::api::kueue::{ADMITTED, Admission, AdmissionCheckState, WorkloadStatus};
+    use crate::api::kueue::{ADMITTED, Admission, AdmissionCheckState};
 
     const RESERVED_AT: &str = "2026-11-24T01:00:00Z";
 
@@ -369,13 +402,15 @@ mod tests {
     fn progress_counts_growth_only() {
         let progress = Progress::default();
         let t = |s: i64| at(RESERVED_AT) + time::Duration::seconds(s);
-        assert_eq!(progress.last_growth("cq", 5, t(0)), t(0));
-        assert_eq!(progress.last_growth("cq", 5, t(10)), t(0), "no change");
-        assert_eq!(progress.last_growth("cq", 2, t(20)), t(0), "Workloads deleted");
-        assert_eq!(progress.last_growth("cq", 3, t(30)), t(30), "grew from the lower count");
-        assert_eq!(progress.last_growth("other", 1, t(40)), t(40), "each queue on its own");
+        let nominated = |queue, count, now| progress.last_growth(queue, Stage::Nominating, count, now);
+        assert_eq!(nominated("cq", 5, t(0)), t(0));
+        assert_eq!(nominated("cq", 5, t(10)), t(0), "no change");
+        assert_eq!(nominated("cq", 2, t(20)), t(0), "Workloads deleted");
+        assert_eq!(nominated("cq", 3, t(30)), t(30), "grew from the lower count");
+        assert_eq!(nominated("other", 1, t(40)), t(40), "each queue on its own");
+        assert_eq!(progress.last_growth("cq", Stage::Placing, 1, t(45)), t(45), "each stage on its own");
         let never = OffsetDateTime::UNIX_EPOCH;
-        assert_eq!(progress.last_growth("empty", 0, t(50)), never, "none placed: no progress shown");
+        assert_eq!(nominated("empty", 0, t(50)), never, "none placed: no progress shown");
     }
 
     #[test]
@@ -387,5 +422,49 @@ mod tests {
         assert_eq!(look("2026-11-24T01:00:30Z"), secs(50), "200 waiting × 400 ms: 80 s");
         let passed = "2026-11-24T01:01:20Z";
         assert_eq!(look(passed), stranded(passed, 1), "then progress counts, and none was shown");
+    }
+
+    /// A Workload nominated to both workers at `RESERVED_AT + secs`, placed on worker1 or not.
+    fn nominated_at(secs: i64, placed: bool) -> Workload {
+        let mut wl = reserved_later(secs, false);
+        let status = wl.status.as_mut().unwrap();
+        status.nominated_cluster_names = vec!["worker1".into(), "worker2".into()];
+        if placed {
+            status.cluster_name = Some("worker1".into());
+        }
+        wl
+    }
+
+    #[test]
+    fn a_nominated_workload_waits_while_more_of_its_queue_are_placed() {
+        let wl = nominated_at(0, false);
+        let progress = Progress::default();
+        let placed: Vec<Workload> = (1..=3).map(|i| nominated_at(i, true)).collect();
+        // Looks at `t`, when the first `n` of them have been placed.
+        let look = |t: &str, n: usize| dispatch(&wl, at(t), || placed.iter().take(n).collect(), &progress);
+        assert_eq!(look("2026-11-24T01:04:00Z", 1), secs(60), "its first wait of five minutes");
+        assert_eq!(look("2026-11-24T01:05:00Z", 1), secs(30), "past it, one placed: moving");
+        assert_eq!(look("2026-11-24T01:05:25Z", 2), secs(30), "one more placed");
+        assert_eq!(look("2026-11-24T01:05:50Z", 3), secs(30), "and one more");
+        let quiet = "2026-11-24T01:06:21Z";
+        assert_eq!(look(quiet, 3), stranded(quiet, 1), "none placed for over 30 s");
+    }
+
+    #[test]
+    fn a_nominated_workload_is_not_moving_for_others_nominated_only() {
+        let wl = nominated_at(0, false);
+        let nominated: Vec<Workload> = (1..=3).map(|i| nominated_at(i, false)).collect();
+        let now = "2026-11-24T01:05:00Z";
+        assert_eq!(dispatch(&wl, at(now), || nominated.iter().collect(), &Progress::default()), stranded(now, 1));
+    }
+
+    #[test]
+    fn a_nominated_workload_passed_over_by_one_reserved_well_after_it_is_nudged() {
+        let wl = nominated_at(0, false);
+        let (soon_after, well_after) = (nominated_at(10, true), nominated_at(31, true));
+        let now = "2026-11-24T01:05:00Z";
+        assert_eq!(dispatch(&wl, at(now), || vec![&soon_after], &Progress::default()), secs(30));
+        let others = || vec![&soon_after, &well_after];
+        assert_eq!(dispatch(&wl, at(now), others, &Progress::default()), stranded(now, 1));
     }
 }
