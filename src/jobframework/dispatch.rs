@@ -17,11 +17,11 @@
 //! clients to them are rate-limited). For the same reason a Workload with no worker nominated is
 //! given the time MultiKueue's first pass over the Workloads of its ClusterQueue waiting for one
 //! takes (`BACKLOG_PACE` each). Past its wait, a Workload is not nudged while MultiKueue visibly
-//! works through the others of its ClusterQueue at the same [`Stage`] (the number past it grew
+//! works through the others of its ClusterQueue at the same `Stage` (the number past it grew
 //! within `STRANDED_AFTER`, as [`Progress`] remembers), unless it was passed over: a Workload
 //! reserved more than `STRANDED_AFTER` after it is past that stage. With 500 Workloads
-//! nominated at once, workers admitted their copies for longer than `UNPLACED_AFTER`: nudging
-//! the 218 still waiting then cost the rest of the burst a sixth more time.
+//! nominated at once, the workers admitted their copies for longer than `UNPLACED_AFTER`, and
+//! nudging the 218 still waiting then took all 500 from 393 to 446 s (medians of two runs).
 
 use std::collections::HashMap;
 use std::ops::Deref;
