@@ -37,10 +37,10 @@ pub async fn reconcile(job: &WrappedJob, ctx: &Context, kinds: &Kinds, caches: &
     }
     let observed = components::observe(&ctx.client, kinds, caches, job).await.map_err(|e| wrapped_err(job, e))?;
     let step = lifecycle::step(job, &shape(job), &observed, &settings, time::OffsetDateTime::now_utc());
-    let requeue = step.requeue;
-    let current = act(job, ctx, kinds, step, &observed).await?;
+    let planned = step.requeue;
+    let (current, look_again) = act(job, ctx, kinds, step, &observed).await?;
     let framework = reconciler::reconcile(&current, ctx).await?;
-    Ok(match requeue {
+    Ok(match planned.into_iter().chain(look_again).min() {
         Some(after) => Action::requeue(after.max(Duration::from_millis(50))),
         None => framework,
     })
@@ -65,16 +65,19 @@ fn shape(job: &WrappedJob) -> Vec<ComponentStatus> {
         .collect()
 }
 
-/// Carries out a step and returns the job as it now is.
+/// Carries out a step and returns the job as it now is, with how soon a failed create wants
+/// the job looked at again (a second for one that may pass later). The step's own requeue
+/// cannot say it: the step was decided before the create was refused.
 async fn act(
     job: &WrappedJob,
     ctx: &Context,
     kinds: &Kinds,
     step: Step,
     observed: &lifecycle::Observed,
-) -> Result<WrappedJob, Error> {
+) -> Result<(WrappedJob, Option<Duration>), Error> {
     let api: Api<WrappedJob> = Api::namespaced(ctx.client.clone(), &job.namespace().unwrap_or_default());
     let mut current = job.clone();
+    let mut look_again = None;
     if step.actions.contains(&Act::AddFinalizer) {
         current = set_finalizer(&api, &current, true).await?;
     }
@@ -94,6 +97,7 @@ async fn act(
                     let told = lifecycle::create_error(&current, *index) == Some(failure.message.as_str());
                     let failed = lifecycle::create_failed(&current, *index, failure.fatal, &failure.message, now);
                     current = write_status(&api, &current, &failed.status).await?;
+                    look_again = look_again.or(failed.requeue);
                     if !told || failure.fatal {
                         let kind = if failure.fatal { EventType::Warning } else { EventType::Normal };
                         let note = format!("component {index}: {}", failure.message);
@@ -121,7 +125,7 @@ async fn act(
             Act::AddFinalizer => {}
         }
     }
-    Ok(current)
+    Ok((current, look_again))
 }
 
 /// Writes the status as a merge patch pinned to the resourceVersion read: a concurrent change
@@ -156,3 +160,7 @@ fn wrapped_err(job: &WrappedJob, err: components::Error) -> Error {
     let components::Error::Kube { action, what, source } = err;
     Error::Kube { action, kind: "component of WrappedJob", name: format!("{} ({what})", job.name_any()), source }
 }
+
+#[cfg(test)]
+#[path = "controller_tests.rs"]
+mod tests;

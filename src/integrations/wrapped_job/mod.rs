@@ -129,6 +129,3 @@ fn component_info(info: &PodSetInfo) -> ComponentPodSetInfo {
         scheduling_gates: info.scheduling_gates.clone(),
     }
 }
-
-#[cfg(test)]
-mod tests;

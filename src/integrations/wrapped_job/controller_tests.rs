@@ -1,0 +1,84 @@
+//! What carrying out a step asks of the API server, and how soon a refused create is tried
+//! again. The API server here is scripted: discovery serves batch Jobs, the job's status takes
+//! every write, and the Job create is refused.
+
+use http::Method;
+use kube::runtime::reflector::store::Writer;
+use serde_json::{Value, json};
+
+use super::*;
+use crate::jobframework::events::EventSink;
+use crate::jobframework::reconciler::Config;
+use crate::test_api_server::{Requests, requested, scripted_client};
+
+const JOBS: &str = "/apis/batch/v1/namespaces/default/jobs";
+const STATUS: &str = "/apis/kueue-ext.dev/v1alpha1/namespaces/default/wrappedjobs/wj/status";
+
+/// An admitted WrappedJob of one batch Job, resuming: its Job is still to be created.
+fn resuming() -> WrappedJob {
+    serde_json::from_value(json!({
+        "apiVersion": "kueue-ext.dev/v1alpha1", "kind": "WrappedJob",
+        "metadata": {"name": "wj", "namespace": "default", "uid": "uid-1", "resourceVersion": "7"},
+        "spec": {"suspend": false, "components": [{"template": {
+            "apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": "wj-work"},
+            "spec": {"template": {"spec": {"restartPolicy": "Never", "containers": [{"name": "work", "image": "w"}]}}},
+        }}]},
+        "status": {"phase": "Resuming", "componentStatus": [{"name": "wj-work", "kind": "Job", "apiVersion": "batch/v1"}]},
+    }))
+    .unwrap()
+}
+
+fn discovery() -> Value {
+    json!({"kind": "APIResourceList", "apiVersion": "v1", "groupVersion": "batch/v1", "resources": [
+        {"name": "jobs", "singularName": "job", "namespaced": true, "kind": "Job", "verbs": ["create", "get", "list"]},
+    ]})
+}
+
+/// An API server that refuses the Job create with `refusal`.
+fn api_server(job: &WrappedJob, refusal: u16) -> (kube::Client, Requests) {
+    let job = json!(job);
+    scripted_client(move |method, path| match (method, path) {
+        (&Method::GET, "/apis/batch/v1") => Ok(discovery()),
+        (&Method::POST, JOBS) => Err(refusal),
+        (&Method::PATCH, STATUS) => Ok(job.clone()),
+        _ => Err(500),
+    })
+}
+
+fn context(client: kube::Client) -> Context {
+    Context {
+        client,
+        config: Config::default(),
+        workloads: Writer::default().as_reader(),
+        flavors: Writer::default().as_reader(),
+        events: EventSink::held().0,
+        multikueue: Default::default(),
+    }
+}
+
+/// Acts on the step that creates the Job, planned to look again only when the admission grace
+/// runs out; returns how soon the failed create wants the job looked at again.
+async fn create_refused_with(refusal: u16) -> Option<Duration> {
+    let job = resuming();
+    let (client, requests) = api_server(&job, refusal);
+    let step = Step {
+        status: job.status.clone().unwrap(),
+        actions: vec![Act::Create(0)],
+        requeue: Some(Duration::from_secs(60)),
+        notes: Vec::new(),
+    };
+    let observed = lifecycle::Observed { components: vec![ObservedComponent::Missing], pods: Default::default() };
+    let (_, look_again) =
+        act(&job, &context(client.clone()), &Kinds::new(client), step, &observed).await.expect("acted");
+    let writes = requested(&requests);
+    assert_eq!(writes[1..], [format!("POST {JOBS}"), format!("PATCH {STATUS}")], "{writes:?}");
+    look_again
+}
+
+/// Kueue's Job webhook answers 404 while its cache has not seen the Job's owner: a refusal
+/// that passes later. Looking again only when the grace ran out reset the job instead (and
+/// a component already created ran twice).
+#[tokio::test]
+async fn a_create_a_webhook_refuses_for_now_is_tried_again_within_a_second() {
+    assert_eq!(create_refused_with(404).await, Some(lifecycle::CREATE_RETRY));
+}
