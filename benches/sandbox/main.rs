@@ -2,7 +2,8 @@
 //! machine is shared and noisy):
 //!
 //! - `up`: `up` of a manager + 2 workers vs kwokctl creating three bare clusters from the same
-//!   binaries; wall time and the CPU seconds the clusters' processes spent (`up.rs`).
+//!   binaries, and vs the same three with the CRDs `up` installs; wall time and the CPU seconds
+//!   the clusters' processes spent (`up.rs`).
 //! - `single`: N ExternalJobs vs N batch/v1 Jobs of the same shape on one cluster, until all are
 //!   admitted and all finished; the peak RSS of our controller vs Kueue's manager meanwhile; then
 //!   WrappedJobs of a Job and a Deployment vs as many batch/v1 Jobs (`single.rs`).

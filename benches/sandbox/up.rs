@@ -1,7 +1,9 @@
 //! `up` of a manager and two workers (Kueue, MultiKueue Active, our controller ready) against
 //! `kwokctl create cluster --runtime binary` ×3 in parallel with the same binaries, in wall time
 //! and in the CPU seconds the clusters' processes spent getting there (on a shared 2-core
-//! machine, CPU is what bounds both).
+//! machine, CPU is what bounds both). A second peer also installs the CRDs `up` installs
+//! (Kueue's and ours) and waits for them to be established: a profile of `up` puts over a quarter of
+//! its API servers' CPU in handling CRDs, which bare kwokctl clusters never pay.
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
@@ -13,23 +15,40 @@ use crate::report::Row;
 use crate::sandbox::{Sandbox, cpu_seconds, pids_in, run};
 
 pub fn bench(runs: usize, bin_dir: &Path, kwokctl: &Path) -> Vec<Row> {
-    let peer = "kwokctl create cluster ×3, same binaries, no Kueue";
-    let mut wall = Row::new("up: manager + 2 workers, MultiKueue Active", "s", peer);
-    let mut cpu = Row::new("up: CPU seconds of the clusters' processes", "s", peer);
+    let bare = "kwokctl create cluster ×3, same binaries, no Kueue";
+    let with_crds = "the same, then Kueue's CRDs and ours applied and established";
+    let mut wall = Row::new("up: manager + 2 workers, MultiKueue Active", "s", bare);
+    let mut cpu = Row::new("up: CPU seconds of the clusters' processes", "s", bare);
+    let mut wall_crds = Row::new("up: manager + 2 workers, MultiKueue Active", "s", with_crds);
+    let mut cpu_crds = Row::new("up: CPU seconds of the clusters' processes", "s", with_crds);
+    let crds = crd_manifests(bin_dir);
     for _ in 0..runs {
         let sandbox = Sandbox::up(&[]);
         let ours_cpu: f64 = sandbox.pids().into_iter().map(cpu_seconds).sum();
         let ours = sandbox.up_seconds;
         drop(sandbox);
-        let (peer, peer_cpu) = kwokctl_clusters(bin_dir, kwokctl);
+        let (peer, peer_cpu) = kwokctl_clusters(bin_dir, kwokctl, &[]);
         wall.push(ours, peer);
         cpu.push(ours_cpu, peer_cpu);
+        let (peer, peer_cpu) = kwokctl_clusters(bin_dir, kwokctl, &crds);
+        wall_crds.push(ours, peer);
+        cpu_crds.push(ours_cpu, peer_cpu);
     }
-    vec![wall, cpu]
+    vec![wall, cpu, wall_crds, cpu_crds]
 }
 
-/// Seconds until three kwokctl clusters serve, and the CPU seconds their processes spent.
-fn kwokctl_clusters(bin_dir: &Path, kwokctl: &Path) -> (f64, f64) {
+/// The CRDs `up` installs on every cluster: Kueue's from the toolchain, and ours.
+fn crd_manifests(bin_dir: &Path) -> Vec<PathBuf> {
+    let toolchain = bin_dir.parent().expect("bin dir has a parent");
+    vec![
+        toolchain.join("kueue/config/components/crd/bases"),
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("manifests/crds.yaml"),
+    ]
+}
+
+/// Seconds until three kwokctl clusters serve, each with `crds` applied and established, and
+/// the CPU seconds their processes spent.
+fn kwokctl_clusters(bin_dir: &Path, kwokctl: &Path, crds: &[PathBuf]) -> (f64, f64) {
     let dir = tempfile::tempdir().expect("temp dir");
     let workdir = dir.path().join("kwok");
     let names = ["bench1", "bench2", "bench3"];
@@ -42,32 +61,53 @@ fn kwokctl_clusters(bin_dir: &Path, kwokctl: &Path) -> (f64, f64) {
         })
         .collect();
     let started = Instant::now();
-    let children: Vec<_> = names
-        .iter()
-        .zip(&configs)
-        .map(|(name, config)| {
-            kwokctl_command(kwokctl, bin_dir, &workdir)
-                // An empty kubeconfig: like `up`, leave the user's own alone (kwokctl would
-                // also serialise the three on its lock). Without `--wait` kwokctl returns once
-                // its API server answers /version, long before it is ready; with it, once
-                // /healthz says ok, near the /readyz that `up` waits for on each of its own.
-                .args(["create", "cluster", "--kubeconfig=", "--wait", "2m", "--name", name, "-c"])
-                .arg(config)
-                .spawn()
-                .expect("kwokctl starts")
-        })
-        .collect();
-    let outputs: Vec<Output> = children.into_iter().map(|c| c.wait_with_output().expect("kwokctl ran")).collect();
+    std::thread::scope(|scope| {
+        let clusters: Vec<_> = names
+            .iter()
+            .zip(&configs)
+            .map(|(name, config)| scope.spawn(|| create_cluster(kwokctl, bin_dir, &workdir, name, config, crds)))
+            .collect();
+        clusters.into_iter().for_each(|c| c.join().expect("cluster created"));
+    });
     let seconds = started.elapsed().as_secs_f64();
     let mut cpu = 0.0;
-    for (name, output) in names.iter().zip(outputs) {
-        let log = String::from_utf8_lossy(&output.stderr);
-        // kwokctl reports success even when its API server never served: that is no sample.
-        assert!(output.status.success() && !log.contains("not served"), "kwokctl {name}:\n{log}");
+    for name in names {
         cpu += pids_in(&workdir.join("clusters").join(name).join("pids")).into_iter().map(cpu_seconds).sum::<f64>();
         run(kwokctl_command(kwokctl, bin_dir, &workdir).args(["delete", "cluster", "--name", name]));
     }
     (seconds, cpu)
+}
+
+/// One kwokctl cluster, ready, then with `crds` applied and established.
+fn create_cluster(kwokctl: &Path, bin_dir: &Path, workdir: &Path, name: &str, config: &Path, crds: &[PathBuf]) {
+    let output: Output = kwokctl_command(kwokctl, bin_dir, workdir)
+        // An empty kubeconfig: like `up`, leave the user's own alone (kwokctl would also
+        // serialise the three on its lock). Without `--wait` kwokctl returns once its API
+        // server answers /version, long before it is ready; with it, once /healthz says ok,
+        // near the /readyz that `up` waits for on each of its own.
+        .args(["create", "cluster", "--kubeconfig=", "--wait", "2m", "--name", name, "-c"])
+        .arg(config)
+        .output()
+        .expect("kwokctl ran");
+    let log = String::from_utf8_lossy(&output.stderr);
+    // kwokctl reports success even when its API server never served: that is no sample.
+    assert!(output.status.success() && !log.contains("not served"), "kwokctl {name}:\n{log}");
+    if crds.is_empty() {
+        return;
+    }
+    let kubeconfig = workdir.join("clusters").join(name).join("kubeconfig.yaml");
+    let kubectl = || {
+        let mut command = Command::new(bin_dir.join("kubectl"));
+        command.arg("--kubeconfig").arg(&kubeconfig);
+        command
+    };
+    let mut apply = kubectl();
+    apply.args(["apply", "--server-side", "--force-conflicts"]);
+    for path in crds {
+        apply.arg("-f").arg(path);
+    }
+    run(&mut apply);
+    run(kubectl().args(["wait", "--for=condition=Established", "crd", "--all", "--timeout=2m"]));
 }
 
 fn kwokctl_command(kwokctl: &Path, bin_dir: &Path, workdir: &Path) -> Command {
