@@ -7,7 +7,7 @@
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use kueue_ext::sandbox::ports;
 
@@ -107,7 +107,18 @@ fn create_cluster(kwokctl: &Path, bin_dir: &Path, workdir: &Path, name: &str, co
         apply.arg("-f").arg(path);
     }
     run(&mut apply);
-    run(kubectl().args(["wait", "--for=condition=Established", "crd", "--all", "--timeout=2m"]));
+    // `kubectl wait` fails at once on a CRD the API server has not given conditions yet.
+    let deadline = Instant::now() + Duration::from_secs(120);
+    while !kubectl()
+        .args(["wait", "--for=condition=Established", "crd", "--all"])
+        .output()
+        .expect("kubectl ran")
+        .status
+        .success()
+    {
+        assert!(Instant::now() < deadline, "CRDs of {name} not established within 2 minutes");
+        std::thread::sleep(Duration::from_millis(100));
+    }
 }
 
 fn kwokctl_command(kwokctl: &Path, bin_dir: &Path, workdir: &Path) -> Command {
