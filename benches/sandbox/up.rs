@@ -60,6 +60,7 @@ fn kwokctl_clusters(bin_dir: &Path, kwokctl: &Path, crds: &[PathBuf]) -> (f64, f
             path
         })
         .collect();
+    let clusters = Deleting { kwokctl, bin_dir, workdir: &workdir, names };
     let started = Instant::now();
     std::thread::scope(|scope| {
         let clusters: Vec<_> = names
@@ -70,12 +71,35 @@ fn kwokctl_clusters(bin_dir: &Path, kwokctl: &Path, crds: &[PathBuf]) -> (f64, f
         clusters.into_iter().for_each(|c| c.join().expect("cluster created"));
     });
     let seconds = started.elapsed().as_secs_f64();
-    let mut cpu = 0.0;
-    for name in names {
-        cpu += pids_in(&workdir.join("clusters").join(name).join("pids")).into_iter().map(cpu_seconds).sum::<f64>();
-        run(kwokctl_command(kwokctl, bin_dir, &workdir).args(["delete", "cluster", "--name", name]));
-    }
+    let cpu = names
+        .iter()
+        .flat_map(|name| pids_in(&workdir.join("clusters").join(name).join("pids")))
+        .map(cpu_seconds)
+        .sum::<f64>();
+    drop(clusters);
     (seconds, cpu)
+}
+
+/// The clusters of one sample, deleted by kwokctl (which stops the processes it recorded) when
+/// dropped: a sample that fails leaves none running under the next.
+struct Deleting<'a> {
+    kwokctl: &'a Path,
+    bin_dir: &'a Path,
+    workdir: &'a Path,
+    names: [&'a str; 3],
+}
+
+impl Drop for Deleting<'_> {
+    fn drop(&mut self) {
+        for name in self.names {
+            let deleted = kwokctl_command(self.kwokctl, self.bin_dir, self.workdir)
+                .args(["delete", "cluster", "--name", name])
+                .output();
+            if !deleted.is_ok_and(|o| o.status.success()) {
+                eprintln!("kwokctl could not delete cluster {name} under {}", self.workdir.display());
+            }
+        }
+    }
 }
 
 /// One kwokctl cluster, ready, then with `crds` applied and established.
