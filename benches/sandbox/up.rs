@@ -63,12 +63,12 @@ fn kwokctl_clusters(bin_dir: &Path, kwokctl: &Path, crds: &[PathBuf]) -> (f64, f
     let clusters = Deleting { kwokctl, bin_dir, workdir: &workdir, names };
     let started = Instant::now();
     std::thread::scope(|scope| {
-        let clusters: Vec<_> = names
+        let creating: Vec<_> = names
             .iter()
             .zip(&configs)
             .map(|(name, config)| scope.spawn(|| create_cluster(kwokctl, bin_dir, &workdir, name, config, crds)))
             .collect();
-        clusters.into_iter().for_each(|c| c.join().expect("cluster created"));
+        creating.into_iter().for_each(|c| c.join().expect("cluster created"));
     });
     let seconds = started.elapsed().as_secs_f64();
     let cpu = names
