@@ -2,8 +2,8 @@
 //! `kwokctl create cluster --runtime binary` ×3 in parallel with the same binaries, in wall time
 //! and in the CPU seconds the clusters' processes spent getting there (on a shared 2-core
 //! machine, CPU is what bounds both). A second peer also installs the CRDs `up` installs
-//! (Kueue's and ours) and waits for them to be established: a profile of `up` puts over a quarter of
-//! its API servers' CPU in handling CRDs, which bare kwokctl clusters never pay.
+//! (Kueue's and ours) and waits for them to be established: a profile of `up` puts over a
+//! quarter of its API servers' CPU in handling CRDs, which bare kwokctl clusters never pay.
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};

@@ -97,7 +97,7 @@ async fn act(
                     let told = lifecycle::create_error(&current, *index) == Some(failure.message.as_str());
                     let failed = lifecycle::create_failed(&current, *index, failure.fatal, &failure.message, now);
                     current = write_status(&api, &current, &failed.status).await?;
-                    look_again = look_again.or(failed.requeue);
+                    look_again = look_again.into_iter().chain(failed.requeue).min();
                     if !told || failure.fatal {
                         let kind = if failure.fatal { EventType::Warning } else { EventType::Normal };
                         let note = format!("component {index}: {}", failure.message);
