@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # The whole test suite: style, lints, unit tests and the end-to-end tests against real
-# sandboxes. The first run on a machine builds the pinned Kubernetes/Kueue toolchain (cached by
-# version under $KUEUE_EXT_CACHE or ~/.cache/kueue-ext); later runs reuse it.
+# sandboxes, on the process runtime and (tests/e2e_kind.rs) on kind clusters in Docker. The
+# first run on a machine builds the pinned Kubernetes/Kueue toolchain and the kind node image
+# (cached by version under $KUEUE_EXT_CACHE or ~/.cache/kueue-ext, images in Docker); later
+# runs reuse them.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -21,6 +23,11 @@ fi
 
 step "tmux (the watch end-to-end test drives the real TUI in it)"
 command -v tmux || apt-get install -y tmux || { apt-get update && apt-get install -y tmux; }
+
+step "Docker and debootstrap (the kind runtime's end-to-end tests build their images here)"
+hack/docker.sh up
+trap 'hack/docker.sh down' EXIT
+command -v debootstrap || apt-get install -y debootstrap || { apt-get update && apt-get install -y debootstrap; }
 
 step "toolchain (cold: builds Kubernetes, etcd, kwok and Kueue once)"
 cargo build --locked

@@ -9,6 +9,7 @@ mod tests;
 
 use crate::api::condition::Condition;
 use crate::api::kueue::{FINISHED, MULTIKUEUE_CONTROLLER, PODS_READY, QUOTA_RESERVED};
+use crate::jobframework::managed_by::Runner;
 use crate::tui::model::{JobRow, Mirror, Model, WorkloadFacts, WorkloadState, message_or_reason};
 use crate::tui::snapshot::PodCounts;
 
@@ -20,22 +21,40 @@ pub fn explain(row: &JobRow, model: &Model) -> Vec<String> {
         out.push(format!("{job} has finished: {how}."));
         return out;
     }
+    unfinished(row, model, &mut out);
+    // Whatever Kueue decides, the pods are another controller's: say so, or a user waits for
+    // pods the kind's own controller will never create.
+    let (own_runner, _) = row.key.kind.own_runner();
+    if let Runner::Other(controller) = runner(row) {
+        out.push(format!("{job} is managed by {controller}: {own_runner} does not run its pods."));
+    }
+    out
+}
+
+/// Who runs the job's pods, as its `spec.managedBy` says.
+fn runner(row: &JobRow) -> Runner<'_> {
+    Runner::of(row.job.managed_by.as_deref(), row.key.kind.own_runner().1)
+}
+
+/// Why a job that has not finished is where it is: queue, Workload, quota, checks, worker.
+fn unfinished(row: &JobRow, model: &Model, out: &mut Vec<String>) {
+    let job = row.key.to_string();
     let Some(queue) = row.queue.as_deref() else {
         out.push(format!("{job} names no queue (label kueue.x-k8s.io/queue-name), so Kueue does not manage it."));
-        return out;
+        return;
     };
-    queues(row, queue, model, &mut out);
+    queues(row, queue, model, out);
     let Some(wl) = &row.workload else {
         out.push(format!(
             "{job} has no Workload yet: the integration's controller creates one; if this lasts, check that it runs \
              (kubectl kueue-ext status)."
         ));
-        return out;
+        return;
     };
     let name = &wl.name;
     if let Some(finished) = wl.condition(FINISHED).filter(|c| c.is_true()) {
         out.push(format!("Workload {name} is finished: {}.", message_or_reason(finished)));
-        return out;
+        return;
     }
     if !wl.active {
         out.push(format!(
@@ -43,18 +62,18 @@ pub fn explain(row: &JobRow, model: &Model) -> Vec<String> {
         ));
     }
     if let Some(evicted) = wl.eviction() {
-        eviction(wl, evicted, &mut out);
+        eviction(wl, evicted, out);
     }
-    reservation(row, wl, queue, model, &mut out);
+    reservation(row, wl, queue, model, out);
     // Admission checks start once quota is reserved; before that their state says nothing.
     if wl.is(QUOTA_RESERVED) {
-        checks(wl, model, &mut out);
+        checks(wl, model, out);
     }
     if wl.state() == WorkloadState::Admitted {
-        admitted(row, wl, &mut out);
+        admitted(row, wl, out);
     } else {
         for mirror in &row.mirrors {
-            mirror_waiting(mirror, &mut out);
+            mirror_waiting(mirror, out);
         }
         if !row.job.suspended {
             out.push(
@@ -62,7 +81,6 @@ pub fn explain(row: &JobRow, model: &Model) -> Vec<String> {
             );
         }
     }
-    out
 }
 
 /// The LocalQueue the job names and the ClusterQueue behind it, when either keeps it out.
@@ -192,7 +210,7 @@ fn pods_ready(wl: &WorkloadFacts, where_: &str, out: &mut Vec<String>) {
 }
 
 fn admitted(row: &JobRow, wl: &WorkloadFacts, out: &mut Vec<String>) {
-    match (wl.cluster_name.as_deref(), row.job.managed_by.as_deref()) {
+    match (wl.cluster_name.as_deref(), runner(row)) {
         (Some(worker), _) => {
             out.push(format!("Admitted; MultiKueue runs it on worker cluster {worker}."));
             match row.mirror().filter(|m| m.cluster == worker) {
@@ -200,11 +218,12 @@ fn admitted(row: &JobRow, wl: &WorkloadFacts, out: &mut Vec<String>) {
                 None => out.push(format!("Worker {worker} is not watched here, so its copy is not shown.")),
             }
         }
-        (None, Some(controller)) => out.push(format!("Admitted; {controller} is to run it.")),
-        (None, None) if row.job.suspended => {
+        (None, Runner::MultiKueue) => out.push(format!("Admitted; {MULTIKUEUE_CONTROLLER} is to run it.")),
+        (None, Runner::Other(controller)) => out.push(format!("Admitted; {controller} is to run it.")),
+        (None, Runner::Own) if row.job.suspended => {
             out.push("Admitted, but the job is still suspended: the integration's controller starts it next.".into())
         }
-        (None, None) => {
+        (None, Runner::Own) => {
             match pods_in_words(row.job.pods) {
                 Some(pods) => out.push(format!("Admitted and running; pods: {pods}.")),
                 None => out.push("Admitted and running.".into()),

@@ -5,10 +5,14 @@ use kueue_ext::cli::{self, Cli};
 
 fn main() -> ExitCode {
     limit_malloc_arenas();
-    let cli = Cli::parse();
-    cli::init_tracing(cli.verbose, cli.log_format);
     // One TLS provider for the whole process: kube, the webhook server and rcgen all use ring.
     let _ = rustls::crypto::ring::default_provider().install_default();
+    // Shells and kubectl ask for completions with words that are not a command line to parse.
+    if let Some(code) = cli::completion::answer(std::env::args_os().collect()) {
+        return code;
+    }
+    let cli = Cli::parse();
+    cli::init_tracing(cli.verbose, cli.log_format);
     let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
         Ok(rt) => rt,
         Err(err) => {

@@ -1,6 +1,7 @@
 //! Command-line interface: one file per command; this one parses and dispatches.
 
 mod cluster;
+pub mod completion;
 mod conformance;
 mod controller;
 mod down;
@@ -10,6 +11,7 @@ mod status;
 mod submit;
 mod toolchain;
 mod up;
+mod version;
 mod watch;
 
 use std::path::PathBuf;
@@ -56,6 +58,11 @@ pub enum Command {
     Watch(watch::Args),
     /// Check Kueue's integration contract on the sandbox against a job kind: pass/fail per check.
     Conformance(conformance::Args),
+    /// Print the plugin's version and every version the sandbox pins.
+    Version(version::Args),
+    /// Print a shell completion script (bash, zsh, fish, …).
+    #[command(after_long_help = completion::INSTALL)]
+    Completion(completion::Args),
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -90,6 +97,8 @@ pub async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Explain(args) => explain::run(args).await,
         Command::Watch(args) => watch::run(args).await,
         Command::Conformance(args) => conformance::run(args).await,
+        Command::Version(args) => version::run(args).await,
+        Command::Completion(args) => completion::run(args),
     }
 }
 

@@ -65,7 +65,12 @@ pub enum Runtime {
 #[derive(Debug, clap::Args)]
 #[command(next_help_heading = "kind runtime")]
 pub struct KindArgs {
-    /// Node image of the kind clusters.
+    /// Where the images come from: built on this machine from pinned sources (`local`, no
+    /// registry needed), kind's and Kueue's published ones (`published`), or `auto`: the local
+    /// set when it is built or can be (root and debootstrap), published otherwise.
+    #[arg(long, env = "KUEUE_EXT_KIND_IMAGES", value_enum, default_value = "auto", value_name = "SOURCE")]
+    pub kind_images: sandbox::ImageSource,
+    /// Published node image of the kind clusters.
     #[arg(long, env = "KUEUE_EXT_KIND_NODE_IMAGE", default_value = sandbox::NODE_IMAGE, value_name = "IMAGE")]
     pub kind_node_image: String,
     /// kind release required on PATH (any patch release of its minor line).
@@ -86,6 +91,7 @@ pub struct KindArgs {
 impl From<KindArgs> for KindOptions {
     fn from(args: KindArgs) -> Self {
         KindOptions {
+            images: args.kind_images,
             node_image: args.kind_node_image,
             kind_version: args.kind_version,
             controller_binary: args.controller_binary,

@@ -325,3 +325,45 @@ fn a_wrapped_job_ends_by_its_phase() {
         }
     }
 }
+
+#[test]
+fn a_job_another_controller_manages_is_said_to_be_run_by_it() {
+    let by = "example.com/some-controller";
+    let managed = |shape: fn(&mut Value)| {
+        single(move |_, j, w| {
+            j["spec"]["managedBy"] = json!(by);
+            shape(w);
+        })
+    };
+    let not_ours =
+        "ExternalJob default/train is managed by example.com/some-controller: kueue-ext does not run its pods.";
+    assert_eq!(
+        explain_job(&managed(admitted), "train"),
+        ["Admitted; example.com/some-controller is to run it.", not_ours]
+    );
+    let waiting = managed(|w| pending(w, "Pending", "insufficient unused quota for cpu in flavor default-flavor", "1"));
+    let lines = explain_job(&waiting, "train");
+    assert!(lines[0].contains("is waiting for quota"), "{lines:?}");
+    assert_eq!(lines.last().map(String::as_str), Some(not_ours), "{lines:?}");
+
+    let own = single(|_, j, w| {
+        j["spec"]["managedBy"] = json!("kueue-ext.dev/controller");
+        admitted(w);
+    });
+    assert_eq!(
+        explain_job(&own, "train"),
+        ["Admitted, but the job is still suspended: the integration's controller starts it next."],
+        "the kind's own controller is as unset"
+    );
+
+    let mut batch = Snapshot { clusters: vec![single_cluster()] };
+    let mut job = job(JobKind::Job, "train");
+    job["spec"]["managedBy"] = json!(by);
+    batch.clusters[0].jobs.push(job_object(JobKind::Job, job));
+    assert_eq!(
+        explain_job(&batch, "train").last().map(String::as_str),
+        Some(
+            "Job default/train is managed by example.com/some-controller: kube-controller-manager does not run its pods."
+        )
+    );
+}

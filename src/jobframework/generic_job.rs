@@ -62,6 +62,12 @@ pub trait GenericJob:
     /// Sets `spec.managedBy` (MultiKueue defaulting); kinds without the field ignore it.
     fn set_managed_by(&mut self, _controller: &str) {}
 
+    /// Kueue's `CanDefaultManagedBy`: whether MultiKueue defaulting may set `spec.managedBy`,
+    /// i.e. the job has not named a controller other than its kind's own.
+    fn can_default_managed_by(&self) -> bool {
+        self.managed_by().is_none()
+    }
+
     /// The queue the job asked for.
     fn queue_name(&self) -> Option<String> {
         self.labels().get(QUEUE_NAME_LABEL).cloned()

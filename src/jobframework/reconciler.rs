@@ -14,6 +14,7 @@ use kube::{Client, ResourceExt};
 use serde_json::{Value, json};
 use tracing::{debug, info};
 
+use super::api_error;
 use super::dispatch::{self, Dispatch};
 use super::events::EventSink;
 use super::generic_job::{GenericJob, object_reference};
@@ -58,7 +59,7 @@ pub struct Context {
 
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
-    #[error("{action} {kind} {name}: {source}")]
+    #[error("{action} {kind} {name}: {}", api_error::in_words(source))]
     Kube {
         action: &'static str,
         kind: &'static str,

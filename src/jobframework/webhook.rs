@@ -57,9 +57,9 @@ pub fn default_suspend<J: GenericJob>(job: &mut J, config: &Config) {
 
 /// Hands a job to MultiKueue when its queue goes through a MultiKueue admission check (the
 /// caller resolves that: LocalQueue → ClusterQueue → AdmissionChecks → controller name) and it
-/// has not chosen a controller itself.
+/// has not chosen a controller other than its kind's own.
 pub fn default_managed_by<J: GenericJob>(job: &mut J, queue_uses_multikueue: bool) {
-    if job.managed_by().is_none() && job.queue_name().is_some() && queue_uses_multikueue {
+    if job.can_default_managed_by() && job.queue_name().is_some() && queue_uses_multikueue {
         job.set_managed_by(MULTIKUEUE_CONTROLLER);
     }
 }

@@ -30,7 +30,9 @@ mod up;
 
 pub use down::{DownOutcome, down};
 pub use error::SandboxError;
-pub use kind::{KIND_VERSION, KUEUE_MANIFESTS_SHA256, KUEUE_MANIFESTS_URL, KindError, KindOptions, NODE_IMAGE};
+pub use kind::{
+    ImageSource, KIND_VERSION, KUEUE_MANIFESTS_SHA256, KUEUE_MANIFESTS_URL, KindError, KindOptions, NODE_IMAGE,
+};
 pub use runtime::RuntimeKind;
 pub use status::{ClusterStatus, ComponentStatus, StatusReport, status};
 pub use up::{UpOptions, UpOutcome, up};

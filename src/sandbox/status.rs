@@ -170,8 +170,8 @@ pub async fn status(dir: &Path) -> Result<StatusReport, SandboxError> {
     let report = match state.runtime {
         RuntimeKind::Process => status_with(&ProcessRuntime::recorded(), dir, state).await,
         RuntimeKind::Kind => {
-            // Without kind on PATH the clusters can still be checked; only deleting needs it.
-            let kind = KindCli::from_path().unwrap_or_else(|| KindCli::new("kind".into()));
+            // Without a kind CLI the clusters can still be checked; only deleting needs it.
+            let kind = KindCli::installed().unwrap_or_else(|| KindCli::new("kind".into()));
             status_with(&KindRuntime::recorded(kind, BollardDocker::connect()), dir, state).await
         }
     };

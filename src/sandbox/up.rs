@@ -9,7 +9,7 @@ use futures::future::try_join_all;
 use tokio::signal::unix::{Signal, SignalKind, signal};
 
 use super::error::SandboxError;
-use super::kind::{self, BollardDocker, Kind, KindCli, KindOptions, KindRuntime};
+use super::kind::{self, BollardDocker, KindCli, KindError, KindOptions, KindRuntime};
 use super::kubeconfig::{self, Credentials, Entry};
 use super::kwok::NodePool;
 use super::process_runtime::ProcessRuntime;
@@ -73,22 +73,24 @@ pub async fn up(options: &UpOptions, progress: &Progress) -> Result<UpOutcome, S
     // Listened to from here on: a ctrl-c while the runtime is prepared is answered as one later.
     let mut interrupt = signal(SignalKind::interrupt()).map_err(SandboxError::io(dir))?;
     let docker = BollardDocker::connect();
-    let kind_on_path = KindCli::from_path().map(|k| k.program().to_path_buf());
-    let selection = kind::select(options.runtime, &docker, kind_on_path).await?;
-    match (selection.runtime, selection.kind) {
-        (RuntimeKind::Kind, Some(program)) => {
+    let selection = kind::select(options.runtime, &docker).await?;
+    match selection.runtime {
+        RuntimeKind::Kind => {
             if !options.component_args.is_empty() {
                 return Err(SandboxError::Usage("--component-arg applies to the process runtime only".into()));
             }
+            let (images, source) = kind::images_for(options.kind.images, &docker, progress).await?;
+            let program = kind::ensure_kind_cli(progress).await.map_err(KindError::from)?;
             let plans = plans(options, Arc::from([]));
             let cache = toolchain::cache_root().join("kind");
             let runtime = KindRuntime::prepare(
                 KindCli::new(program),
                 docker,
                 &options.kind,
+                images,
                 &plans,
                 &cache,
-                &selection.reason,
+                &format!("{}; {source}", selection.reason),
                 progress,
             )
             .await?;

@@ -22,7 +22,11 @@ pub fn convert(docs: &mut [Document]) -> Vec<String> {
     let mut notices = Vec::new();
     for doc in docs.iter_mut().filter(|d| is_appwrapper(&d.object)) {
         doc.object = to_wrapped_job(&doc.object);
-        let name = doc.object["metadata"]["name"].as_str().unwrap_or_default();
+        let metadata = &doc.object["metadata"];
+        let name = match metadata["name"].as_str() {
+            Some(name) if !name.is_empty() => name,
+            _ => metadata["generateName"].as_str().unwrap_or_default(),
+        };
         notices.push(format!("{}: AppWrapper {name} is submitted as a WrappedJob ({GROUP}/{VERSION})", doc.origin));
     }
     notices

@@ -163,17 +163,32 @@ pub fn parse(file: &str, text: &str) -> Result<Vec<Document>, Vec<Problem>> {
     if problems.is_empty() { Ok(documents) } else { Err(problems) }
 }
 
+fn non_empty(value: &Value) -> bool {
+    value.as_str().is_some_and(|s| !s.is_empty())
+}
+
+/// An object named by `metadata.generateName` alone: the API server names it when it is
+/// created.
+pub fn generates_name(object: &Value) -> bool {
+    !non_empty(&object["metadata"]["name"]) && non_empty(&object["metadata"]["generateName"])
+}
+
 /// Checks the fields every object needs before anything is sent to a cluster.
 pub fn check_shape(doc: &Document) -> Vec<Problem> {
     let mut problems = Vec::new();
-    for (field, value) in [
-        ("apiVersion", &doc.object["apiVersion"]),
-        ("kind", &doc.object["kind"]),
-        ("metadata.name", &doc.object["metadata"]["name"]),
-    ] {
-        if value.as_str().is_none_or(|s| s.is_empty()) {
+    for field in ["apiVersion", "kind"] {
+        if !non_empty(&doc.object[field]) {
             problems.push(Problem::new(&doc.origin, Some(field), "Required value: must be a non-empty string"));
         }
+    }
+    let metadata = &doc.object["metadata"];
+    if !non_empty(&metadata["name"]) && !non_empty(&metadata["generateName"]) {
+        // The API server's words for the same.
+        problems.push(Problem::new(
+            &doc.origin,
+            Some("metadata.name"),
+            "Required value: name or generateName is required",
+        ));
     }
     problems
 }
@@ -214,6 +229,22 @@ mod tests {
         let docs = parse("x.yaml", "apiVersion: v1\nmetadata: {}\n").unwrap();
         let fields: Vec<String> = check_shape(&docs[0]).into_iter().filter_map(|p| p.field).collect();
         assert_eq!(fields, ["kind", "metadata.name"]);
+        let unnamed = parse("x.yaml", "apiVersion: v1\nkind: Pod\nmetadata: {generateName: \"\"}\n").unwrap();
+        assert_eq!(
+            check_shape(&unnamed[0]).iter().map(ToString::to_string).collect::<Vec<_>>(),
+            ["x.yaml:1 (document 1): metadata.name: Required value: name or generateName is required"]
+        );
+    }
+
+    /// Kueue's getting-started Job (`kubectl create -f`) is named by the API server.
+    #[test]
+    fn a_generated_name_is_name_enough() {
+        let docs =
+            parse("job.yaml", "apiVersion: batch/v1\nkind: Job\nmetadata: {generateName: sample-job-}\n").unwrap();
+        assert_eq!(check_shape(&docs[0]), []);
+        assert!(generates_name(&docs[0].object));
+        let named = serde_json::json!({"metadata": {"name": "sample-job", "generateName": "sample-job-"}});
+        assert!(!generates_name(&named), "a name wins, as on the API server");
     }
 
     #[test]

@@ -1,20 +1,24 @@
 //! `submit`: check every document first, write nothing if any fails, then apply them in
-//! dependency order with server-side apply, and optionally wait for the jobs to finish.
+//! dependency order with server-side apply, and optionally wait for the jobs to finish. A
+//! document named only by `metadata.generateName` is created instead, as `kubectl create` does:
+//! a new object each time, under the name the API server gives it.
 
 pub mod appwrapper;
 pub mod documents;
 
 use std::collections::BTreeSet;
+use std::sync::OnceLock;
 
-use kube::Client;
-use kube::api::{Api, DynamicObject, Patch, PatchParams};
+use kube::api::{Api, DynamicObject, Patch, PatchParams, PostParams};
 use kube::core::GroupVersionKind;
 use kube::discovery::{self, ApiCapabilities, ApiResource, Scope};
+use kube::{Client, Resource, ResourceExt};
 use serde_json::{Value, json};
 
 pub use documents::{Document, Origin, Problem};
 
-use crate::api::kueue::QUEUE_NAME_LABEL;
+use crate::api::kueue::{LocalQueue, QUEUE_NAME_LABEL};
+use crate::jobframework::api_error;
 use crate::kube_util::FIELD_MANAGER;
 
 /// Kinds that Kueue queues, and that `--queue` and `--wait` apply to.
@@ -51,6 +55,8 @@ pub struct Planned {
     pub namespaced: bool,
     /// The object exists on the cluster already.
     pub exists: bool,
+    /// The name the API server gave an object created from `metadata.generateName`.
+    generated: OnceLock<String>,
 }
 
 impl Planned {
@@ -60,10 +66,14 @@ impl Planned {
         self.exists && is_job(&self.doc.object)
     }
 
-    /// `kind.group/name`, as kubectl prints objects.
+    /// `kind.group/name`, as kubectl prints objects; before the API server has named an object
+    /// of `generateName`, the prefix it was given.
     pub fn display_name(&self) -> String {
         let kind = self.resource.kind.to_lowercase();
-        let name = self.doc.object["metadata"]["name"].as_str().unwrap_or_default();
+        let name = match self.name() {
+            "" => self.doc.object["metadata"]["generateName"].as_str().unwrap_or_default(),
+            name => name,
+        };
         if self.resource.group.is_empty() {
             format!("{kind}/{name}")
         } else {
@@ -78,8 +88,18 @@ impl Planned {
         }
     }
 
+    /// Its name: as written, or as the API server generated it once created.
     pub fn name(&self) -> &str {
-        self.doc.object["metadata"]["name"].as_str().unwrap_or_default()
+        match self.doc.object["metadata"]["name"].as_str() {
+            Some(name) if !name.is_empty() => name,
+            _ => self.generated.get().map_or("", String::as_str),
+        }
+    }
+
+    /// Named by `metadata.generateName` alone: created anew by every submit, as by `kubectl
+    /// create`. Server-side apply needs a name, so such an object cannot be applied.
+    pub fn generates_name(&self) -> bool {
+        documents::generates_name(&self.doc.object)
     }
 }
 
@@ -133,8 +153,8 @@ pub async fn plan(client: &Client, docs: Vec<Document>, defaults: &Defaults<'_>)
                 problems.push(problem);
             }
         }
-        let mut p = Planned { doc, resource, namespaced, exists: false };
-        p.exists = matches!(p.api(client).get_opt(p.name()).await, Ok(Some(_)));
+        let mut p = Planned { doc, resource, namespaced, exists: false, generated: OnceLock::new() };
+        p.exists = !p.generates_name() && matches!(p.api(client).get_opt(p.name()).await, Ok(Some(_)));
         planned.push(p);
     }
     planned.sort_by_key(|p| rank(&p.resource.kind));
@@ -160,9 +180,9 @@ async fn resolve(client: &Client, obj: &Value) -> Result<(ApiResource, ApiCapabi
     let api_version = obj["apiVersion"].as_str().unwrap_or_default();
     let kind = obj["kind"].as_str().unwrap_or_default();
     let (group, version) = api_version.split_once('/').unwrap_or(("", api_version));
-    discovery::pinned_kind(client, &GroupVersionKind::gvk(group, version, kind)).await.map_err(|_| {
-        format!("the cluster does not serve {kind} in {api_version}: is its CRD installed (kubectl get crds)?")
-    })
+    discovery::pinned_kind(client, &GroupVersionKind::gvk(group, version, kind))
+        .await
+        .map_err(|_| api_error::not_served(kind, api_version))
 }
 
 async fn check_queue(client: &Client, doc: &Document, in_batch: &BTreeSet<(String, String)>) -> Option<Problem> {
@@ -171,7 +191,7 @@ async fn check_queue(client: &Client, doc: &Document, in_batch: &BTreeSet<(Strin
     if in_batch.contains(&(namespace.to_string(), queue.to_string())) {
         return None;
     }
-    let queues: Api<crate::api::kueue::LocalQueue> = Api::namespaced(client.clone(), namespace);
+    let queues: Api<LocalQueue> = Api::namespaced(client.clone(), namespace);
     let field = format!("metadata.labels[{QUEUE_NAME_LABEL}]");
     match queues.get_opt(queue).await {
         Ok(Some(_)) => None,
@@ -182,20 +202,40 @@ async fn check_queue(client: &Client, doc: &Document, in_batch: &BTreeSet<(Strin
                 "LocalQueue {namespace}/{queue} does not exist; list them with `kubectl get localqueues -n {namespace}`"
             ),
         )),
-        Err(err) => Some(Problem::new(&doc.origin, Some(&field), format!("cannot check LocalQueue {queue}: {err}"))),
+        // Kueue is not installed (or not its v1beta2): no job can be queued.
+        Err(err) if api_error::is_unserved(&err) => {
+            let not_served = api_error::not_served("LocalQueue", &LocalQueue::api_version(&()));
+            Some(Problem::new(&doc.origin, Some(&field), not_served))
+        }
+        Err(err) => Some(Problem::new(
+            &doc.origin,
+            Some(&field),
+            format!("cannot check LocalQueue {queue}: {}", api_error::in_words(&err)),
+        )),
     }
 }
 
 /// The API server's words for a rejection (webhook denials included).
 pub fn rejection(err: &kube::Error) -> String {
-    match err {
-        kube::Error::Api(status) => status.message.clone(),
-        other => other.to_string(),
-    }
+    api_error::in_words(err)
 }
 
-/// Server-side applies one planned object (as a dry run when `dry_run`).
+/// Server-side applies one planned object, or creates it when it is named by `generateName`
+/// (as a dry run when `dry_run`; the API server generates a name for a dry run too, so the
+/// check before anything is written holds for such objects as well). A created object is known
+/// by its generated name from then on.
 pub async fn apply_one(client: &Client, planned: &Planned, dry_run: bool) -> Result<DynamicObject, kube::Error> {
+    if planned.generates_name() {
+        let object: DynamicObject =
+            serde_json::from_value(planned.doc.object.clone()).map_err(kube::Error::SerdeError)?;
+        let params = PostParams { dry_run, field_manager: Some(FIELD_MANAGER.into()) };
+        let created = planned.api(client).create(&params, &object).await?;
+        if !dry_run {
+            // Each planned object is created once per run, so its name is set once.
+            let _ = planned.generated.set(created.name_any());
+        }
+        return Ok(created);
+    }
     let mut params = PatchParams::apply(FIELD_MANAGER).force();
     params.dry_run = dry_run;
     planned.api(client).patch(planned.name(), &params, &Patch::Apply(&planned.doc.object)).await
@@ -239,6 +279,78 @@ mod tests {
         assert!(is_job(&json!({"apiVersion": "kueue-ext.dev/v1alpha1", "kind": "ExternalJob"})));
         assert!(is_job(&json!({"apiVersion": "kueue-ext.dev/v1alpha1", "kind": "WrappedJob"})));
         assert!(!is_job(&json!({"apiVersion": "example.com/v1", "kind": "Job"})));
+    }
+
+    fn planned(metadata: Value) -> Planned {
+        let origin = Origin { file: "job.yaml".into(), index: 1, line: 1, column: None };
+        let object = json!({"apiVersion": "batch/v1", "kind": "Job", "metadata": metadata});
+        let resource = ApiResource::from_gvk_with_plural(&GroupVersionKind::gvk("batch", "v1", "Job"), "jobs");
+        Planned {
+            doc: Document { origin, object },
+            resource,
+            namespaced: true,
+            exists: false,
+            generated: OnceLock::new(),
+        }
+    }
+
+    /// `kubectl create`: each submit POSTs a new object (a dry run first, as for applied ones),
+    /// and from then on it is known by the name the API server gave it.
+    #[tokio::test]
+    async fn an_object_of_generate_name_is_created_and_then_known_by_its_generated_name() {
+        use crate::test_api_server::{requested, scripted_client};
+
+        let p = planned(json!({"generateName": "sample-job-", "namespace": "default"}));
+        assert_eq!(p.display_name(), "job.batch/sample-job-");
+        let (client, requests) = scripted_client(|method, path| match (method.as_str(), path) {
+            ("POST", "/apis/batch/v1/namespaces/default/jobs") => Ok(json!({
+                "apiVersion": "batch/v1", "kind": "Job",
+                "metadata": {"name": "sample-job-x7k2p", "generateName": "sample-job-", "namespace": "default"},
+            })),
+            _ => Err(500),
+        });
+        apply_one(&client, &p, true).await.expect("dry run");
+        assert_eq!(p.name(), "", "a dry run names nothing");
+        apply_one(&client, &p, false).await.expect("created");
+        assert_eq!((p.name(), p.display_name().as_str()), ("sample-job-x7k2p", "job.batch/sample-job-x7k2p"));
+        assert_eq!(
+            requested(&requests),
+            [
+                "POST /apis/batch/v1/namespaces/default/jobs?dryRun=All&fieldManager=kueue-ext",
+                "POST /apis/batch/v1/namespaces/default/jobs?fieldManager=kueue-ext",
+            ]
+        );
+    }
+
+    #[tokio::test]
+    async fn a_named_object_is_still_applied_server_side() {
+        use crate::test_api_server::{requested, scripted_client};
+
+        let p = planned(json!({"name": "sample-job", "generateName": "sample-job-", "namespace": "default"}));
+        let (client, requests) = scripted_client(|method, path| match (method.as_str(), path) {
+            ("PATCH", "/apis/batch/v1/namespaces/default/jobs/sample-job") => {
+                Ok(json!({"apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": "sample-job"}}))
+            }
+            _ => Err(500),
+        });
+        apply_one(&client, &p, false).await.expect("applied");
+        assert_eq!(
+            requested(&requests),
+            ["PATCH /apis/batch/v1/namespaces/default/jobs/sample-job?force=true&fieldManager=kueue-ext"]
+        );
+    }
+
+    /// A cluster without Kueue: no job can be queued there, and the user is told why.
+    #[tokio::test]
+    async fn a_cluster_that_does_not_serve_local_queues_is_named_as_such() {
+        let mut p = planned(json!({"name": "sample-job", "namespace": "default"}));
+        p.doc.object["metadata"]["labels"] = json!({QUEUE_NAME_LABEL: "user-queue"});
+        let problem = check_queue(&api_error::serving_nothing(), &p.doc, &BTreeSet::new()).await.expect("a problem");
+        assert_eq!(
+            problem.to_string(),
+            "job.yaml:1 (document 1): metadata.labels[kueue.x-k8s.io/queue-name]: the cluster does not serve \
+             LocalQueue in kueue.x-k8s.io/v1beta2: is its CRD installed (kubectl get crds)?"
+        );
     }
 
     #[test]

@@ -11,6 +11,7 @@ use kube::api::{ApiResource, DynamicObject};
 use serde::Serialize;
 
 use crate::api::wrapped_job::WRAPPED_JOB_LABEL;
+use crate::jobframework::managed_by::KUEUE_EXT_CONTROLLER;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "lowercase")]
@@ -57,6 +58,15 @@ impl JobKind {
             api_version: format!("{}/{version}", self.group()),
             kind: self.name().into(),
             plural: plural.into(),
+        }
+    }
+
+    /// Who runs a job of this kind when `spec.managedBy` leaves it to the kind's own
+    /// controller, and the `managedBy` value that names that controller.
+    pub fn own_runner(self) -> (&'static str, &'static str) {
+        match self {
+            JobKind::ExternalJob | JobKind::WrappedJob => ("kueue-ext", KUEUE_EXT_CONTROLLER),
+            JobKind::Job => ("kube-controller-manager", "kubernetes.io/job-controller"),
         }
     }
 

@@ -22,6 +22,7 @@ use tokio::sync::watch;
 use tokio::task::JoinHandle;
 
 use super::snapshot::{ClusterSnapshot, JobKind, JobObject, Role, Snapshot, event_line, pod_counts};
+use crate::jobframework::api_error;
 use crate::kube_util::read_kubeconfig;
 use crate::sandbox::state::SandboxState;
 use crate::sandbox::{KUBECONFIG_FILE, context_name};
@@ -159,13 +160,20 @@ where
     })
 }
 
-/// The innermost cause of a watch error: what a user can act on.
+/// A watch error in words a user can act on; the kind it is about is said beside it.
 fn short_error(error: &watcher::Error) -> String {
-    let mut source: &dyn std::error::Error = error;
-    while let Some(inner) = source.source() {
-        source = inner;
+    match error {
+        watcher::Error::InitialListFailed(e) | watcher::Error::WatchStartFailed(e) | watcher::Error::WatchFailed(e)
+            if api_error::is_unserved(e) =>
+        {
+            "the cluster does not serve it: is its CRD installed (kubectl get crds)?".into()
+        }
+        watcher::Error::InitialListFailed(e) | watcher::Error::WatchStartFailed(e) | watcher::Error::WatchFailed(e) => {
+            api_error::in_words(e)
+        }
+        watcher::Error::WatchError(status) => status.message.clone(),
+        other => other.to_string(),
     }
-    source.to_string()
 }
 
 fn trim_object(object: &mut DynamicObject) {
@@ -416,6 +424,18 @@ impl Source {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn watch_errors_read_without_kubes_dump_of_the_status() {
+        let status = |code: u16, reason: &str, message: &str| {
+            kube::Error::Api(kube::core::Status::failure(message, reason).with_code(code).boxed())
+        };
+        let unserved =
+            watcher::Error::InitialListFailed(status(404, "Failed to parse error data", "404 page not found"));
+        assert_eq!(short_error(&unserved), "the cluster does not serve it: is its CRD installed (kubectl get crds)?");
+        let forbidden = watcher::Error::WatchFailed(status(403, "Forbidden", "workloads is forbidden: no RBAC"));
+        assert_eq!(short_error(&forbidden), "workloads is forbidden: no RBAC");
+    }
 
     #[test]
     fn worker_contexts_name_their_multikueue_cluster() {

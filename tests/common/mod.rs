@@ -40,6 +40,8 @@ pub struct Sandbox {
     /// Components a test started again in place of recorded ones ([`Restarts`]), stopped once
     /// the logs and objects of a failed test are kept: a killed API server has nothing to show.
     replacements: Arc<Mutex<Vec<Child>>>,
+    /// The runtime `up` asks for; `None`: `$KUEUE_EXT_RUNTIME`, else the process runtime.
+    runtime: Option<&'static str>,
 }
 
 impl Sandbox {
@@ -61,13 +63,28 @@ impl Sandbox {
         let serial = SERIAL.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
         ensure_toolchain();
         let tmp = tempfile::tempdir().expect("temp dir");
-        Sandbox { dir: tmp.path().join("state"), _tmp: tmp, _serial: Some(serial), replacements: Arc::default() }
+        Sandbox {
+            dir: tmp.path().join("state"),
+            _tmp: tmp,
+            _serial: Some(serial),
+            replacements: Arc::default(),
+            runtime: None,
+        }
+    }
+
+    /// `up` on the kind runtime, whatever `$KUEUE_EXT_RUNTIME` says.
+    pub fn up_on_kind(extra: &[&str]) -> Sandbox {
+        let mut sandbox = Sandbox::unstarted();
+        sandbox.runtime = Some("kind");
+        let output = sandbox.run("up", extra);
+        assert!(output.status.success(), "up failed:\n{}", text(&output));
+        sandbox
     }
 
     /// A second private state dir, for a sandbox that runs beside this one.
     pub fn beside(&self) -> Sandbox {
         let tmp = tempfile::tempdir().expect("temp dir");
-        Sandbox { dir: tmp.path().join("state"), _tmp: tmp, _serial: None, replacements: Arc::default() }
+        Sandbox { dir: tmp.path().join("state"), _tmp: tmp, _serial: None, replacements: Arc::default(), runtime: None }
     }
 
     pub fn run(&self, command: &str, extra: &[&str]) -> Output {
@@ -79,7 +96,10 @@ impl Sandbox {
         let mut args = vec![command, "--state-dir", dir];
         args.extend_from_slice(extra);
         // The suite runs on the process runtime unless KUEUE_EXT_RUNTIME says (hack/e2e-kind.sh).
-        let runtime = std::env::var("KUEUE_EXT_RUNTIME").unwrap_or_else(|_| "process".into());
+        let runtime = match self.runtime {
+            Some(runtime) => runtime.to_string(),
+            None => std::env::var("KUEUE_EXT_RUNTIME").unwrap_or_else(|_| "process".into()),
+        };
         args.extend(if command == "up" { vec!["--runtime", runtime.as_str()] } else { vec![] });
         Command::new(BIN).args(&args).envs(env.iter().copied()).output().expect("the plugin binary runs")
     }

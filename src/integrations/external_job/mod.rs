@@ -11,6 +11,7 @@ use crate::api::condition;
 use crate::api::external_job::ExternalJob;
 use crate::api::kueue::PodSet;
 use crate::jobframework::generic_job::{Finished, GenericJob};
+use crate::jobframework::managed_by::Runner;
 use crate::jobframework::podset::{self, PodSetInfo, PodSetInfoError};
 use crate::jobframework::workload;
 
@@ -105,6 +106,10 @@ impl GenericJob for ExternalJob {
 
     fn set_managed_by(&mut self, controller: &str) {
         self.spec.managed_by = Some(controller.to_string());
+    }
+
+    fn can_default_managed_by(&self) -> bool {
+        Runner::of_ours(self.managed_by()) == Runner::Own
     }
 }
 

@@ -1,7 +1,7 @@
 //! The ExternalJob's own controller, the counterpart of kube-controller-manager's Job
 //! controller: it runs the pods of a job that is not suspended and writes what they do into the
-//! job's status. Kueue's side (the Workload) is the jobframework's, in a controller of its own,
-//! which reads that status.
+//! job's status, unless `spec.managedBy` names another controller. Kueue's side (the Workload)
+//! is the jobframework's, in a controller of its own, which reads that status.
 
 use std::time::Duration;
 
@@ -14,12 +14,13 @@ use super::pod_cache::PodCache;
 use super::pods;
 use crate::api::condition;
 use crate::api::external_job::ExternalJob;
-use crate::api::kueue::MULTIKUEUE_CONTROLLER;
+use crate::jobframework::managed_by::Runner;
 use crate::jobframework::reconciler::Error;
 
 pub async fn reconcile(job: &ExternalJob, client: &Client, cache: &PodCache) -> Result<Action, Error> {
-    // On a MultiKueue manager a worker runs the job and Kueue mirrors its status here.
-    if job.spec.managed_by.as_deref() == Some(MULTIKUEUE_CONTROLLER) {
+    // On a MultiKueue manager a worker runs the job and Kueue mirrors its status here; a job
+    // another controller manages has its pods and status from that controller.
+    if Runner::of_ours(job.spec.managed_by.as_deref()) != Runner::Own {
         return Ok(Action::await_change());
     }
     let namespace = job.namespace().unwrap_or_default();

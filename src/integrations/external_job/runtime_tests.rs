@@ -94,3 +94,32 @@ async fn a_new_job_waiting_for_admission_costs_no_request() {
     assert_eq!(action, Action::await_change());
     assert_eq!(requested(&requests), Vec::<String>::new());
 }
+
+/// `spec.managedBy` naming another controller: its pods and status are that controller's, even
+/// when the cache shows a pod of the job and the job is suspended (which would otherwise delete
+/// it). The same holds for a MultiKueue manager's job, whose copy on a worker runs.
+#[tokio::test]
+async fn a_job_another_controller_manages_gets_neither_pods_nor_status_writes() {
+    for managed_by in ["example.com/some-controller", crate::api::kueue::MULTIKUEUE_CONTROLLER] {
+        for suspend in [false, true] {
+            let mut job = admitted();
+            job.spec.managed_by = Some(managed_by.into());
+            job.spec.suspend = Some(suspend);
+            for pods in [Vec::new(), vec![running_pod()]] {
+                let (client, requests) = api_server(&job, None);
+                let action = reconcile(&job, &client, &PodCache::listed(pods)).await.expect("nothing to do");
+                assert_eq!(action, Action::await_change());
+                assert_eq!(requested(&requests), Vec::<String>::new(), "{managed_by}, suspend {suspend}");
+            }
+        }
+    }
+}
+
+#[tokio::test]
+async fn a_job_that_names_this_controller_is_run_as_one_that_names_none() {
+    let mut job = admitted();
+    job.spec.managed_by = Some(crate::jobframework::managed_by::KUEUE_EXT_CONTROLLER.into());
+    let (client, requests) = api_server(&job, None);
+    reconcile(&job, &client, &PodCache::listed(Vec::new())).await.expect("pods created");
+    assert_eq!(requested(&requests), [format!("PATCH {STATUS}"), format!("POST {PODS}")]);
+}

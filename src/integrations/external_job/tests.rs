@@ -289,6 +289,28 @@ fn running_jobs_keep_pod_sets_queue_and_managed_by() {
     assert!(validate_update(&old, &handed_over).iter().any(|e| e.path == "spec.managedBy"));
 }
 
+/// Kueue's `CanDefaultManagedBy`: a job on a MultiKueue queue is handed to MultiKueue unless it
+/// named a controller other than this one.
+#[test]
+fn multikueue_defaulting_keeps_a_controller_the_job_named() {
+    use crate::api::kueue::MULTIKUEUE_CONTROLLER;
+    use crate::jobframework::managed_by::KUEUE_EXT_CONTROLLER;
+    use crate::jobframework::reconciler::Config;
+
+    let cases = [
+        (None, Some(MULTIKUEUE_CONTROLLER)),
+        (Some(KUEUE_EXT_CONTROLLER), Some(MULTIKUEUE_CONTROLLER)),
+        (Some("example.com/some-controller"), Some("example.com/some-controller")),
+    ];
+    for (named, defaulted) in cases {
+        let mut queued = job(&[("main", 1)]);
+        queued.metadata.labels = Some(BTreeMap::from([("kueue.x-k8s.io/queue-name".into(), "user-queue".into())]));
+        queued.spec.managed_by = named.map(Into::into);
+        super::webhook::default(&mut queued, &Config::default(), true);
+        assert_eq!(queued.spec.managed_by.as_deref(), defaulted, "{named:?}");
+    }
+}
+
 #[test]
 fn quantities() {
     for ok in ["1", "500m", "1.5", "2Gi", "1e3", "+4", "0.5Ki", "1E2"] {

@@ -19,6 +19,7 @@ use kube::{Client, Resource};
 
 use super::kinds::{Kinds, Served};
 use crate::api::wrapped_job::WrappedJob;
+use crate::jobframework::api_error;
 use crate::jobframework::webhook::{FieldError, dns1123_label, dns1123_subdomain};
 use crate::manifests::CONTROLLER_ROLE;
 
@@ -122,7 +123,7 @@ pub async fn authorize(
             Ok(None) => errors.push(FieldError::invalid(
                 format!("{path}.kind"),
                 kind,
-                &format!("no resource serves {kind} in {api_version}; is its CRD installed?"),
+                &api_error::not_served(kind, api_version),
             )),
             Ok(Some(resource)) if !resource.namespaced => errors.push(FieldError::invalid(
                 format!("{path}.kind"),
@@ -258,7 +259,7 @@ impl ApiAuthorizer {
         if group_version(api_version).is_none() {
             return Ok(None);
         }
-        let served = self.kinds.served(api_version, kind).await.map_err(|e| e.to_string())?;
+        let served = self.kinds.served(api_version, kind).await.map_err(|e| api_error::in_words(&e))?;
         Ok(served.map(|Served { resource, namespaced }| ServedResource {
             group: resource.group,
             version: resource.version,
@@ -275,7 +276,7 @@ impl ApiAuthorizer {
         let answer = Api::<K>::all(self.client.clone())
             .create(&PostParams::default(), &review)
             .await
-            .map_err(|e| e.to_string())?;
+            .map_err(|e| api_error::in_words(&e))?;
         Ok(verdict(answer.status()))
     }
 }

@@ -119,7 +119,7 @@ async fn every_problem_is_named_on_its_component() {
             vec![template("v1", "ConfigMap"), template("ray.io/v1", "RayCluster")],
             fake(),
             vec![
-                r#"spec.components[1].template.kind: Invalid value: "RayCluster": no resource serves RayCluster in ray.io/v1; is its CRD installed?"#,
+                r#"spec.components[1].template.kind: Invalid value: "RayCluster": the cluster does not serve RayCluster in ray.io/v1: is its CRD installed (kubectl get crds)?"#,
             ],
         ),
         (

@@ -13,6 +13,7 @@ use super::lifecycle::{Completion, FailedExit, Observed, ObservedComponent, Outc
 use super::podsets;
 use super::watched::Caches;
 use crate::api::wrapped_job::{ComponentFailure, WRAPPED_JOB_LABEL, WrappedJob};
+use crate::jobframework::api_error;
 
 /// Annotation on each created component naming its index in `spec.components`, so it is found
 /// again whatever its name (`generateName`) and even if its creation was never recorded.
@@ -25,7 +26,7 @@ pub fn type_of(template: &Value) -> (&str, &str) {
 
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
-    #[error("{action} {what}: {source}")]
+    #[error("{action} {what}: {}", api_error::in_words(source))]
     Kube {
         action: &'static str,
         what: String,
@@ -57,7 +58,12 @@ pub async fn observe(client: &Client, kinds: &Kinds, caches: &Caches, job: &Wrap
                 None => match kinds.served(api_version, kind).await.map_err(kube_err("discover", kind))? {
                     Some(Served { resource, .. }) => {
                         let api: Api<DynamicObject> = Api::namespaced_with(client.clone(), &namespace, &resource);
-                        api.list(&selector).await.map_err(kube_err("list", resource.plural.clone()))?.items
+                        match api.list(&selector).await {
+                            Ok(list) => list.items,
+                            // Its CRD is gone since it was looked up, and every object of the kind with it.
+                            Err(err) if api_error::is_unserved(&err) => Vec::new(),
+                            Err(err) => return Err(kube_err("list", resource.plural.clone())(err)),
+                        }
                     }
                     None => Vec::new(),
                 },
@@ -166,8 +172,8 @@ pub async fn create(client: &Client, kinds: &Kinds, job: &WrappedJob, index: usi
     object["metadata"]["annotations"][COMPONENT_INDEX_ANNOTATION] = Value::String(index.to_string());
     let resource = match kinds.served(api_version, kind).await {
         Ok(Some(served)) => served.resource,
-        Ok(None) => return Err(fatal(format!("the API server serves no {kind} in {api_version}"))),
-        Err(err) => return Err(CreateFailure { fatal: false, message: err.to_string() }),
+        Ok(None) => return Err(fatal(api_error::not_served(kind, api_version))),
+        Err(err) => return Err(CreateFailure { fatal: false, message: api_error::in_words(&err) }),
     };
     let object: DynamicObject =
         serde_json::from_value(object).map_err(|e| fatal(format!("the component is not an object: {e}")))?;
@@ -176,18 +182,24 @@ pub async fn create(client: &Client, kinds: &Kinds, job: &WrappedJob, index: usi
         Ok(_) => Ok(()),
         Err(kube::Error::Api(status)) if status.is_already_exists() => {
             let name = object.name_any();
-            let existing =
-                api.get_opt(&name).await.map_err(|e| CreateFailure { fatal: false, message: e.to_string() })?;
+            let existing = api
+                .get_opt(&name)
+                .await
+                .map_err(|e| CreateFailure { fatal: false, message: api_error::in_words(&e) })?;
             let uid = job.uid().unwrap_or_default();
             match existing {
                 Some(o) if o.owner_references().iter().any(|r| r.controller == Some(true) && r.uid == uid) => Ok(()),
                 _ => Err(fatal(format!("{} {name} exists and is not controlled by this WrappedJob", resource.kind))),
             }
         }
+        // Served when looked up, gone since (its CRD deleted): it may come back.
+        Err(err) if api_error::is_unserved(&err) => {
+            Err(CreateFailure { fatal: false, message: api_error::not_served(kind, api_version) })
+        }
         Err(kube::Error::Api(status)) => {
             Err(CreateFailure { fatal: refused_for_good(status.code), message: status.message.clone() })
         }
-        Err(err) => Err(CreateFailure { fatal: false, message: err.to_string() }),
+        Err(err) => Err(CreateFailure { fatal: false, message: api_error::in_words(&err) }),
     }
 }
 
@@ -220,6 +232,8 @@ pub async fn delete(
             Api::namespaced_with(client.clone(), &job.namespace().unwrap_or_default(), &resource);
         match api.delete(name, &params).await {
             Err(kube::Error::Api(s)) if s.is_not_found() => {}
+            // Its CRD is gone, and every object of the kind with it.
+            Err(err) if api_error::is_unserved(&err) => {}
             other => {
                 other.map_err(kube_err("delete", format!("{kind} {name}")))?;
             }
@@ -255,6 +269,30 @@ mod tests {
         for code in [403, 404, 409, 429, 500, 503] {
             assert!(!refused_for_good(code), "{code} may pass later");
         }
+    }
+
+    /// What the job's status and its CreateFailed event then say.
+    #[tokio::test]
+    async fn a_component_of_a_kind_the_cluster_does_not_serve_fails_in_words() {
+        let job: WrappedJob = serde_json::from_value(json!({
+            "apiVersion": "kueue-ext.dev/v1alpha1", "kind": "WrappedJob",
+            "metadata": {"name": "wj", "namespace": "default", "uid": "uid-1"},
+            "spec": {"suspend": false, "components": [{
+                "podSets": [{"path": "template.spec.leaderWorkerTemplate.workerTemplate", "replicas": 2}],
+                "template": {"apiVersion": "leaderworkerset.x-k8s.io/v1", "kind": "LeaderWorkerSet",
+                             "metadata": {"name": "lws"},
+                             "spec": {"leaderWorkerTemplate": {"workerTemplate": {"spec": {"containers": [{"name": "w", "image": "w"}]}}}}},
+            }]},
+        }))
+        .unwrap();
+        let client = crate::jobframework::api_error::serving_nothing();
+        let failure = create(&client, &Kinds::new(client.clone()), &job, 0).await.expect_err("not served");
+        assert!(failure.fatal);
+        assert_eq!(
+            failure.message,
+            "the cluster does not serve LeaderWorkerSet in leaderworkerset.x-k8s.io/v1: is its CRD installed (kubectl \
+             get crds)?"
+        );
     }
 
     #[test]

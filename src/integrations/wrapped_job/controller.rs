@@ -17,13 +17,15 @@ use super::lifecycle::{self, Act, ObservedComponent, Step};
 use super::podsets;
 use super::settings::Settings;
 use super::watched::Caches;
-use crate::api::kueue::MULTIKUEUE_CONTROLLER;
 use crate::api::wrapped_job::{ComponentStatus, WRAPPED_JOB_FINALIZER, WrappedJob};
+use crate::jobframework::managed_by::Runner;
 use crate::jobframework::reconciler::{self, Context, Error};
 
 pub async fn reconcile(job: &WrappedJob, ctx: &Context, kinds: &Kinds, caches: &Caches) -> Result<Action, Error> {
-    // On a MultiKueue manager a worker runs the job and Kueue mirrors its status here.
-    if job.spec.managed_by.as_deref() == Some(MULTIKUEUE_CONTROLLER) {
+    // On a MultiKueue manager a worker runs the job and Kueue mirrors its status here; a job
+    // another controller manages has its components and status from that controller. Either
+    // way the job keeps its Workload.
+    if Runner::of_ours(job.spec.managed_by.as_deref()) != Runner::Own {
         return reconciler::reconcile(job, ctx).await;
     }
     // Until the caches have listed once, every component would look missing.

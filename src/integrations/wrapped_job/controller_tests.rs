@@ -79,3 +79,31 @@ async fn a_create_a_webhook_refuses_for_now_is_tried_again_within_a_second() {
     );
     assert_eq!(look_again, Some(lifecycle::CREATE_RETRY));
 }
+
+/// `spec.managedBy` naming another controller: that controller creates the components and
+/// writes the status, so nothing of the job is touched here (the jobframework still keeps its
+/// Workload; this job names no queue, so it has none). The same job managed by this controller
+/// has its Job created.
+#[tokio::test]
+async fn a_job_another_controller_manages_has_no_component_created_and_no_status_written() {
+    let cases = [
+        (None, true),
+        (Some(crate::jobframework::managed_by::KUEUE_EXT_CONTROLLER), true),
+        (Some("example.com/some-controller"), false),
+        (Some(crate::api::kueue::MULTIKUEUE_CONTROLLER), false),
+    ];
+    for (managed_by, ours) in cases {
+        let mut job = resuming();
+        job.spec.managed_by = managed_by.map(Into::into);
+        job.metadata.finalizers = Some(vec![WRAPPED_JOB_FINALIZER.into()]);
+        let (client, requests) = api_server(&job);
+        let caches = crate::integrations::wrapped_job::watched::listed_empty();
+        reconcile(&job, &context(client.clone()), &Kinds::new(client), &caches).await.expect("reconciled");
+        let requested = requested(&requests);
+        if ours {
+            assert!(requested.contains(&format!("POST {JOBS}")), "{managed_by:?}: {requested:?}");
+        } else {
+            assert_eq!(requested, Vec::<String>::new(), "{managed_by:?}");
+        }
+    }
+}

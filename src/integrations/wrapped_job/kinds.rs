@@ -10,6 +10,8 @@ use kube::api::{ApiResource, GroupVersionKind};
 use kube::discovery::{self, Scope};
 use kube::error::DiscoveryError;
 
+use crate::jobframework::api_error;
+
 /// A kind the API server serves.
 #[derive(Clone, Debug)]
 pub struct Served {
@@ -40,10 +42,26 @@ impl Kinds {
                 Ok(found) => found,
                 Err(kube::Error::Discovery(DiscoveryError::MissingKind(_))) => return Ok(None),
                 Err(kube::Error::Api(status)) if status.is_not_found() => return Ok(None),
+                // A group or version the API server does not know: a bare 404, not a Status.
+                Err(err) if api_error::is_unserved(&err) => return Ok(None),
                 Err(err) => return Err(err),
             };
         let served = Served { resource, namespaced: capabilities.scope == Scope::Namespaced };
         self.found.lock().unwrap_or_else(PoisonError::into_inner).insert(key, served.clone());
         Ok(Some(served))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// kube-apiserver answers a path of a group it does not serve with its HTTP mux's plain
+    /// `404 page not found`, not with a Status: a kind nobody serves, not an error to report.
+    #[tokio::test]
+    async fn a_group_the_api_server_does_not_serve_serves_no_kind() {
+        let kinds = Kinds::new(api_error::serving_nothing());
+        let served = kinds.served("leaderworkerset.x-k8s.io/v1", "LeaderWorkerSet").await;
+        assert!(matches!(served, Ok(None)), "{served:?}");
     }
 }

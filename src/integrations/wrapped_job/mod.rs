@@ -17,6 +17,7 @@ use kube::api::{ApiResource, GroupVersionKind};
 use crate::api::kueue::PodSet;
 use crate::api::wrapped_job::{ComponentPodSetInfo, PODS_READY, Phase, QUOTA_RESERVED, RESOURCES_DEPLOYED, WrappedJob};
 use crate::jobframework::generic_job::{Finished, GenericJob};
+use crate::jobframework::managed_by::Runner;
 use crate::jobframework::podset::{PodSetInfo, PodSetInfoError};
 
 impl GenericJob for WrappedJob {
@@ -103,6 +104,10 @@ impl GenericJob for WrappedJob {
 
     fn set_managed_by(&mut self, controller: &str) {
         self.spec.managed_by = Some(controller.to_string());
+    }
+
+    fn can_default_managed_by(&self) -> bool {
+        Runner::of_ours(self.managed_by()) == Runner::Own
     }
 }
 

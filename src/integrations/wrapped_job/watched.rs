@@ -188,6 +188,17 @@ impl Caches {
     }
 }
 
+/// Caches that have listed and hold nothing, for reconcile tests.
+#[cfg(test)]
+pub fn listed_empty() -> Caches {
+    fn listed<K: Resource<DynamicType = ()> + Clone + 'static>() -> Store<K> {
+        let (reader, mut writer) = reflector::store::<K>();
+        writer.apply_watcher_event(&watcher::Event::InitDone);
+        reader
+    }
+    Caches::new(listed(), listed(), listed(), listed(), listed())
+}
+
 #[cfg(test)]
 mod tests {
     use std::time::Duration;

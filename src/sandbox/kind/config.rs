@@ -2,6 +2,7 @@
 
 use serde_json::{Value, json};
 
+use super::local_images::recipes;
 use crate::sandbox::runtime::ClusterPlan;
 
 /// Name of the kind cluster behind a sandbox cluster: `kueue-ext-manager`, `kueue-ext-worker1`;
@@ -10,30 +11,41 @@ pub fn cluster_name(cluster: &str) -> String {
     crate::sandbox::context_name(cluster)
 }
 
-/// The API server as containers on kind's Docker network reach it: the name of its control
-/// plane container, which kind puts in the serving certificate.
-pub fn internal_server(kind_cluster: &str) -> String {
-    format!("https://{kind_cluster}-control-plane:6443")
+/// The API server as another cluster's pods reach it: the control plane node's address on
+/// kind's Docker network, which kubeadm puts in the serving certificate. (Pods of a sandbox
+/// built from local images have no cluster DNS to resolve the node's name.)
+pub fn internal_server(node_address: &str) -> String {
+    format!("https://{node_address}:6443")
 }
 
-/// The config for one cluster. A manager of workers only admits by quota, so a lone
-/// control-plane node (which kind leaves schedulable) carries Kueue and the controller; a
-/// cluster that runs jobs gets a worker node for them.
-pub fn cluster_config(plan: &ClusterPlan) -> String {
+/// The config for one cluster: one node, which kind leaves schedulable, runs Kueue, the
+/// controller and the jobs (a node per cluster is what two cores carry for three clusters).
+/// On the locally built node image kubeadm takes its images from [`recipes::REGISTRY`], skips
+/// CoreDNS (there is no DNS image), and kubelet runs on cgroup v1 hosts too; the node image
+/// brings its own bridge network instead of kind's.
+pub fn cluster_config(plan: &ClusterPlan, local_images: bool) -> String {
     let mut networking = json!({"apiServerAddress": "127.0.0.1"});
     if let Some(port) = plan.fixed_api_port {
         networking["apiServerPort"] = json!(port);
     }
-    let mut nodes = vec![json!({"role": "control-plane"})];
-    if plan.nodes.is_some() {
-        nodes.push(json!({"role": "worker"}));
-    }
-    let config: Value = json!({
+    let mut config: Value = json!({
         "kind": "Cluster",
         "apiVersion": "kind.x-k8s.io/v1alpha4",
         "networking": networking,
-        "nodes": nodes,
+        "nodes": [{"role": "control-plane"}],
     });
+    if local_images {
+        config["networking"]["disableDefaultCNI"] = json!(true);
+        config["kubeadmConfigPatches"] = json!([
+            format!(
+                "kind: ClusterConfiguration\nimageRepository: {}\netcd:\n  local:\n    imageTag: \"{}\"\n",
+                recipes::REGISTRY,
+                recipes::etcd_tag()
+            ),
+            "kind: InitConfiguration\nskipPhases: [preflight, addon/coredns]\n",
+            "kind: KubeletConfiguration\nfailCgroupV1: false\n",
+        ]);
+    }
     serde_saphyr::to_string(&config).expect("a JSON value serializes to YAML")
 }
 
@@ -43,32 +55,39 @@ mod tests {
     use crate::sandbox::kwok::NodePool;
 
     #[test]
-    fn manager_of_workers_is_one_control_plane_on_its_fixed_port() {
+    fn every_cluster_is_one_node_and_the_manager_keeps_its_fixed_port() {
         let plans = ClusterPlan::all(2, &NodePool::default(), Some(16443));
         assert_eq!(
-            cluster_config(&plans[0]),
+            cluster_config(&plans[0], false),
             "apiVersion: kind.x-k8s.io/v1alpha4\n\
              kind: Cluster\n\
              networking:\n  apiServerAddress: \"127.0.0.1\"\n  apiServerPort: 16443\n\
              nodes:\n- role: control-plane\n"
         );
+        assert!(!cluster_config(&plans[1], false).contains("apiServerPort"));
+        assert_eq!(cluster_config(&plans[1], false).matches("role:").count(), 1);
     }
 
     #[test]
-    fn workers_and_a_lone_manager_get_a_node_for_jobs() {
-        let worker = &ClusterPlan::all(1, &NodePool::default(), None)[1];
-        let expected = "apiVersion: kind.x-k8s.io/v1alpha4\n\
-                        kind: Cluster\n\
-                        networking:\n  apiServerAddress: \"127.0.0.1\"\n\
-                        nodes:\n- role: control-plane\n- role: worker\n";
-        assert_eq!(cluster_config(worker), expected);
-        let alone = &ClusterPlan::all(0, &NodePool::default(), None)[0];
-        assert_eq!(cluster_config(alone), expected);
+    fn local_images_are_named_to_kubeadm_and_kubelet_runs_on_cgroup_v1() {
+        let plan = &ClusterPlan::all(1, &NodePool::default(), None)[1];
+        let config: Value = serde_saphyr::from_str(&cluster_config(plan, true)).unwrap();
+        assert_eq!(config["networking"]["disableDefaultCNI"], true);
+        let patches: Vec<Value> = config["kubeadmConfigPatches"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|p| serde_saphyr::from_str(p.as_str().unwrap()).unwrap())
+            .collect();
+        assert_eq!(patches[0]["imageRepository"], "kueue-ext.local");
+        assert_eq!(patches[0]["etcd"]["local"]["imageTag"], recipes::etcd_tag());
+        assert_eq!(patches[1]["skipPhases"], json!(["preflight", "addon/coredns"]));
+        assert_eq!(patches[2]["failCgroupV1"], false);
     }
 
     #[test]
     fn names_follow_the_sandbox_contexts() {
         assert_eq!(cluster_name("worker1"), "kueue-ext-worker1");
-        assert_eq!(internal_server("kueue-ext-worker1"), "https://kueue-ext-worker1-control-plane:6443");
+        assert_eq!(internal_server("172.18.0.3"), "https://172.18.0.3:6443");
     }
 }

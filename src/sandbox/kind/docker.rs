@@ -4,7 +4,9 @@
 use std::future::Future;
 use std::path::Path;
 
-use bollard::query_parameters::{BuildImageOptionsBuilder, ListContainersOptionsBuilder};
+use bollard::query_parameters::{
+    BuildImageOptionsBuilder, CreateImageOptionsBuilder, ListContainersOptionsBuilder, TagImageOptionsBuilder,
+};
 use futures::StreamExt;
 use tokio::io::AsyncWriteExt;
 
@@ -22,10 +24,15 @@ pub struct DockerInfo {
 pub struct NodeContainer {
     pub name: String,
     pub running: bool,
+    /// Its address on kind's Docker network, where other clusters reach its API server.
+    pub address: Option<String>,
 }
 
 /// Where bollard connects when `$DOCKER_HOST` is unset.
 const DEFAULT_HOST: &str = "unix:///var/run/docker.sock";
+
+/// The Docker network kind puts every cluster's nodes on.
+const KIND_NETWORK: &str = "kind";
 
 /// Label kind puts on every node container of a cluster.
 pub const KIND_CLUSTER_LABEL: &str = "io.x-k8s.kind.cluster";
@@ -36,8 +43,16 @@ pub trait Docker {
     fn ping(&self) -> impl Future<Output = Result<DockerInfo, KindError>>;
     /// Builds `tag` from a tar build context holding a `Dockerfile`.
     fn build_image(&self, tag: &str, context: Vec<u8>) -> impl Future<Output = Result<(), KindError>>;
-    /// Writes the image as a `docker save` archive to `to`.
-    fn save_image(&self, tag: &str, to: &Path) -> impl Future<Output = Result<(), KindError>>;
+    /// Builds `tag` from a tar build context file (contexts of large binaries and archives).
+    fn build_image_from_file(&self, tag: &str, context: &Path) -> impl Future<Output = Result<(), KindError>>;
+    /// Writes the images as one `docker save` archive to `to`.
+    fn save_images(&self, tags: &[String], to: &Path) -> impl Future<Output = Result<(), KindError>>;
+    /// Makes the image `tag` of a root filesystem tar (`docker import`).
+    fn import_rootfs(&self, tag: &str, archive: &Path) -> impl Future<Output = Result<(), KindError>>;
+    /// Gives the image `from` the name `to` as well.
+    fn tag_image(&self, from: &str, to: &str) -> impl Future<Output = Result<(), KindError>>;
+    /// Whether the daemon has an image of that name.
+    fn has_image(&self, tag: &str) -> impl Future<Output = Result<bool, KindError>>;
     /// The node containers of a kind cluster.
     fn cluster_nodes(&self, cluster: &str) -> impl Future<Output = Result<Vec<NodeContainer>, KindError>>;
 }
@@ -71,6 +86,37 @@ impl BollardDocker {
     }
 }
 
+impl BollardDocker {
+    fn build_options(tag: &str) -> bollard::query_parameters::BuildImageOptions {
+        BuildImageOptionsBuilder::default().dockerfile("Dockerfile").t(tag).rm(true).build()
+    }
+
+    /// Follows a build's progress stream to its end or its first error.
+    async fn finish_build(
+        tag: &str,
+        mut progress: impl futures::Stream<Item = Result<bollard::models::BuildInfo, bollard::errors::Error>> + Unpin,
+    ) -> Result<(), KindError> {
+        let failed = |detail: String| KindError::ImageBuild { image: tag.to_string(), detail };
+        while let Some(item) = progress.next().await {
+            let info = item.map_err(|e| failed(e.to_string()))?;
+            if let Some(error) = build_failure(&info) {
+                return Err(failed(error));
+            }
+        }
+        Ok(())
+    }
+}
+
+/// A file as a stream of chunks, for request bodies too large to hold in memory.
+fn file_chunks(file: tokio::fs::File) -> impl futures::Stream<Item = std::io::Result<bytes::Bytes>> {
+    futures::stream::try_unfold(file, |mut file| async move {
+        let mut chunk = vec![0u8; 1 << 20];
+        let read = tokio::io::AsyncReadExt::read(&mut file, &mut chunk).await?;
+        chunk.truncate(read);
+        Ok((read > 0).then(|| (bytes::Bytes::from(chunk), file)))
+    })
+}
+
 /// The error a build reports in its progress stream, if any.
 fn build_failure(info: &bollard::models::BuildInfo) -> Option<String> {
     info.error_detail.as_ref().map(|d| d.message.clone().unwrap_or_else(|| "the build failed".into()))
@@ -85,31 +131,62 @@ impl Docker for BollardDocker {
     }
 
     async fn build_image(&self, tag: &str, context: Vec<u8>) -> Result<(), KindError> {
-        let failed = |detail: String| KindError::ImageBuild { image: tag.to_string(), detail };
-        let options = BuildImageOptionsBuilder::default().dockerfile("Dockerfile").t(tag).rm(true).build();
-        let mut progress =
-            self.docker()?.build_image(options, None, Some(bollard::body_full(bytes::Bytes::from(context))));
-        while let Some(item) = progress.next().await {
-            let info = item.map_err(|e| failed(e.to_string()))?;
-            if let Some(error) = build_failure(&info) {
-                return Err(failed(error));
-            }
-        }
-        Ok(())
+        let body = bollard::body_full(bytes::Bytes::from(context));
+        Self::finish_build(tag, self.docker()?.build_image(Self::build_options(tag), None, Some(body))).await
     }
 
-    async fn save_image(&self, tag: &str, to: &Path) -> Result<(), KindError> {
-        let failed = |detail: String| KindError::ImageSave { image: tag.to_string(), path: to.to_path_buf(), detail };
+    async fn build_image_from_file(&self, tag: &str, context: &Path) -> Result<(), KindError> {
+        let file = tokio::fs::File::open(context).await.map_err(KindError::io(context))?;
+        let body = bollard::body_try_stream(file_chunks(file));
+        Self::finish_build(tag, self.docker()?.build_image(Self::build_options(tag), None, Some(body))).await
+    }
+
+    async fn save_images(&self, tags: &[String], to: &Path) -> Result<(), KindError> {
+        let failed = |detail: String| KindError::ImageSave { image: tags.join(", "), path: to.to_path_buf(), detail };
         // Written under a temporary name: a half-written archive must never look complete.
         let partial = to.with_extension("partial");
         let mut file = tokio::fs::File::create(&partial).await.map_err(|e| failed(e.to_string()))?;
-        let mut chunks = self.docker()?.export_image(tag);
+        let names: Vec<&str> = tags.iter().map(String::as_str).collect();
+        let mut chunks = self.docker()?.export_images(&names);
         while let Some(chunk) = chunks.next().await {
             let chunk = chunk.map_err(|e| failed(e.to_string()))?;
             file.write_all(&chunk).await.map_err(|e| failed(e.to_string()))?;
         }
         file.flush().await.map_err(|e| failed(e.to_string()))?;
         tokio::fs::rename(&partial, to).await.map_err(|e| failed(e.to_string()))
+    }
+
+    async fn import_rootfs(&self, tag: &str, archive: &Path) -> Result<(), KindError> {
+        let failed = |detail: String| KindError::ImageBuild { image: tag.to_string(), detail };
+        let (repo, version) = tag.rsplit_once(':').unwrap_or((tag, "latest"));
+        let options = CreateImageOptionsBuilder::default().from_src("-").repo(repo).tag(version).build();
+        let file = tokio::fs::File::open(archive).await.map_err(KindError::io(archive))?;
+        let mut progress =
+            self.docker()?.create_image(Some(options), Some(bollard::body_try_stream(file_chunks(file))), None);
+        while let Some(item) = progress.next().await {
+            let info = item.map_err(|e| failed(e.to_string()))?;
+            if let Some(detail) = info.error_detail {
+                return Err(failed(detail.message.unwrap_or_else(|| "the import failed".into())));
+            }
+        }
+        Ok(())
+    }
+
+    async fn tag_image(&self, from: &str, to: &str) -> Result<(), KindError> {
+        let (repo, version) = to.rsplit_once(':').unwrap_or((to, "latest"));
+        let options = TagImageOptionsBuilder::default().repo(repo).tag(version).build();
+        self.docker()?
+            .tag_image(from, Some(options))
+            .await
+            .map_err(|e| KindError::ImageBuild { image: to.to_string(), detail: e.to_string() })
+    }
+
+    async fn has_image(&self, tag: &str) -> Result<bool, KindError> {
+        match self.docker()?.inspect_image(tag).await {
+            Ok(_) => Ok(true),
+            Err(bollard::errors::Error::DockerResponseServerError { status_code: 404, .. }) => Ok(false),
+            Err(e) => Err(self.classify(e)),
+        }
     }
 
     async fn cluster_nodes(&self, cluster: &str) -> Result<Vec<NodeContainer>, KindError> {
@@ -126,6 +203,11 @@ impl Docker for BollardDocker {
                     .map(|n| n.trim_start_matches('/').to_string())
                     .unwrap_or_default(),
                 running: c.state.is_some_and(|s| s.to_string() == "running"),
+                address: c
+                    .network_settings
+                    .and_then(|n| n.networks)
+                    .and_then(|networks| networks.get(KIND_NETWORK).and_then(|n| n.ip_address.clone()))
+                    .filter(|ip| !ip.is_empty()),
             })
             .collect();
         nodes.sort_by(|a, b| a.name.cmp(&b.name));

@@ -54,9 +54,17 @@ pub enum KindError {
     )]
     ImageLoad { image: String, cluster: String, detail: String },
     #[error(
-        "{path} needs a dynamic loader ({detail}), but the controller image is FROM scratch and has none: build a static binary with `hack/build-static.sh` and pass it with --controller-binary (or KUEUE_EXT_CONTROLLER_BINARY)"
+        "{path} cannot be the controller: it is not a 64-bit ELF executable ({detail}); pass a Linux build of this plugin with --controller-binary (or KUEUE_EXT_CONTROLLER_BINARY)"
     )]
-    NotStatic { path: PathBuf, detail: String },
+    ControllerNotElf { path: PathBuf, detail: String },
+    #[error(
+        "{binary} cannot run in the controller image: {needed_by} needs the shared library {library}, which is in none of {searched}; install it, or build a static binary with `hack/build-static.sh` and pass it with --controller-binary (or KUEUE_EXT_CONTROLLER_BINARY)"
+    )]
+    LibraryMissing { binary: PathBuf, library: String, needed_by: PathBuf, searched: String },
+    #[error(
+        "{binary} cannot run in the controller image: it loads {library}, which cannot be read as an ELF file ({detail}); build a static binary with `hack/build-static.sh` and pass it with --controller-binary (or KUEUE_EXT_CONTROLLER_BINARY)"
+    )]
+    LibraryUnreadable { binary: PathBuf, library: PathBuf, detail: String },
     #[error("Kueue's release manifests from {source_name}: {detail}")]
     KueueManifests { source_name: String, detail: String },
     #[error(
@@ -65,6 +73,8 @@ pub enum KindError {
     KueueDigest { source_name: String, expected: String, actual: String, version: &'static str },
     #[error("kind's kubeconfig for cluster {cluster}: {detail}")]
     Kubeconfig { cluster: String, detail: String },
+    #[error(transparent)]
+    LocalImages(#[from] super::local_images::LocalImageError),
     #[error("{path}: {source}")]
     Io {
         path: PathBuf,

@@ -13,8 +13,8 @@ use super::error::KindError;
 use super::{download, wait};
 use crate::integrations::declarative::config::Integration;
 use crate::kube_util::{self, FIELD_MANAGER};
-use crate::sandbox::kueue::configure_for_sandbox;
 use crate::sandbox::kueue::manifests::NAMESPACE;
+use crate::sandbox::kueue::{SANDBOX_FRAMEWORKS, configure_for_sandbox};
 use crate::sandbox::runtime::MultiKueueManager;
 use crate::sandbox::toolchain::versions::KUEUE;
 
@@ -63,6 +63,12 @@ pub async fn load(source: &str, sha256: &str, cache_dir: &Path) -> Result<Vec<Va
     parse(&bytes, source)
 }
 
+/// Manifests rendered from Kueue's module (the local image set): made here, so not pinned by digest.
+pub fn load_rendered(path: &Path) -> Result<Vec<Value>, KindError> {
+    let bytes = std::fs::read(path).map_err(KindError::io(path))?;
+    parse(&bytes, &path.display().to_string())
+}
+
 fn parse(bytes: &[u8], source: &str) -> Result<Vec<Value>, KindError> {
     let failed = |detail: String| KindError::KueueManifests { source_name: source.to_string(), detail };
     let text = std::str::from_utf8(bytes).map_err(|e| failed(format!("not UTF-8 text: {e}")))?;
@@ -88,6 +94,8 @@ pub fn configured(
     let text = config_map["data"][CONFIG_KEY].as_str().ok_or(format!("ConfigMap {CONFIG_MAP} has no {CONFIG_KEY}"))?;
     let mut config: Value =
         serde_saphyr::from_str(text).map_err(|e| format!("ConfigMap {CONFIG_MAP}, {CONFIG_KEY}: {e}"))?;
+    // The release enables every framework Kueue knows; a sandbox, the ones it has CRDs for.
+    config["integrations"]["frameworks"] = json!(SANDBOX_FRAMEWORKS);
     configure_for_sandbox(&mut config, multikueue_manager, integrations);
     config_map["data"][CONFIG_KEY] = json!(serde_saphyr::to_string(&config).map_err(|e| e.to_string())?);
     Ok(docs)
@@ -184,7 +192,8 @@ mod tests {
             &configured(&docs, Some(MultiKueueManager { worker_lost_timeout: Duration::from_secs(30) }), &[]).unwrap(),
         );
         assert_eq!(manager["webhook"]["port"], 9443, "release settings stay");
-        assert_eq!(manager["integrations"]["frameworks"], json!(["batch/job", "jobset.x-k8s.io/jobset"]));
+        // The release's jobset framework would need JobSet's CRD on every worker.
+        assert_eq!(manager["integrations"]["frameworks"], json!(["batch/job"]));
         assert_eq!(manager["integrations"]["externalFrameworks"], json!(crate::manifests::EXTERNAL_FRAMEWORKS));
         assert_eq!(manager["featureGates"]["MultiKueueAdaptersForCustomJobs"], true);
         assert_eq!(manager["multiKueue"]["workerLostTimeout"], "30s");

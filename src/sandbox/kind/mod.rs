@@ -11,6 +11,7 @@ mod error;
 mod image;
 mod kubeconfig;
 mod kueue;
+pub mod local_images;
 mod select;
 mod versions;
 mod wait;
@@ -25,6 +26,7 @@ use serde_json::Value;
 pub use cli::{Kind, KindCli};
 pub use docker::{BollardDocker, Docker};
 pub use error::KindError;
+pub use local_images::{LocalImages, ensure_kind_cli};
 pub use select::select;
 
 use super::error::SandboxError;
@@ -38,9 +40,22 @@ use super::{context_name, integration, kueue::manifests::NAMESPACE as KUEUE_NAME
 use crate::kube_util;
 use crate::sandbox::toolchain::versions::KUEUE;
 
+/// Where a kind sandbox's images come from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum ImageSource {
+    /// The local image set when it is built or can be (root and debootstrap), else published.
+    Auto,
+    /// Built on this machine from pinned sources: no registry is needed.
+    Local,
+    /// kind's node image and Kueue's release, from their registries.
+    Published,
+}
+
 /// What the user may change about the kind runtime; the defaults are the pins.
 #[derive(Clone, Debug, PartialEq)]
 pub struct KindOptions {
+    pub images: ImageSource,
+    /// The published node image.
     pub node_image: String,
     /// The kind release required (same minor line).
     pub kind_version: String,
@@ -54,6 +69,7 @@ pub struct KindOptions {
 impl Default for KindOptions {
     fn default() -> Self {
         KindOptions {
+            images: ImageSource::Auto,
             node_image: versions::NODE_IMAGE.into(),
             kind_version: versions::KIND.into(),
             controller_binary: None,
@@ -70,12 +86,32 @@ pub fn sha256_hex(bytes: &[u8]) -> String {
     ring::digest::digest(&ring::digest::SHA256, bytes).as_ref().iter().map(|b| format!("{b:02x}")).collect()
 }
 
+/// The images a kind sandbox uses (`None`: published) and why, in words for the runtime line.
+pub async fn images_for(
+    source: ImageSource,
+    docker: &impl Docker,
+    progress: &Progress,
+) -> Result<(Option<LocalImages>, String), KindError> {
+    let built = |images: LocalImages| (Some(images), "images built on this machine".to_string());
+    match source {
+        ImageSource::Published => Ok((None, "published images (--kind-images published)".into())),
+        ImageSource::Local => Ok(built(local_images::ensure(docker, progress).await?)),
+        ImageSource::Auto => match local_images::find(docker).await? {
+            Some(images) => Ok(built(images)),
+            None if local_images::can_build() => Ok(built(local_images::ensure(docker, progress).await?)),
+            None => Ok((None, "published images (building them here needs root and debootstrap)".into())),
+        },
+    }
+}
+
 /// kind's own kubeconfig of a cluster, kept in the cluster's dir so the user's is never touched.
 const KIND_KUBECONFIG: &str = "kind.kubeconfig";
 
 /// Everything `prepare` readied for the clusters.
 struct Prepared {
     node_image: String,
+    /// The node image is the locally built one (kind's config differs for it).
+    local_images: bool,
     /// The controller image's tag and its `docker save` archive.
     image: String,
     archive: PathBuf,
@@ -99,10 +135,12 @@ impl<K: Kind, D: Docker> KindRuntime<K, D> {
     /// Checks kind, refuses clusters of our names that someone else made, builds and saves the
     /// controller image (once per binary), and fetches Kueue's release: all before any cluster
     /// exists, so a problem costs nothing to undo.
+    #[allow(clippy::too_many_arguments)]
     pub async fn prepare(
         kind: K,
         docker: D,
         options: &KindOptions,
+        images: Option<LocalImages>,
         plans: &[ClusterPlan],
         cache: &Path,
         reason: &str,
@@ -124,23 +162,37 @@ impl<K: Kind, D: Docker> KindRuntime<K, D> {
         if let Some(name) = plans.iter().map(|p| config::cluster_name(&p.name)).find(|name| existing.contains(name)) {
             return Err(KindError::ClusterExists { name });
         }
-        progress.line(format!("Runtime: kind ({reason}; kind {found}, node image {})", options.node_image));
+        let node_image = images.as_ref().map_or(options.node_image.clone(), |i| i.node_image.clone());
+        progress.line(format!("Runtime: kind ({reason}; kind {found}, node image {node_image})"));
 
-        let (binary_path, binary) = image::controller_binary(options.controller_binary.as_deref())?;
-        let tag = image::tag_for(&binary);
+        let (binary_path, bundle) = image::controller_binary(options.controller_binary.as_deref())?;
+        let tag = image::tag_for(&bundle);
         let archive = cache.join("images").join(format!("{}.tar", tag.replace(['/', ':'], "_")));
         if !archive.exists() {
             let step = progress.step(format!("controller image {tag} from {}", binary_path.display()));
-            docker.build_image(&tag, image::build_context(&binary)).await?;
+            docker.build_image(&tag, image::build_context(&bundle)).await?;
             let dir = archive.parent().unwrap_or(cache);
             std::fs::create_dir_all(dir).map_err(KindError::io(dir))?;
-            docker.save_image(&tag, &archive).await?;
+            docker.save_images(std::slice::from_ref(&tag), &archive).await?;
             step.done();
         }
-        let kueue =
-            kueue::load(&options.kueue_manifests, &options.kueue_manifests_sha256, &cache.join("kueue")).await?;
-        let prepared = Prepared { node_image: options.node_image.clone(), image: tag, archive, kueue };
+        let kueue = match &images {
+            Some(images) => kueue::load_rendered(&images.kueue_manifests)?,
+            None => {
+                kueue::load(&options.kueue_manifests, &options.kueue_manifests_sha256, &cache.join("kueue")).await?
+            }
+        };
+        let prepared = Prepared { node_image, local_images: images.is_some(), image: tag, archive, kueue };
         Ok(KindRuntime { kind, docker, prepared: Some(prepared) })
+    }
+
+    /// The cluster's node address on kind's network.
+    async fn node_address(&self, kind_name: &str) -> Result<String, KindError> {
+        let nodes = self.docker.cluster_nodes(kind_name).await?;
+        nodes.into_iter().find_map(|n| n.address).ok_or_else(|| KindError::Kubeconfig {
+            cluster: kind_name.to_string(),
+            detail: format!("its node has no address on Docker's network {:?}", "kind"),
+        })
     }
 
     /// Creates the kind cluster, reads its admin access and loads the controller image into its
@@ -148,7 +200,8 @@ impl<K: Kind, D: Docker> KindRuntime<K, D> {
     async fn boot(&self, plan: &ClusterPlan, dir: &Path, prepared: &Prepared) -> Result<AdminAccess, KindError> {
         let name = config::cluster_name(&plan.name);
         let kubeconfig = dir.join(KIND_KUBECONFIG);
-        self.kind.create_cluster(&name, &config::cluster_config(plan), &prepared.node_image, &kubeconfig).await?;
+        let config = config::cluster_config(plan, prepared.local_images);
+        self.kind.create_cluster(&name, &config, &prepared.node_image, &kubeconfig).await?;
         let text = self.kind.kubeconfig(&name).await?;
         let admin = kubeconfig::admin_access(&text, &name)
             .map_err(|detail| KindError::Kubeconfig { cluster: name.clone(), detail })?;
@@ -231,6 +284,7 @@ impl<K: Kind, D: Docker> ClusterRuntime for KindRuntime<K, D> {
         let client = admin_client(&admin, &context_name(name))
             .await
             .map_err(|e| SandboxError::step(name, "connecting to its API server", e))?;
+        let address = self.node_address(&kind_name).await.map_err(|e| SandboxError::step(name, "kind", e))?;
         step.done();
 
         let step = progress.step(format!("cluster {name}: Kueue {KUEUE}"));
@@ -253,7 +307,7 @@ impl<K: Kind, D: Docker> ClusterRuntime for KindRuntime<K, D> {
             role: plan.role,
             client,
             admin,
-            internal_server: config::internal_server(&kind_name),
+            internal_server: config::internal_server(&address),
         })
     }
 

@@ -145,75 +145,82 @@ impl Docker for FakeDocker {
         Ok(())
     }
 
-    async fn save_image(&self, tag: &str, to: &Path) -> Result<(), KindError> {
-        std::fs::write(to, b"docker save archive").unwrap();
-        self.saved.lock().unwrap().push((tag.into(), to.to_path_buf()));
+    async fn build_image_from_file(&self, tag: &str, context: &Path) -> Result<(), KindError> {
+        self.built.lock().unwrap().push((tag.into(), std::fs::read(context).unwrap()));
         Ok(())
     }
 
+    async fn save_images(&self, tags: &[String], to: &Path) -> Result<(), KindError> {
+        std::fs::write(to, b"docker save archive").unwrap();
+        self.saved.lock().unwrap().push((tags.join(","), to.to_path_buf()));
+        Ok(())
+    }
+
+    async fn import_rootfs(&self, tag: &str, _archive: &Path) -> Result<(), KindError> {
+        self.built.lock().unwrap().push((tag.into(), Vec::new()));
+        Ok(())
+    }
+
+    async fn tag_image(&self, _from: &str, to: &str) -> Result<(), KindError> {
+        self.built.lock().unwrap().push((to.into(), Vec::new()));
+        Ok(())
+    }
+
+    async fn has_image(&self, tag: &str) -> Result<bool, KindError> {
+        Ok(self.built.lock().unwrap().iter().any(|(built, _)| built == tag))
+    }
+
     async fn cluster_nodes(&self, cluster: &str) -> Result<Vec<docker::NodeContainer>, KindError> {
-        Ok(vec![docker::NodeContainer { name: format!("{cluster}-control-plane"), running: true }])
+        Ok(vec![docker::NodeContainer {
+            name: format!("{cluster}-control-plane"),
+            running: true,
+            address: Some("172.18.0.2".into()),
+        }])
     }
 }
 
 // --- runtime selection ---
 
 #[tokio::test]
-async fn automatic_selection_takes_kind_only_with_docker_and_kind() {
-    let kind = Some(PathBuf::from("/usr/local/bin/kind"));
-    let chosen = select(None, &FakeDocker::answering(), kind.clone()).await.unwrap();
+async fn automatic_selection_takes_kind_wherever_docker_answers() {
+    let chosen = select(None, &FakeDocker::answering()).await.unwrap();
     assert_eq!(chosen.runtime, RuntimeKind::Kind);
-    assert_eq!(chosen.kind, kind);
-    assert_eq!(
-        chosen.reason,
-        "Docker 28.1.1 answers at unix:///var/run/docker.sock and kind is at /usr/local/bin/kind"
-    );
+    assert_eq!(chosen.reason, "Docker 28.1.1 answers at unix:///var/run/docker.sock");
 
-    let no_kind = select(None, &FakeDocker::answering(), None).await.unwrap();
-    assert_eq!(no_kind.runtime, RuntimeKind::Process);
-    assert!(no_kind.reason.contains("`kind` is not on PATH"), "{}", no_kind.reason);
-
-    let no_docker = select(None, &FakeDocker::missing(), kind.clone()).await.unwrap();
+    let no_docker = select(None, &FakeDocker::missing()).await.unwrap();
     assert_eq!(no_docker.runtime, RuntimeKind::Process);
     assert_eq!(
         no_docker.reason,
         "no Docker daemon answers at unix:///var/run/docker.sock: /var/run/docker.sock does not exist"
     );
-    let stopped = select(None, &FakeDocker::not_running(), kind).await.unwrap();
+    let stopped = select(None, &FakeDocker::not_running()).await.unwrap();
     assert_eq!(stopped.runtime, RuntimeKind::Process);
 }
 
 #[tokio::test]
 async fn asking_for_a_runtime_forces_it_or_says_what_is_missing() {
-    let kind = Some(PathBuf::from("/usr/local/bin/kind"));
-    let process = select(Some(RuntimeKind::Process), &FakeDocker::answering(), kind.clone()).await.unwrap();
+    let process = select(Some(RuntimeKind::Process), &FakeDocker::answering()).await.unwrap();
     assert_eq!((process.runtime, process.reason.as_str()), (RuntimeKind::Process, "--runtime process"));
-    let forced = select(Some(RuntimeKind::Kind), &FakeDocker::answering(), kind.clone()).await.unwrap();
+    let forced = select(Some(RuntimeKind::Kind), &FakeDocker::answering()).await.unwrap();
     assert_eq!(forced.runtime, RuntimeKind::Kind);
 
-    let missing = select(Some(RuntimeKind::Kind), &FakeDocker::missing(), kind.clone()).await.unwrap_err();
+    let missing = select(Some(RuntimeKind::Kind), &FakeDocker::missing()).await.unwrap_err();
     assert_eq!(
         missing.to_string(),
         "the kind runtime needs Docker, and there is no Docker daemon at unix:///var/run/docker.sock \
          (/var/run/docker.sock does not exist): install and start Docker, or run `kubectl kueue-ext up --runtime process`"
     );
-    let stopped = select(Some(RuntimeKind::Kind), &FakeDocker::not_running(), kind).await.unwrap_err();
+    let stopped = select(Some(RuntimeKind::Kind), &FakeDocker::not_running()).await.unwrap_err();
     assert_eq!(
         stopped.to_string(),
         "the kind runtime needs Docker, but the Docker daemon at unix:///var/run/docker.sock does not answer \
          (connection refused): start it (e.g. `sudo systemctl start docker`), or run `kubectl kueue-ext up --runtime process`"
     );
-    let no_kind = select(Some(RuntimeKind::Kind), &FakeDocker::answering(), None).await.unwrap_err();
-    assert_eq!(
-        no_kind.to_string(),
-        "the kind runtime needs the `kind` CLI on PATH: install kind v0.32.0 (`go install sigs.k8s.io/kind@v0.32.0`), \
-         or run `kubectl kueue-ext up --runtime process`"
-    );
 }
 
 // --- prepare ---
 
-/// A static "binary" (an ELF header without an interpreter) and a Kueue release file.
+/// The plugin binary (this test executable) and a Kueue release file.
 struct Inputs {
     dir: tempfile::TempDir,
     options: KindOptions,
@@ -221,12 +228,9 @@ struct Inputs {
 
 fn inputs() -> Inputs {
     let dir = tempfile::tempdir().unwrap();
-    let mut elf = vec![0u8; 0x40];
-    elf[..4].copy_from_slice(b"\x7fELF");
-    elf[4] = 2;
-    elf[5] = 1;
+    // This test executable stands in for the plugin: a real ELF with real libraries.
     let binary = dir.path().join("kubectl-kueue_ext");
-    std::fs::write(&binary, &elf).unwrap();
+    std::os::unix::fs::symlink(std::env::current_exe().unwrap(), &binary).unwrap();
     let release = "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: kueue-manager-config, namespace: kueue-system}\n\
                    data: {controller_manager_config.yaml: 'kind: Configuration'}\n---\n\
                    apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: kueue-controller-manager, namespace: kueue-system}\n";
@@ -248,7 +252,7 @@ async fn prepare(
 ) -> Result<KindRuntime<FakeKind, FakeDocker>, KindError> {
     let plans = ClusterPlan::all(2, &NodePool::default(), None);
     let cache = inputs.dir.path().join("cache");
-    KindRuntime::prepare(kind, docker, &inputs.options, &plans, &cache, "test", &Progress::stderr()).await
+    KindRuntime::prepare(kind, docker, &inputs.options, None, &plans, &cache, "test", &Progress::stderr()).await
 }
 
 #[tokio::test]
@@ -265,7 +269,9 @@ async fn prepare_builds_the_image_from_an_in_memory_context_once_per_binary() {
         .unwrap()
         .map(|e| e.unwrap().path().unwrap().display().to_string())
         .collect();
-    assert_eq!(names, ["Dockerfile", "kubectl-kueue_ext"]);
+    assert_eq!(names[..2], ["Dockerfile", "kubectl-kueue_ext"]);
+    // A plain `cargo install` links glibc dynamically: its loader and libraries come along.
+    assert!(names.iter().any(|n| n.ends_with("libc.so.6")), "{names:?}");
     let saved = runtime.docker.saved.lock().unwrap().clone();
     assert_eq!(saved[0].0, *tag);
     let prepared = runtime.prepared.as_ref().unwrap();
@@ -305,14 +311,6 @@ async fn prepare_refuses_a_cluster_of_our_name_made_by_someone_else() {
     assert!(err.to_string().contains("`kind delete cluster --name kueue-ext-worker2`"), "{err}");
 }
 
-#[tokio::test]
-async fn prepare_refuses_a_dynamic_controller_binary() {
-    let mut inputs = inputs();
-    inputs.options.controller_binary = Some(std::env::current_exe().unwrap());
-    let err = prepare(FakeKind::new("v0.32.0"), FakeDocker::answering(), &inputs).await.err().unwrap();
-    assert!(matches!(err, KindError::NotStatic { .. }), "{err:?}");
-}
-
 // --- boot: create, kubeconfig, image load ---
 
 #[tokio::test]
@@ -330,7 +328,7 @@ async fn boot_creates_the_cluster_reads_its_kubeconfig_and_loads_the_image() {
         runtime.kind.calls(),
         [
             format!(
-                "create kueue-ext-worker1 image={NODE_IMAGE} nodes=2 kubeconfig={}",
+                "create kueue-ext-worker1 image={NODE_IMAGE} nodes=1 kubeconfig={}",
                 dir.join("kind.kubeconfig").display()
             ),
             "kubeconfig kueue-ext-worker1".to_string(),

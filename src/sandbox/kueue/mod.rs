@@ -87,11 +87,15 @@ pub fn configuration(
         // The visibility server needs its own aggregated API and fixed cert paths.
         "featureGates": {"VisibilityOnDemand": false},
         "clientConnection": {"qps": 300, "burst": 500},
-        "integrations": {"frameworks": ["batch/job"]},
+        "integrations": {"frameworks": SANDBOX_FRAMEWORKS},
     });
     configure_for_sandbox(&mut config, multikueue_manager, integrations);
     config
 }
+
+/// Kueue's built-in integrations a sandbox enables: a framework whose MultiKueue adapter is on
+/// needs its CRD on every worker, or the whole worker connection fails.
+pub const SANDBOX_FRAMEWORKS: [&str; 1] = ["batch/job"];
 
 /// What every sandbox's Kueue is told, whatever runs it: our kinds as external frameworks (and
 /// MultiKueue's generic adapter for them, which is gated), and on a manager of workers

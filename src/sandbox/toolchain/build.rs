@@ -38,7 +38,7 @@ pub async fn lock(root: &Path) -> Result<nix::fcntl::Flock<std::fs::File>, Toolc
 
 /// Linker flags that stamp the Kubernetes version: without them the apiserver reports
 /// `v0.0.0-master+$Format:%H$` and Kueue refuses to start on an unparsable server version.
-fn ldflags() -> String {
+pub fn ldflags() -> String {
     let minor = KUBERNETES.trim_start_matches("v1.").split('.').next().unwrap_or_default();
     let base = "k8s.io/component-base/version";
     [
@@ -175,7 +175,7 @@ async fn check_reported_version(binary: &Path, expected: &str, log: &Path) -> Re
     })
 }
 
-async fn module_dir(src: &Path, module: &str, log: &Path) -> Result<PathBuf, ToolchainError> {
+pub async fn module_dir(src: &Path, module: &str, log: &Path) -> Result<PathBuf, ToolchainError> {
     let output = Command::new("go")
         .current_dir(src)
         .args(["list", "-m", "-f", "{{.Dir}}", module])

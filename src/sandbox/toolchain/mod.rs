@@ -16,7 +16,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::sandbox::progress::Progress;
 
-pub use build::{go_version, log_tail};
+pub use build::{go_version, ldflags, lock, log_tail, module_dir};
 
 /// Errors of finding or building the toolchain; each says what to do next.
 #[derive(Debug, thiserror::Error)]
@@ -62,6 +62,11 @@ impl Toolchain {
 
     pub fn bin(&self, name: &str) -> PathBuf {
         self.bin_dir().join(name)
+    }
+
+    /// The wrapper module the binaries were built from.
+    pub fn src_dir(&self) -> PathBuf {
+        self.root.join("src")
     }
 
     /// Kueue's `config/components` directory, as shipped in its Go module.

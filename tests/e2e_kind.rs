@@ -1,0 +1,163 @@
+//! End-to-end on the kind runtime: a manager and a worker as kind clusters in Docker, from the
+//! node image built on this machine (no registry), with Kueue, MultiKueue and our controller
+//! in-cluster. Pods really run here (busybox, real exit codes), where the process runtime fakes
+//! them with kwok. Needs a Docker daemon: `hack/docker.sh up` starts one, as hack/test.sh does.
+
+mod common;
+
+use std::process::Command;
+use std::time::Duration;
+
+use common::{Sandbox, api, apply_yaml, condition_is, eventually, text, workloads_owned_by};
+use serde_json::Value;
+
+/// The job pods' image the node image carries.
+const BUSYBOX: &str = "kueue-ext.local/busybox:1";
+
+fn external_job(name: &str) -> String {
+    format!(
+        r#"
+apiVersion: kueue-ext.dev/v1alpha1
+kind: ExternalJob
+metadata:
+  name: {name}
+  namespace: default
+  labels: {{kueue.x-k8s.io/queue-name: user-queue}}
+spec:
+  podSets:
+  - name: workers
+    count: 2
+    template:
+      spec:
+        containers:
+        - name: work
+          image: {BUSYBOX}
+          command: [sh, -c, "echo working on $HOSTNAME; sleep 2"]
+          resources: {{requests: {{cpu: 100m, memory: 32Mi}}}}
+"#
+    )
+}
+
+/// A WrappedJob of a Job that really runs to completion and a Deployment that serves meanwhile.
+fn wrapped_job(name: &str) -> String {
+    format!(
+        r#"
+apiVersion: kueue-ext.dev/v1alpha1
+kind: WrappedJob
+metadata:
+  name: {name}
+  namespace: default
+  labels: {{kueue.x-k8s.io/queue-name: user-queue}}
+spec:
+  components:
+  - template:
+      apiVersion: batch/v1
+      kind: Job
+      metadata: {{name: {name}-work}}
+      spec:
+        parallelism: 2
+        completions: 2
+        backoffLimit: 0
+        template:
+          spec:
+            restartPolicy: Never
+            containers:
+            - name: main
+              image: {BUSYBOX}
+              command: [sleep, "3"]
+              resources: {{requests: {{cpu: 100m, memory: 32Mi}}}}
+  - template:
+      apiVersion: apps/v1
+      kind: Deployment
+      metadata: {{name: {name}-server}}
+      spec:
+        replicas: 1
+        selector: {{matchLabels: {{app: {name}-server}}}}
+        template:
+          metadata: {{labels: {{app: {name}-server}}}}
+          spec:
+            containers:
+            - name: server
+              image: {BUSYBOX}
+              command: [sleep, "3600"]
+              resources: {{requests: {{cpu: 100m, memory: 32Mi}}}}
+"#
+    )
+}
+
+/// Names of the containers Docker runs for kind clusters of this sandbox.
+fn sandbox_containers() -> Vec<String> {
+    let output = Command::new("docker")
+        .args(["ps", "-a", "--filter", "label=io.x-k8s.kind.cluster", "--format", "{{.Names}}"])
+        .output()
+        .expect("docker runs");
+    String::from_utf8_lossy(&output.stdout).lines().filter(|n| n.starts_with("kueue-ext-")).map(String::from).collect()
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_kind_sandbox_runs_jobs_through_multikueue_and_down_leaves_nothing() {
+    let sandbox = Sandbox::up_on_kind(&["--workers", "1"]);
+    let status = sandbox.status_json();
+    assert_eq!(status["ready"], true, "{status:#}");
+    assert_eq!(status["runtime"], "kind", "{status:#}");
+    let multikueue = &status["clusters"][0]["multikueue"];
+    assert_eq!(multikueue["admission_check_active"], true, "{status:#}");
+    assert_eq!(sandbox_containers(), ["kueue-ext-manager-control-plane", "kueue-ext-worker1-control-plane"]);
+
+    let manager = sandbox.client("manager").await;
+    let worker = sandbox.client("worker1").await;
+
+    let job = apply_yaml(&manager, &external_job("kind-external")).await.remove(0);
+    assert_eq!(job["spec"]["managedBy"], "kueue.x-k8s.io/multikueue", "our webhook hands it to MultiKueue");
+    let externals = api(&manager, "kueue-ext.dev/v1alpha1", "ExternalJob", "externaljobs", Some("default"));
+    eventually("the manager's ExternalJob to complete on the worker", Duration::from_secs(180), || async {
+        let job = serde_json::to_value(externals.get("kind-external").await.map_err(|e| e.to_string())?).unwrap();
+        if condition_is(&job, "Complete", "True") { Ok(()) } else { Err(format!("{:#}", job["status"])) }
+    })
+    .await;
+    // Its pods ran for real on the worker's node: they exited 0 and logged.
+    let pods = api(&worker, "v1", "Pod", "pods", Some("default"));
+    let ran: Vec<Value> = pods
+        .list(&Default::default())
+        .await
+        .unwrap()
+        .items
+        .into_iter()
+        .map(|p| serde_json::to_value(p).unwrap())
+        .filter(|p| p["metadata"]["name"].as_str().is_some_and(|n| n.starts_with("kind-external-")))
+        .collect();
+    assert_eq!(ran.len(), 2, "{ran:#?}");
+    for pod in &ran {
+        assert_eq!(pod["status"]["phase"], "Succeeded", "{pod:#}");
+        let exit = &pod["status"]["containerStatuses"][0]["state"]["terminated"]["exitCode"];
+        assert_eq!(*exit, 0, "{pod:#}");
+    }
+
+    let wrapped = apply_yaml(&manager, &wrapped_job("kind-wrapped")).await.remove(0);
+    let uid = wrapped["metadata"]["uid"].as_str().unwrap().to_string();
+    let wrappeds = api(&manager, "kueue-ext.dev/v1alpha1", "WrappedJob", "wrappedjobs", Some("default"));
+    eventually("the manager's WrappedJob to report Succeeded", Duration::from_secs(180), || async {
+        let job = serde_json::to_value(wrappeds.get("kind-wrapped").await.map_err(|e| e.to_string())?).unwrap();
+        if job["status"]["phase"] == "Succeeded" { Ok(()) } else { Err(format!("{:#}", job["status"])) }
+    })
+    .await;
+    eventually("its manager Workload to be Finished on worker1", Duration::from_secs(60), || async {
+        match workloads_owned_by(&manager, "default", &uid).await?.as_slice() {
+            [w] if condition_is(w, "Finished", "True") && w["status"]["clusterName"] == "worker1" => Ok(()),
+            other => Err(format!("{other:?}")),
+        }
+    })
+    .await;
+
+    let watch = sandbox.run("watch", &["--once", "-o", "json"]);
+    assert!(watch.status.success(), "{}", text(&watch));
+    let jobs: Value = serde_json::from_slice(&watch.stdout).unwrap_or_else(|e| panic!("{e}: {}", text(&watch)));
+    let shown = jobs.to_string();
+    assert!(shown.contains("kind-external") && shown.contains("kind-wrapped"), "{jobs:#}");
+    assert!(shown.contains("worker1"), "watch shows the worker copy: {jobs:#}");
+
+    let down = sandbox.run("down", &[]);
+    assert!(down.status.success(), "down: {}", text(&down));
+    assert!(!sandbox.dir.exists(), "down removes the state dir");
+    assert!(sandbox_containers().is_empty(), "containers left: {:?}", sandbox_containers());
+}
