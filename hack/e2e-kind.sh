@@ -1,15 +1,12 @@
 #!/usr/bin/env bash
-# The end-to-end suite on the kind runtime, one test file at a time. Needs a Docker daemon,
-# kind on PATH (kind v0.32.x) and the network to pull kind's node image and Kueue's release.
+# The whole end-to-end suite on the kind runtime, one test file at a time (hack/test.sh runs
+# tests/e2e_kind.rs on kind and the rest on the process runtime). Starts a Docker daemon with
+# hack/docker.sh when none answers; the first run builds the kind node image (cached).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-command -v kind >/dev/null || { echo "kind is not on PATH: install kind v0.32.0" >&2; exit 1; }
-docker version --format '{{.Server.Version}}' >/dev/null || { echo "no Docker daemon answers" >&2; exit 1; }
-
-# The controller image is FROM scratch: it needs the static build.
-KUEUE_EXT_CONTROLLER_BINARY="${KUEUE_EXT_CONTROLLER_BINARY:-$(hack/build-static.sh | tail -n 1)}"
-export KUEUE_EXT_CONTROLLER_BINARY
+hack/docker.sh up
+command -v debootstrap >/dev/null || apt-get install -y debootstrap
 export KUEUE_EXT_RUNTIME=kind
 
 cargo build --locked

@@ -91,7 +91,13 @@ fn sandbox_containers() -> Vec<String> {
         .args(["ps", "-a", "--filter", "label=io.x-k8s.kind.cluster", "--format", "{{.Names}}"])
         .output()
         .expect("docker runs");
-    String::from_utf8_lossy(&output.stdout).lines().filter(|n| n.starts_with("kueue-ext-")).map(String::from).collect()
+    let mut names: Vec<String> = String::from_utf8_lossy(&output.stdout)
+        .lines()
+        .filter(|n| n.starts_with("kueue-ext-"))
+        .map(String::from)
+        .collect();
+    names.sort();
+    names
 }
 
 #[tokio::test(flavor = "multi_thread")]

@@ -73,11 +73,12 @@ pub struct KindArgs {
     /// Published node image of the kind clusters.
     #[arg(long, env = "KUEUE_EXT_KIND_NODE_IMAGE", default_value = sandbox::NODE_IMAGE, value_name = "IMAGE")]
     pub kind_node_image: String,
-    /// kind release required on PATH (any patch release of its minor line).
+    /// kind release required (any patch release of its minor line); `up` builds this one from
+    /// its Go module.
     #[arg(long, env = "KUEUE_EXT_KIND_VERSION", default_value = sandbox::KIND_VERSION, value_name = "VERSION")]
     pub kind_version: String,
-    /// Static build of this plugin to run as the in-cluster controller [default: this
-    /// executable, when it is static]; `hack/build-static.sh` makes one.
+    /// Build of this plugin to run as the in-cluster controller [default: this executable]; its
+    /// ELF loader and shared libraries go into the image with it.
     #[arg(long, env = "KUEUE_EXT_CONTROLLER_BINARY", value_name = "FILE")]
     pub controller_binary: Option<PathBuf>,
     /// Kueue's release manifests: a URL or a local file.

@@ -70,8 +70,12 @@ pub fn pins() -> Vec<Pin> {
         Pin { name: "kueue", version: versions::KUEUE, used_for: "Kueue's manager and CRDs (both runtimes)" },
         Pin { name: "etcd", version: versions::ETCD, used_for: "storage (process runtime)" },
         Pin { name: "kwok", version: versions::KWOK, used_for: "fake nodes (process runtime)" },
-        Pin { name: "kind", version: KIND_VERSION, used_for: "the kind CLI the kind runtime needs (same minor)" },
-        Pin { name: "node-image", version: NODE_IMAGE, used_for: "kind nodes (kind runtime)" },
+        Pin { name: "kind", version: KIND_VERSION, used_for: "the kind CLI the kind runtime builds from its module" },
+        Pin {
+            name: "node-image",
+            version: NODE_IMAGE,
+            used_for: "kind nodes with --kind-images published (local images are built from Debian bookworm and the Kubernetes pin)",
+        },
     ]
 }
 
@@ -163,6 +167,9 @@ mod tests {
         assert_eq!(json["go"]["found"], serde_json::Value::Null);
         assert_eq!(json["go"]["toolchainBuilt"], false);
         assert_eq!(json["pins"]["kubernetes"]["version"], versions::KUBERNETES);
-        assert_eq!(json["pins"]["node-image"]["usedFor"], "kind nodes (kind runtime)");
+        assert_eq!(
+            json["pins"]["node-image"]["usedFor"],
+            "kind nodes with --kind-images published (local images are built from Debian bookworm and the Kubernetes pin)"
+        );
     }
 }

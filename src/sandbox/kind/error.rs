@@ -2,8 +2,6 @@
 
 use std::path::PathBuf;
 
-use super::versions;
-
 /// Tells the user how to avoid the kind runtime altogether.
 const OR_PROCESS: &str = "or run `kubectl kueue-ext up --runtime process`";
 
@@ -18,13 +16,7 @@ pub enum KindError {
     )]
     DockerNotRunning { host: String, detail: String },
     #[error(
-        "the kind runtime needs the `kind` CLI on PATH: install kind {} (`go install sigs.k8s.io/kind@{}`), {OR_PROCESS}",
-        versions::KIND,
-        versions::KIND
-    )]
-    KindMissing,
-    #[error(
-        "`kind` is not on PATH, and this sandbox's kind clusters {clusters} can only be deleted with it: put kind on PATH and run `down` again, or delete them with `kind delete cluster --name <name>`"
+        "no kind CLI is built or on PATH, and this sandbox's kind clusters {clusters} can only be deleted with it: run `up --runtime kind` once (it builds kind) or put kind on PATH, then run `down` again; or delete them with `kind delete cluster --name <name>`"
     )]
     KindMissingForDown { clusters: String },
     #[error("`kind version` printed {output:?}, which names no version; is `{program}` really kind?")]
