@@ -8,7 +8,9 @@ cd "$(dirname "$0")/.."
 cargo install --locked --quiet --path .
 plugin="$(command -v kubectl-kueue_ext || echo "$HOME/.cargo/bin/kubectl-kueue_ext")"
 
-"$plugin" up
+# The samples are sized for the process runtime's kwok nodes (32 CPU a worker); KUEUE_EXT_RUNTIME=kind
+# runs the demo on kind clusters, where the pods that fit a real node run for real.
+"$plugin" up --runtime "${KUEUE_EXT_RUNTIME:-process}"
 "$plugin" submit samples/ --wait=5m
 
 state_dir="${KUEUE_EXT_HOME:-${XDG_STATE_HOME:-$HOME/.local/state}/kueue-ext}"

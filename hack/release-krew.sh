@@ -65,8 +65,8 @@ package_host() {
   if [ "$os/$arch" = linux/amd64 ]; then
     bin=$(hack/build-static.sh | tail -n 1)
   else
-    cargo build --locked --release --bin kubectl-kueue_ext >&2
-    bin="${CARGO_TARGET_DIR:-target}/release/kubectl-kueue_ext"
+    cargo build --locked --profile dist --bin kubectl-kueue_ext >&2
+    bin="${CARGO_TARGET_DIR:-target}/dist/kubectl-kueue_ext"
   fi
   package "$bin" "$os" "$arch"
 }

@@ -4,6 +4,9 @@
 //! - `up`: `up` of a manager + 2 workers vs kwokctl creating three bare clusters from the same
 //!   binaries, and vs the same three with the CRDs `up` installs; wall time and the CPU seconds
 //!   the clusters' processes spent (`up.rs`).
+//! - `up-kind`: `up --runtime kind` of a manager + 2 workers (needs Docker) vs `kind create
+//!   cluster` ×3 with the same node image and config, and vs `up --runtime process`
+//!   (`kind_up.rs`).
 //! - `single`: N ExternalJobs vs N batch/v1 Jobs of the same shape on one cluster, until all are
 //!   admitted and all finished; the peak RSS of our controller vs Kueue's manager meanwhile; then
 //!   WrappedJobs of a Job and a Deployment vs as many batch/v1 Jobs (`single.rs`).
@@ -12,7 +15,7 @@
 //!
 //! `cargo bench --bench sandbox`. Sized by environment variables (defaults are the issue's):
 //! `KUEUE_EXT_BENCH_ONLY` (comma list of the names above; all by default),
-//! `KUEUE_EXT_BENCH_RUNS` (3: repeats of `up` and `webhook`), `KUEUE_EXT_BENCH_JOB_RUNS` (1:
+//! `KUEUE_EXT_BENCH_RUNS` (3: repeats of `up`, `up-kind` and `webhook`), `KUEUE_EXT_BENCH_JOB_RUNS` (1:
 //! repeats of `single` and `multikueue`), `KUEUE_EXT_BENCH_JOBS` (1000),
 //! `KUEUE_EXT_BENCH_MULTIKUEUE_JOBS` (500), `KUEUE_EXT_BENCH_WRAPPED_JOBS` (200),
 //! `KUEUE_EXT_BENCH_RATE` (200 admissions/s), `KUEUE_EXT_BENCH_ADMISSIONS` (3000).
@@ -20,6 +23,7 @@
 
 mod apiserver;
 mod jobs;
+mod kind_up;
 mod multikueue;
 mod report;
 mod sandbox;
@@ -92,6 +96,9 @@ fn main() {
     let toolchain_root = bin_dir.parent().expect("bin dir has a parent").to_path_buf();
 
     let mut rows = Vec::new();
+    if settings.wants("up-kind") {
+        rows.extend(kind_up::bench(settings.runs));
+    }
     if settings.wants("up") {
         let kwokctl = up::kwokctl(&toolchain_root.join("src"), &toolchain_root);
         rows.extend(up::bench(settings.runs, &bin_dir, &kwokctl));

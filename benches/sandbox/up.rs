@@ -23,7 +23,7 @@ pub fn bench(runs: usize, bin_dir: &Path, kwokctl: &Path) -> Vec<Row> {
     let mut cpu_crds = Row::new("up: CPU seconds of the clusters' processes", "s", with_crds);
     let crds = crd_manifests(bin_dir);
     for _ in 0..runs {
-        let sandbox = Sandbox::up(&[]);
+        let sandbox = Sandbox::up(&["--runtime", "process"]);
         let ours_cpu: f64 = sandbox.pids().into_iter().map(cpu_seconds).sum();
         let ours = sandbox.up_seconds;
         drop(sandbox);

@@ -32,6 +32,7 @@ pub use down::{DownOutcome, down};
 pub use error::SandboxError;
 pub use kind::{
     ImageSource, KIND_VERSION, KUEUE_MANIFESTS_SHA256, KUEUE_MANIFESTS_URL, KindError, KindOptions, NODE_IMAGE,
+    kind_config, local_images::kind_cli_path,
 };
 pub use runtime::RuntimeKind;
 pub use status::{ClusterStatus, ComponentStatus, StatusReport, status};

@@ -21,11 +21,18 @@ pub fn internal_server(node_address: &str) -> String {
 /// The config for one cluster: one node, which kind leaves schedulable, runs Kueue, the
 /// controller and the jobs (a node per cluster is what two cores carry for three clusters).
 /// On the locally built node image kubeadm takes its images from [`recipes::REGISTRY`], skips
-/// CoreDNS (there is no DNS image), and kubelet runs on cgroup v1 hosts too; the node image
-/// brings its own bridge network instead of kind's.
+/// CoreDNS (there is no DNS image), and kubelet runs on cgroup v1 hosts too and syncs pods
+/// every 10 s (Kueue waits for its webhook certificate Secret to reach its volume, which kubelet
+/// refreshes at that pace: a minute by default); the node image brings its own bridge network
+/// instead of kind's.
 pub fn cluster_config(plan: &ClusterPlan, local_images: bool) -> String {
+    kind_config(plan.fixed_api_port, local_images)
+}
+
+/// [`cluster_config`] of a cluster whose API server listens on `api_port` (random if `None`).
+pub fn kind_config(api_port: Option<u16>, local_images: bool) -> String {
     let mut networking = json!({"apiServerAddress": "127.0.0.1"});
-    if let Some(port) = plan.fixed_api_port {
+    if let Some(port) = api_port {
         networking["apiServerPort"] = json!(port);
     }
     let mut config: Value = json!({
@@ -43,7 +50,7 @@ pub fn cluster_config(plan: &ClusterPlan, local_images: bool) -> String {
                 recipes::etcd_tag()
             ),
             "kind: InitConfiguration\nskipPhases: [preflight, addon/coredns]\n",
-            "kind: KubeletConfiguration\nfailCgroupV1: false\n",
+            "kind: KubeletConfiguration\nfailCgroupV1: false\nsyncFrequency: 10s\n",
         ]);
     }
     serde_saphyr::to_string(&config).expect("a JSON value serializes to YAML")
@@ -83,6 +90,7 @@ mod tests {
         assert_eq!(patches[0]["etcd"]["local"]["imageTag"], recipes::etcd_tag());
         assert_eq!(patches[1]["skipPhases"], json!(["preflight", "addon/coredns"]));
         assert_eq!(patches[2]["failCgroupV1"], false);
+        assert_eq!(patches[2]["syncFrequency"], "10s");
     }
 
     #[test]

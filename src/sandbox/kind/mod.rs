@@ -24,6 +24,7 @@ use std::path::{Path, PathBuf};
 use serde_json::Value;
 
 pub use cli::{Kind, KindCli};
+pub use config::kind_config;
 pub use docker::{BollardDocker, Docker};
 pub use error::KindError;
 pub use local_images::{LocalImages, ensure_kind_cli};

@@ -1,0 +1,89 @@
+//! `up --runtime kind` of a manager and two workers (Kueue, MultiKueue Active, our controller
+//! ready) against `kind create cluster` ×3 in parallel with the same node image and config (no
+//! Kueue), and against `up --runtime process` of the same sandbox, each in wall time.
+
+use std::path::Path;
+use std::process::Command;
+use std::time::Instant;
+
+use kueue_ext::sandbox::{kind_cli_path, kind_config};
+
+use crate::report::Row;
+use crate::sandbox::{Sandbox, run};
+
+pub fn bench(runs: usize) -> Vec<Row> {
+    let mut versus_kind = Row::new(
+        "up --runtime kind: manager + 2 workers, MultiKueue Active",
+        "s",
+        "kind create cluster ×3, same node image and config, no Kueue",
+    );
+    let mut versus_process = Row::new(
+        "up --runtime kind: manager + 2 workers, MultiKueue Active",
+        "s",
+        "up --runtime process, same sandbox",
+    );
+    let kind = kind_cli_path();
+    for _ in 0..runs {
+        let sandbox = Sandbox::up(&["--runtime", "kind"]);
+        let ours = sandbox.up_seconds;
+        let node_image = run(Command::new("docker").args([
+            "inspect",
+            "--format",
+            "{{.Config.Image}}",
+            "kueue-ext-manager-control-plane",
+        ]))
+        .trim()
+        .to_string();
+        drop(sandbox);
+        versus_kind.push(ours, kind_clusters(&kind, &node_image));
+        versus_process.push(ours, Sandbox::up(&["--runtime", "process"]).up_seconds);
+    }
+    vec![versus_kind, versus_process]
+}
+
+/// Seconds until three kind clusters of `node_image` are created and their nodes Ready.
+fn kind_clusters(kind: &Path, node_image: &str) -> f64 {
+    let names = ["bench-kind1", "bench-kind2", "bench-kind3"];
+    let clusters = Deleting { kind, names };
+    let config = kind_config(None, node_image.starts_with("kueue-ext.local/"));
+    let started = Instant::now();
+    std::thread::scope(|scope| {
+        let creating: Vec<_> = names
+            .iter()
+            .map(|name| {
+                let config = config.clone();
+                scope.spawn(move || create(kind, name, node_image, &config))
+            })
+            .collect();
+        creating.into_iter().for_each(|c| c.join().expect("kind cluster created"));
+    });
+    let seconds = started.elapsed().as_secs_f64();
+    drop(clusters);
+    seconds
+}
+
+fn create(kind: &Path, name: &str, node_image: &str, config: &str) {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let path = dir.path().join("kind.yaml");
+    std::fs::write(&path, config).expect("kind config written");
+    let kubeconfig = dir.path().join("kubeconfig");
+    run(Command::new(kind)
+        .args(["create", "cluster", "--name", name, "--image", node_image, "--wait", "3m", "--config"])
+        .arg(&path)
+        .arg("--kubeconfig")
+        .arg(&kubeconfig));
+}
+
+/// Deletes the peer's clusters when dropped, also when a create failed.
+struct Deleting<'a> {
+    kind: &'a Path,
+    names: [&'a str; 3],
+}
+
+impl Drop for Deleting<'_> {
+    fn drop(&mut self) {
+        for name in self.names {
+            let _ = Command::new(self.kind).args(["delete", "cluster", "--name", name]).output();
+        }
+    }
+}
