@@ -154,7 +154,7 @@ async fn a_broken_integration_fails_naming_the_checks_and_the_evidence() {
     let expected = started["expected"].as_str().unwrap();
     assert!(
         expected.contains(
-            "each of its pods running with nodeSelector type=kwok (nodeLabels of ResourceFlavor conformance-"
+            "each of its pods running with nodeSelector kueue-ext.dev/sandbox-node=true (nodeLabels of ResourceFlavor conformance-"
         ),
         "{expected}"
     );

@@ -116,28 +116,27 @@ async fn a_kind_sandbox_runs_jobs_through_multikueue_and_down_leaves_nothing() {
     let job = apply_yaml(&manager, &external_job("kind-external")).await.remove(0);
     assert_eq!(job["spec"]["managedBy"], "kueue.x-k8s.io/multikueue", "our webhook hands it to MultiKueue");
     let externals = api(&manager, "kueue-ext.dev/v1alpha1", "ExternalJob", "externaljobs", Some("default"));
+    // Its pods run for real on the worker's node and exit 0; MultiKueue removes the worker's copy
+    // (and so its pods) soon after the manager's job completes, so they are watched meanwhile.
+    let pods = api(&worker, "v1", "Pod", "pods", Some("default"));
+    let exited = std::sync::Mutex::new(std::collections::BTreeMap::<String, i64>::new());
     eventually("the manager's ExternalJob to complete on the worker", Duration::from_secs(180), || async {
+        for pod in pods.list(&Default::default()).await.map_err(|e| e.to_string())?.items {
+            let pod = serde_json::to_value(pod).unwrap();
+            let name = pod["metadata"]["name"].as_str().unwrap_or_default().to_string();
+            if let Some(code) = pod["status"]["containerStatuses"][0]["state"]["terminated"]["exitCode"].as_i64() {
+                exited.lock().unwrap().insert(name, code);
+            }
+        }
         let job = serde_json::to_value(externals.get("kind-external").await.map_err(|e| e.to_string())?).unwrap();
         if condition_is(&job, "Complete", "True") { Ok(()) } else { Err(format!("{:#}", job["status"])) }
     })
     .await;
-    // Its pods ran for real on the worker's node: they exited 0 and logged.
-    let pods = api(&worker, "v1", "Pod", "pods", Some("default"));
-    let ran: Vec<Value> = pods
-        .list(&Default::default())
-        .await
-        .unwrap()
-        .items
-        .into_iter()
-        .map(|p| serde_json::to_value(p).unwrap())
-        .filter(|p| p["metadata"]["name"].as_str().is_some_and(|n| n.starts_with("kind-external-")))
-        .collect();
-    assert_eq!(ran.len(), 2, "{ran:#?}");
-    for pod in &ran {
-        assert_eq!(pod["status"]["phase"], "Succeeded", "{pod:#}");
-        let exit = &pod["status"]["containerStatuses"][0]["state"]["terminated"]["exitCode"];
-        assert_eq!(*exit, 0, "{pod:#}");
-    }
+    let exited = exited.into_inner().unwrap();
+    let ran: Vec<(&str, i64)> =
+        exited.iter().filter(|(name, _)| name.starts_with("kind-external-")).map(|(n, c)| (n.as_str(), *c)).collect();
+    assert_eq!(ran.len(), 2, "both pods ran to their end on the worker: {exited:?}");
+    assert!(ran.iter().all(|(_, code)| *code == 0), "{ran:?}");
 
     let wrapped = apply_yaml(&manager, &wrapped_job("kind-wrapped")).await.remove(0);
     let uid = wrapped["metadata"]["uid"].as_str().unwrap().to_string();
@@ -161,6 +160,10 @@ async fn a_kind_sandbox_runs_jobs_through_multikueue_and_down_leaves_nothing() {
     let shown = jobs.to_string();
     assert!(shown.contains("kind-external") && shown.contains("kind-wrapped"), "{jobs:#}");
     assert!(shown.contains("worker1"), "watch shows the worker copy: {jobs:#}");
+
+    // The jobframework contract, checked on kind as on the process runtime.
+    let conformance = sandbox.run("conformance", &["--kind", "ExternalJob.v1alpha1.kueue-ext.dev"]);
+    assert!(conformance.status.success(), "conformance on kind:\n{}", text(&conformance));
 
     let down = sandbox.run("down", &[]);
     assert!(down.status.success(), "down: {}", text(&down));

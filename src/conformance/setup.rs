@@ -21,8 +21,9 @@ pub const QUEUE: &str = "conformance";
 /// The ClusterQueue of the sandbox's MultiKueue admission check (on the manager) and of every
 /// worker: `up` creates it.
 pub const SANDBOX_CLUSTER_QUEUE: &str = "cluster-queue";
-/// Node labels of the sandbox's kwok nodes, given to the run's ResourceFlavor.
-pub const NODE_LABEL: (&str, &str) = ("type", "kwok");
+/// The label of every node that runs a sandbox's pods (kwok's and kind's), given to the run's
+/// ResourceFlavor.
+pub const NODE_LABEL: (&str, &str) = crate::sandbox::SANDBOX_NODE_LABEL;
 /// How long Kueue may take to report a new LocalQueue on a busy machine.
 const KUEUE_SEES_QUEUE: Duration = Duration::from_secs(60);
 

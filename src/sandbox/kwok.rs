@@ -73,6 +73,7 @@ pub fn nodes(pool: &NodePool) -> Vec<Value> {
                     "annotations": {"kwok.x-k8s.io/node": "fake", "node.alpha.kubernetes.io/ttl": "0"},
                     "labels": {
                         "type": "kwok",
+                        (super::SANDBOX_NODE_LABEL.0): super::SANDBOX_NODE_LABEL.1,
                         "kubernetes.io/hostname": name,
                         "kubernetes.io/os": "linux",
                         "kubernetes.io/arch": "amd64",

@@ -35,6 +35,9 @@ pub use kind::{
     kind_config, local_images::kind_cli_path,
 };
 pub use runtime::RuntimeKind;
+
+/// The label every node that runs a sandbox's pods carries, on either runtime.
+pub const SANDBOX_NODE_LABEL: (&str, &str) = ("kueue-ext.dev/sandbox-node", "true");
 pub use status::{ClusterStatus, ComponentStatus, StatusReport, status};
 pub use up::{UpOptions, UpOutcome, up};
 

@@ -39,7 +39,10 @@ pub fn kind_config(api_port: Option<u16>, local_images: bool) -> String {
         "kind": "Cluster",
         "apiVersion": "kind.x-k8s.io/v1alpha4",
         "networking": networking,
-        "nodes": [{"role": "control-plane"}],
+        "nodes": [{
+            "role": "control-plane",
+            "labels": {(crate::sandbox::SANDBOX_NODE_LABEL.0): crate::sandbox::SANDBOX_NODE_LABEL.1},
+        }],
     });
     if local_images {
         config["networking"]["disableDefaultCNI"] = json!(true);
@@ -69,7 +72,7 @@ mod tests {
             "apiVersion: kind.x-k8s.io/v1alpha4\n\
              kind: Cluster\n\
              networking:\n  apiServerAddress: \"127.0.0.1\"\n  apiServerPort: 16443\n\
-             nodes:\n- role: control-plane\n"
+             nodes:\n- labels:\n    kueue-ext.dev/sandbox-node: \"true\"\n  role: control-plane\n"
         );
         assert!(!cluster_config(&plans[1], false).contains("apiServerPort"));
         assert_eq!(cluster_config(&plans[1], false).matches("role:").count(), 1);

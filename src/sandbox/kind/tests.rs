@@ -58,7 +58,7 @@ impl Kind for FakeKind {
     }
 
     async fn create_cluster(&self, name: &str, config: &str, image: &str, kubeconfig: &Path) -> Result<(), KindError> {
-        let nodes = config.matches("- role:").count();
+        let nodes = config.matches("role:").count();
         self.record(format!("create {name} image={image} nodes={nodes} kubeconfig={}", kubeconfig.display()));
         Ok(())
     }
