@@ -170,3 +170,17 @@ async fn a_kind_sandbox_runs_jobs_through_multikueue_and_down_leaves_nothing() {
     assert!(!sandbox.dir.exists(), "down removes the state dir");
     assert!(sandbox_containers().is_empty(), "containers left: {:?}", sandbox_containers());
 }
+
+#[test]
+fn a_kind_up_that_cannot_bind_its_port_says_so_and_leaves_nothing() {
+    let taken = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = taken.local_addr().unwrap().port().to_string();
+    let sandbox = Sandbox::unstarted_on_kind();
+    let output = sandbox.run("up", &["--workers", "0", "--api-server-port", &port]);
+    let said = text(&output);
+    assert!(!output.status.success(), "{said}");
+    assert!(said.contains(&port), "the error names the port: {said}");
+    assert!(sandbox_containers().is_empty(), "containers left: {:?}", sandbox_containers());
+    let status = sandbox.run("status", &[]);
+    assert!(!status.status.success(), "no sandbox is left recorded: {}", text(&status));
+}

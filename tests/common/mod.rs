@@ -72,10 +72,16 @@ impl Sandbox {
         }
     }
 
-    /// `up` on the kind runtime, whatever `$KUEUE_EXT_RUNTIME` says.
-    pub fn up_on_kind(extra: &[&str]) -> Sandbox {
+    /// A private state dir whose `up` runs on the kind runtime, whatever `$KUEUE_EXT_RUNTIME` says.
+    pub fn unstarted_on_kind() -> Sandbox {
         let mut sandbox = Sandbox::unstarted();
         sandbox.runtime = Some("kind");
+        sandbox
+    }
+
+    /// `up` on the kind runtime.
+    pub fn up_on_kind(extra: &[&str]) -> Sandbox {
+        let sandbox = Sandbox::unstarted_on_kind();
         let output = sandbox.run("up", extra);
         assert!(output.status.success(), "up failed:\n{}", text(&output));
         sandbox
