@@ -47,7 +47,7 @@ pub async fn down(dir: &Path) -> Result<DownOutcome, SandboxError> {
 /// The kind runtime that deletes the recorded clusters; it needs the kind CLI when there are any.
 fn kind_runtime(state: &SandboxState) -> Result<KindRuntime<KindCli, BollardDocker>, KindError> {
     let clusters: Vec<&str> = state.clusters.iter().filter_map(|c| c.kind_cluster.as_deref()).collect();
-    let kind = match KindCli::installed() {
+    let kind = match super::kind::installed_kind_cli() {
         Some(kind) => kind,
         None if clusters.is_empty() => KindCli::new("kind".into()),
         None => return Err(KindError::KindMissingForDown { clusters: clusters.join(", ") }),

@@ -171,7 +171,7 @@ pub async fn status(dir: &Path) -> Result<StatusReport, SandboxError> {
         RuntimeKind::Process => status_with(&ProcessRuntime::recorded(), dir, state).await,
         RuntimeKind::Kind => {
             // Without a kind CLI the clusters can still be checked; only deleting needs it.
-            let kind = KindCli::installed().unwrap_or_else(|| KindCli::new("kind".into()));
+            let kind = super::kind::installed_kind_cli().unwrap_or_else(|| KindCli::new("kind".into()));
             status_with(&KindRuntime::recorded(kind, BollardDocker::connect()), dir, state).await
         }
     };

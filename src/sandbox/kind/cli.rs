@@ -69,15 +69,6 @@ impl KindCli {
         KindCli { program }
     }
 
-    /// The kind `up` builds from its pinned module, else `kind` from `PATH`.
-    pub fn installed() -> Option<Self> {
-        let built = super::local_images::kind_cli_path();
-        if built.exists() {
-            return Some(KindCli::new(built));
-        }
-        Self::from_path()
-    }
-
     /// `kind` from `PATH`, if there is one.
     pub fn from_path() -> Option<Self> {
         let path = std::env::var("PATH").unwrap_or_default();

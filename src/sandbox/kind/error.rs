@@ -66,7 +66,7 @@ pub enum KindError {
     #[error("kind's kubeconfig for cluster {cluster}: {detail}")]
     Kubeconfig { cluster: String, detail: String },
     #[error(transparent)]
-    LocalImages(#[from] super::local_images::LocalImageError),
+    LocalImages(#[from] super::local_images::error::LocalImageError),
     #[error("{path}: {source}")]
     Io {
         path: PathBuf,

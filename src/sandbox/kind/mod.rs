@@ -87,6 +87,15 @@ pub fn sha256_hex(bytes: &[u8]) -> String {
     ring::digest::digest(&ring::digest::SHA256, bytes).as_ref().iter().map(|b| format!("{b:02x}")).collect()
 }
 
+/// The kind `up` builds from its pinned module, else `kind` from `PATH`.
+pub fn installed_kind_cli() -> Option<KindCli> {
+    let built = local_images::kind_cli_path();
+    if built.exists() {
+        return Some(KindCli::new(built));
+    }
+    KindCli::from_path()
+}
+
 /// The images a kind sandbox uses (`None`: published) and why, in words for the runtime line.
 pub async fn images_for(
     source: ImageSource,

@@ -6,8 +6,10 @@
 //! toolchain; `ready.json` marks a complete entry.
 
 mod context;
+pub mod error;
 mod go;
 
+pub use error::LocalImageError;
 pub use go::{ensure_kind_cli, kind_cli_path};
 mod kueue;
 pub mod recipes;
@@ -22,8 +24,8 @@ use super::docker::Docker;
 use super::error::KindError;
 use super::versions::KIND;
 use crate::sandbox::progress::Progress;
+use crate::sandbox::toolchain;
 use crate::sandbox::toolchain::versions::{ETCD, KUBERNETES, KUEUE};
-use crate::sandbox::toolchain::{self, ToolchainError};
 
 /// What `up` needs from a complete entry.
 #[derive(Clone, Debug)]
@@ -31,37 +33,6 @@ pub struct LocalImages {
     pub node_image: String,
     /// Kueue's manifests, naming the local Kueue image.
     pub kueue_manifests: PathBuf,
-}
-
-#[derive(Debug, thiserror::Error)]
-pub enum LocalImageError {
-    #[error(
-        "building the kind node image needs root (debootstrap makes its root filesystem): run `up` as root once, or use published images with --kind-images published"
-    )]
-    NeedsRoot,
-    #[error("cannot run `{program}` ({source}): {hint}")]
-    Missing {
-        program: String,
-        hint: &'static str,
-        #[source]
-        source: std::io::Error,
-    },
-    #[error("{step} failed; see {log}:\n{tail}")]
-    Step { step: String, log: PathBuf, tail: String },
-    #[error("the kind image cache {path}: {source}")]
-    Io {
-        path: PathBuf,
-        #[source]
-        source: std::io::Error,
-    },
-    #[error(transparent)]
-    Toolchain(#[from] ToolchainError),
-}
-
-impl LocalImageError {
-    pub fn io(path: &Path) -> impl FnOnce(std::io::Error) -> LocalImageError + '_ {
-        move |source| LocalImageError::Io { path: path.to_path_buf(), source }
-    }
 }
 
 /// Everything the entry is made from; a change to any gives a new entry.
