@@ -51,6 +51,7 @@ impl Context {
     }
 
     /// The paths in the context, Dockerfile first.
+    #[cfg(test)]
     pub fn paths(&self) -> Vec<&str> {
         let names = self.entries.iter().map(|e| match e {
             Entry::Bytes { path, .. } | Entry::Disk { path, .. } | Entry::Symlink { path, .. } => path.as_str(),

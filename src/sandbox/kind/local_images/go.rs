@@ -14,6 +14,8 @@ use crate::sandbox::toolchain::{self, ldflags};
 
 const NODE_MAIN: &str = include_str!("../../../../hack/toolchain/cmd/node/main.go");
 const PAUSE_MAIN: &str = include_str!("../../../../hack/toolchain/cmd/pause/main.go");
+/// The sources of what [`build`] makes, for the cache key.
+pub const SOURCES: [&str; 2] = [NODE_MAIN, PAUSE_MAIN];
 
 /// Where the kind CLI built from its pinned module lives.
 pub fn kind_cli_path() -> PathBuf {

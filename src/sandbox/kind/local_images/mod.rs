@@ -8,12 +8,12 @@
 mod context;
 pub mod error;
 mod go;
-
-pub use error::LocalImageError;
-pub use go::{ensure_kind_cli, kind_cli_path};
 mod kueue;
 pub mod recipes;
 mod rootfs;
+
+pub use error::LocalImageError;
+pub use go::{ensure_kind_cli, kind_cli_path};
 
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
@@ -37,13 +37,12 @@ pub struct LocalImages {
 
 /// Everything the entry is made from; a change to any gives a new entry.
 pub fn cache_key(go: &str) -> String {
-    let files: String = recipes::base("").paths().join(",")
-        + include_str!("../node_image/entrypoint.sh")
-        + include_str!("../node_image/containerd.toml")
-        + include_str!("../node_image/kubelet.service")
-        + include_str!("../node_image/kueue-ext-images.service")
-        + include_str!("../node_image/cni.conflist");
-    let digest = super::sha256_hex(files.as_bytes());
+    let inputs = [
+        recipes::NODE_FILES.iter().map(|(_, _, text)| *text).collect(),
+        go::SOURCES.to_vec(),
+        rootfs::PACKAGES.to_vec(),
+    ];
+    let digest = super::sha256_hex(inputs.concat().join("\0").as_bytes());
     format!("kind-{KIND}_k8s-{KUBERNETES}_kueue-{KUEUE}_etcd-{ETCD}_debian-{}_{go}_{}", rootfs::SUITE, &digest[..12])
 }
 

@@ -88,27 +88,29 @@ pub fn preloaded_images() -> Vec<String> {
     images
 }
 
+/// The node's own files, at their paths in the base image's build context.
+pub const NODE_FILES: [(&str, u32, &str); 6] = [
+    ("overlay/usr/local/bin/entrypoint", 0o755, include_str!("../node_image/entrypoint.sh")),
+    ("overlay/etc/containerd/config.toml", 0o644, include_str!("../node_image/containerd.toml")),
+    ("overlay/etc/systemd/system/kubelet.service", 0o644, include_str!("../node_image/kubelet.service")),
+    ("overlay/etc/systemd/system/kubelet.slice", 0o644, include_str!("../node_image/kubelet.slice")),
+    (
+        "overlay/etc/systemd/system/kueue-ext-images.service",
+        0o644,
+        include_str!("../node_image/kueue-ext-images.service"),
+    ),
+    ("overlay/etc/cni/net.d/10-kueue-ext.conflist", 0o644, include_str!("../node_image/cni.conflist")),
+];
+
 /// The files of a kind node on top of the Debian root filesystem: our entrypoint, containerd's
 /// configuration, kubelet's units and a bridge network for the node's pods.
 pub fn base(rootfs: &str) -> Context {
-    const FILES: [(&str, u32, &str); 6] = [
-        ("overlay/usr/local/bin/entrypoint", 0o755, include_str!("../node_image/entrypoint.sh")),
-        ("overlay/etc/containerd/config.toml", 0o644, include_str!("../node_image/containerd.toml")),
-        ("overlay/etc/systemd/system/kubelet.service", 0o644, include_str!("../node_image/kubelet.service")),
-        ("overlay/etc/systemd/system/kubelet.slice", 0o644, include_str!("../node_image/kubelet.slice")),
-        (
-            "overlay/etc/systemd/system/kueue-ext-images.service",
-            0o644,
-            include_str!("../node_image/kueue-ext-images.service"),
-        ),
-        ("overlay/etc/cni/net.d/10-kueue-ext.conflist", 0o644, include_str!("../node_image/cni.conflist")),
-    ];
     let dockerfile = format!(
         "FROM {rootfs}\nCOPY overlay/ /\nENV container=docker\nSTOPSIGNAL SIGRTMIN+3\n\
          ENTRYPOINT [\"/usr/local/bin/entrypoint\", \"/sbin/init\"]\n"
     );
     let mut context = Context::new(dockerfile);
-    for (path, mode, text) in FILES {
+    for (path, mode, text) in NODE_FILES {
         context = context.bytes(path, mode, text);
     }
     for unit in ["kubelet.service", "kueue-ext-images.service"] {
