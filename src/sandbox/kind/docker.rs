@@ -5,7 +5,8 @@ use std::future::Future;
 use std::path::Path;
 
 use bollard::query_parameters::{
-    BuildImageOptionsBuilder, CreateImageOptionsBuilder, ListContainersOptionsBuilder, TagImageOptionsBuilder,
+    BuildImageOptionsBuilder, CreateImageOptionsBuilder, ListContainersOptionsBuilder, RemoveImageOptionsBuilder,
+    TagImageOptionsBuilder,
 };
 use futures::StreamExt;
 use tokio::io::AsyncWriteExt;
@@ -51,6 +52,8 @@ pub trait Docker {
     fn import_rootfs(&self, tag: &str, archive: &Path) -> impl Future<Output = Result<(), KindError>>;
     /// Gives the image `from` the name `to` as well.
     fn tag_image(&self, from: &str, to: &str) -> impl Future<Output = Result<(), KindError>>;
+    /// Removes the name `tag` (and the image, when no other name holds it).
+    fn remove_image(&self, tag: &str) -> impl Future<Output = Result<(), KindError>>;
     /// Whether the daemon has an image of that name.
     fn has_image(&self, tag: &str) -> impl Future<Output = Result<bool, KindError>>;
     /// The node containers of a kind cluster.
@@ -179,6 +182,14 @@ impl Docker for BollardDocker {
             .tag_image(from, Some(options))
             .await
             .map_err(|e| KindError::ImageBuild { image: to.to_string(), detail: e.to_string() })
+    }
+
+    async fn remove_image(&self, tag: &str) -> Result<(), KindError> {
+        let options = RemoveImageOptionsBuilder::default().build();
+        match self.docker()?.remove_image(tag, Some(options), None).await {
+            Ok(_) | Err(bollard::errors::Error::DockerResponseServerError { status_code: 404, .. }) => Ok(()),
+            Err(e) => Err(KindError::ImageBuild { image: tag.to_string(), detail: e.to_string() }),
+        }
     }
 
     async fn has_image(&self, tag: &str) -> Result<bool, KindError> {

@@ -62,6 +62,25 @@ pub fn tag_for(bundle: &Bundle) -> String {
     format!("{REPOSITORY}:v{}-{}", env!("CARGO_PKG_VERSION"), &digest[..12])
 }
 
+/// The archive `kind load image-archive` reads for the image `tag`, under `dir`.
+pub fn archive_path(dir: &Path, tag: &str) -> PathBuf {
+    dir.join(format!("{}.tar", tag.replace(['/', ':'], "_")))
+}
+
+/// Removes the controller archives in `dir` other than `keep`: each binary makes one, and only
+/// the current one is loaded again.
+pub fn remove_other_archives(dir: &Path, keep: &Path) -> std::io::Result<()> {
+    let prefix = format!("{}_", REPOSITORY.replace('/', "_"));
+    for entry in std::fs::read_dir(dir)? {
+        let path = entry?.path();
+        let name = path.file_name().and_then(|n| n.to_str()).unwrap_or_default();
+        if path != keep && name.starts_with(&prefix) && name.ends_with(".tar") {
+            std::fs::remove_file(&path)?;
+        }
+    }
+    Ok(())
+}
+
 /// The build context: a tar holding the Dockerfile, the binary and, under `rootfs/`, the loader
 /// and libraries at their paths; all executables (mode 0755), since the kernel runs the loader.
 pub fn build_context(bundle: &Bundle) -> Vec<u8> {

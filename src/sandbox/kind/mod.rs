@@ -177,13 +177,16 @@ impl<K: Kind, D: Docker> KindRuntime<K, D> {
 
         let (binary_path, bundle) = image::controller_binary(options.controller_binary.as_deref())?;
         let tag = image::tag_for(&bundle);
-        let archive = cache.join("images").join(format!("{}.tar", tag.replace(['/', ':'], "_")));
+        let archive = image::archive_path(&cache.join("images"), &tag);
         if !archive.exists() {
             let step = progress.step(format!("controller image {tag} from {}", binary_path.display()));
             docker.build_image(&tag, image::build_context(&bundle)).await?;
             let dir = archive.parent().unwrap_or(cache);
             std::fs::create_dir_all(dir).map_err(KindError::io(dir))?;
             docker.save_images(std::slice::from_ref(&tag), &archive).await?;
+            // kind loads the archive; the daemon's copy and older binaries' archives only fill the disk.
+            docker.remove_image(&tag).await?;
+            image::remove_other_archives(dir, &archive).map_err(KindError::io(dir))?;
             step.done();
         }
         let kueue = match &images {

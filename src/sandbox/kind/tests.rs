@@ -92,6 +92,7 @@ struct FakeDocker {
     down: Option<KindError>,
     built: Mutex<Vec<(String, Vec<u8>)>>,
     saved: Mutex<Vec<(String, PathBuf)>>,
+    removed: Mutex<Vec<String>>,
 }
 
 impl FakeDocker {
@@ -163,6 +164,11 @@ impl Docker for FakeDocker {
 
     async fn tag_image(&self, _from: &str, to: &str) -> Result<(), KindError> {
         self.built.lock().unwrap().push((to.into(), Vec::new()));
+        Ok(())
+    }
+
+    async fn remove_image(&self, tag: &str) -> Result<(), KindError> {
+        self.removed.lock().unwrap().push(tag.into());
         Ok(())
     }
 
@@ -278,9 +284,29 @@ async fn prepare_builds_the_image_from_an_in_memory_context_once_per_binary() {
     assert_eq!(prepared.archive, saved[0].1);
     assert_eq!(prepared.node_image, NODE_IMAGE);
 
+    // kind loads the archive: the daemon keeps no copy of the image.
+    assert_eq!(*runtime.docker.removed.lock().unwrap(), [tag.clone()]);
+
     // The archive of this binary exists now: a second `up` neither builds nor saves.
     let again = prepare(FakeKind::new("0.32.0"), FakeDocker::answering(), &inputs).await.unwrap();
     assert!(again.docker.built.lock().unwrap().is_empty());
+}
+
+#[tokio::test]
+async fn a_new_binary_s_archive_replaces_the_older_ones() {
+    let inputs = inputs();
+    let images = inputs.dir.path().join("cache/images");
+    std::fs::create_dir_all(&images).unwrap();
+    let older = images.join("kueue-ext_controller_v0.0.9-0123456789ab.tar");
+    let unrelated = images.join("notes.txt");
+    std::fs::write(&older, b"older archive").unwrap();
+    std::fs::write(&unrelated, b"kept").unwrap();
+
+    let runtime = prepare(FakeKind::new("0.32.0"), FakeDocker::answering(), &inputs).await.unwrap();
+
+    assert!(runtime.prepared.as_ref().unwrap().archive.exists());
+    assert!(!older.exists(), "the older binary's archive is removed");
+    assert!(unrelated.exists(), "files that are no controller archive stay");
 }
 
 #[tokio::test]
