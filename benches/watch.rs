@@ -21,6 +21,7 @@ use std::time::Instant;
 
 use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 use kube::api::DynamicObject;
+use kueue_ext::integrations::registry::KindRegistry;
 use kueue_ext::tui::app::App;
 use kueue_ext::tui::model::{Model, join};
 use kueue_ext::tui::snapshot::{ClusterSnapshot, EventLine, JobKind, JobObject, ObjectKey, PodCounts, Role, Snapshot};
@@ -79,7 +80,7 @@ fn condition(type_: &str, status: &str, reason: &str, message: &str) -> Value {
     json!({"type": type_, "status": status, "reason": reason, "message": message, "lastTransitionTime": CREATED})
 }
 
-fn job(kind: JobKind, name: &str, origin: bool) -> Value {
+fn job(kind: &JobKind, name: &str, origin: bool) -> Value {
     let mut labels = json!({"kueue.x-k8s.io/queue-name": "user-queue", "team": "ml"});
     if origin {
         labels["kueue.x-k8s.io/multikueue-origin"] = json!("multikueue");
@@ -144,10 +145,11 @@ fn snapshot(n: usize) -> Snapshot {
     for c in [&mut manager, &mut worker] {
         c.cluster_queues.push(object(queue()));
     }
+    let registry = KindRegistry::built_in();
     for i in 0..n {
-        let kind = JobKind::ALL[i % 3];
+        let kind = registry.kinds()[i % 3].clone();
         let name = format!("train-{i:05}");
-        let value = job(kind, &name, false);
+        let value = job(&kind, &name, false);
         let wl = workload(&value, i % 3);
         let namespace = value["metadata"]["namespace"].as_str().unwrap_or_default().to_string();
         manager.events.push(EventLine {
@@ -159,9 +161,9 @@ fn snapshot(n: usize) -> Snapshot {
             count: 1,
         });
         if i % 3 == 2 {
-            let mut copy = job(kind, &name, true);
+            let mut copy = job(&kind, &name, true);
             copy["metadata"]["annotations"] = json!({"kueue.x-k8s.io/prebuilt-workload-name": format!("wl-{name}")});
-            worker.jobs.push(JobObject { kind, object: object(copy) });
+            worker.jobs.push(JobObject { kind: kind.clone(), object: object(copy) });
             worker.workloads.push(object(wl.clone()));
             worker
                 .pods

@@ -9,7 +9,7 @@ use serde_json::{Value, json};
 
 use crate::api::external_job::ExternalJob;
 use crate::api::wrapped_job::WrappedJob;
-use crate::integrations::declarative::config::Integration;
+use crate::integrations::declarative::config::{self, Integration};
 use crate::jobframework::webhook::Hook;
 
 pub const NAMESPACE: &str = "kueue-ext-system";
@@ -31,9 +31,7 @@ pub const DEPLOYMENT: &str = "kueue-ext-controller";
 pub const WEBHOOK_SERVICE: &str = "kueue-ext-webhook";
 pub const WEBHOOK_CERT_SECRET: &str = "kueue-ext-webhook-cert";
 const WEBHOOK_PORT: u16 = 9443;
-const INTEGRATIONS_CONFIG_MAP: &str = "kueue-ext-integrations";
 const INTEGRATIONS_DIR: &str = "/config";
-const INTEGRATIONS_FILE: &str = "integrations.yaml";
 const CERT_DIR: &str = "/certs";
 /// The image `manifests/` names; an install replaces it with the image it built.
 pub const DEFAULT_IMAGE: &str = concat!("kueue-ext/controller:v", env!("CARGO_PKG_VERSION"));
@@ -209,23 +207,26 @@ pub fn deployment(image: &str) -> Value {
 
 /// The ConfigMap holding the controller's integrations file, and the Deployment changed to read
 /// it (`--integrations`), for an install with kinds integrated by configuration.
-pub fn integrations_config_map(file_text: &str) -> Value {
-    json!({
+/// The ConfigMap holding the integrations file of `integrations`: what the controller reads on
+/// a cluster, and how every command learns which kinds the cluster runs.
+pub fn integrations_config_map(integrations: &[Integration]) -> Result<Value, serde_saphyr::SerializeError> {
+    let file_text = serde_saphyr::to_string(&config::IntegrationConfig::new(integrations.to_vec()))?;
+    Ok(json!({
         "apiVersion": "v1", "kind": "ConfigMap",
-        "metadata": {"name": INTEGRATIONS_CONFIG_MAP, "namespace": NAMESPACE},
-        "data": {INTEGRATIONS_FILE: file_text},
-    })
+        "metadata": {"name": config::CONFIG_MAP, "namespace": NAMESPACE},
+        "data": {config::CONFIG_MAP_KEY: file_text},
+    }))
 }
 
 pub fn read_integrations(deployment: &mut Value) {
     let pod = &mut deployment["spec"]["template"]["spec"];
     let mount = json!({"name": "integrations", "mountPath": INTEGRATIONS_DIR, "readOnly": true});
-    let arg = json!(format!("--integrations={INTEGRATIONS_DIR}/{INTEGRATIONS_FILE}"));
+    let arg = json!(format!("--integrations={INTEGRATIONS_DIR}/{}", config::CONFIG_MAP_KEY));
     if let Some(container) = pod["containers"].get_mut(0) {
         container["args"].as_array_mut().into_iter().for_each(|args| args.push(arg.clone()));
         container["volumeMounts"].as_array_mut().into_iter().for_each(|mounts| mounts.push(mount.clone()));
     }
-    let volume = json!({"name": "integrations", "configMap": {"name": INTEGRATIONS_CONFIG_MAP}});
+    let volume = json!({"name": "integrations", "configMap": {"name": config::CONFIG_MAP}});
     pod["volumes"].as_array_mut().into_iter().for_each(|volumes| volumes.push(volume.clone()));
 }
 
@@ -403,6 +404,7 @@ pub fn files() -> Vec<(&'static str, String)> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::integrations::registry::KindRegistry;
 
     #[test]
     fn manifests_dir_matches_the_code() {
@@ -447,8 +449,13 @@ mod tests {
         let args = pod["containers"][0]["args"].as_array().unwrap();
         assert_eq!(args.last().unwrap(), "--integrations=/config/integrations.yaml");
         assert_eq!(pod["containers"][0]["volumeMounts"][1]["mountPath"], "/config");
-        assert_eq!(pod["volumes"][1]["configMap"]["name"], integrations_config_map("x")["metadata"]["name"]);
-        assert_eq!(integrations_config_map("x")["data"]["integrations.yaml"], "x");
+        let integrations: Vec<Integration> =
+            KindRegistry::built_in().kinds().iter().map(|k| k.description().as_ref().clone()).collect();
+        let config_map = integrations_config_map(&integrations).unwrap();
+        assert_eq!(pod["volumes"][1]["configMap"]["name"], config_map["metadata"]["name"]);
+        let file = config_map["data"]["integrations.yaml"].as_str().unwrap();
+        let read = config::IntegrationConfig::parse("integrations.yaml", file).unwrap();
+        assert_eq!(read.integrations, integrations, "the ConfigMap holds the file the controller reads");
     }
 
     #[test]

@@ -7,7 +7,7 @@ mod common;
 use std::time::Duration;
 
 use common::{Sandbox, api, apply_yaml, batch_job, condition_is, eventually, text, workloads_owned_by};
-use k8s_openapi::api::core::v1::Pod;
+use k8s_openapi::api::core::v1::{ConfigMap, Pod};
 use kube::Client;
 use kube::api::{Api, ListParams};
 use kueue_ext::jobframework::naming::workload_name;
@@ -104,6 +104,35 @@ async fn a_job_kind_integrated_by_configuration_runs_through_kueue_on_one_cluste
     );
     let status = sandbox.run("status", &[]);
     assert!(status.status.success(), "{}", text(&status));
+
+    every_command_sees_the_configured_kind(&sandbox, &client).await;
+}
+
+/// The commands learn the kinds a cluster runs from the controller's integrations ConfigMap:
+/// `submit --wait`, `watch` and `explain` read a configured kind by its description.
+async fn every_command_sees_the_configured_kind(sandbox: &Sandbox, client: &Client) {
+    let maps: Api<ConfigMap> = Api::namespaced(client.clone(), "kueue-ext-system");
+    let map = maps.get("kueue-ext-integrations").await.expect("the integrations ConfigMap");
+    let file = map.data.unwrap_or_default().remove("integrations.yaml").unwrap_or_default();
+    assert!(file.contains("kind: Job.v1.batch"), "{file}");
+
+    let files = tempfile::tempdir().unwrap();
+    let path = files.path().join("waited.yaml");
+    std::fs::write(&path, batch_job("waited", 1, "1", "2s")).unwrap();
+    let submitted = sandbox.run("submit", &[path.to_str().unwrap(), "--wait", "2m"]);
+    let out = text(&submitted);
+    assert!(submitted.status.success(), "{out}");
+    assert!(out.contains("job.batch/waited created") && out.contains("job.batch/waited succeeded"), "{out}");
+
+    let watched = sandbox.run("watch", &["--once", "-o", "json"]);
+    let json: Value = serde_json::from_slice(&watched.stdout).unwrap_or_else(|e| panic!("{e}: {}", text(&watched)));
+    let row = json["jobs"].as_array().and_then(|jobs| jobs.iter().find(|j| j["key"]["name"] == "waited")).cloned();
+    let row = row.unwrap_or_else(|| panic!("waited in {json:#}"));
+    assert_eq!((row["key"]["kind"].as_str(), row["status"].as_str()), (Some("Job"), Some("Succeeded")), "{row:#}");
+    assert!(row["workload"]["name"].as_str().is_some_and(|n| n.starts_with("job-waited-")), "{row:#}");
+
+    let explained = text(&sandbox.run("explain", &["jobs.batch/waited"]));
+    assert!(explained.starts_with("Job default/waited has finished: Succeeded"), "{explained}");
 }
 
 #[tokio::test(flavor = "multi_thread")]

@@ -34,11 +34,11 @@ async fn submit_runs_the_samples_and_refuses_bad_batches_whole() {
     let pending = text(&sandbox.run("explain", &["too-big"]));
     assert!(pending.contains("is waiting for quota in queue user-queue") && pending.contains("cpu"), "{pending}");
     let done = text(&sandbox.run("explain", &["externaljob/train-small"]));
-    assert!(done.contains("has finished: Complete"), "{done}");
+    assert!(done.contains("has finished: Succeeded"), "{done}");
     let wrapped = text(&sandbox.run("explain", &["wj/train-with-server"]));
     assert!(wrapped.contains("WrappedJob default/train-with-server has finished"), "{wrapped}");
     let batch = text(&sandbox.run("explain", &["job/sample-job"]));
-    assert!(batch.contains("Job default/sample-job has finished: Complete"), "{batch}");
+    assert!(batch.contains("Job default/sample-job has finished: Succeeded"), "{batch}");
 
     let again = sandbox.run("submit", &[samples]);
     assert!(

@@ -5,14 +5,15 @@ use std::process::ExitCode;
 
 use super::watch::{Clusters, SETTLE};
 use crate::explain::explain;
+use crate::integrations::registry::{JobKind, KindRegistry};
 use crate::tui::model::{join, problems_text};
-use crate::tui::snapshot::{JobKind, Role};
+use crate::tui::snapshot::Role;
 use crate::tui::source::Source;
 
 #[derive(Debug, clap::Args)]
 pub struct Args {
-    /// The job: `NAME` (an ExternalJob), `externaljob/NAME`, `wrappedjob/NAME` (or `wj/NAME`) or
-    /// `job/NAME` (batch/v1).
+    /// The job: `NAME` (an ExternalJob), or `KIND/NAME` for any kind the cluster runs
+    /// (`wrappedjob/NAME`, `wj/NAME`, `job/NAME`, `pipelinerun.tekton.dev/NAME`).
     pub job: String,
     #[command(flatten)]
     pub clusters: Clusters,
@@ -21,23 +22,23 @@ pub struct Args {
     pub namespace: Option<String>,
 }
 
-/// The kind and name of a job reference.
-fn kind_of(reference: &str) -> Result<(JobKind, &str), String> {
+/// The kind and name of a job reference, among the kinds the cluster runs.
+fn kind_of<'a>(reference: &'a str, registry: &KindRegistry) -> Result<(JobKind, &'a str), String> {
     let (kind, name) = reference.split_once('/').unwrap_or(("externaljob", reference));
-    match JobKind::from_alias(kind) {
-        Some(kind) => Ok((kind, name)),
-        None => Err(format!("unknown job kind {kind:?}: use externaljob/NAME, wrappedjob/NAME or job/NAME")),
+    match registry.by_alias(kind) {
+        Some(kind) => Ok((kind.clone(), name)),
+        None => Err(format!("unknown job kind {kind:?}: this cluster runs {} (KIND/NAME)", registry.names())),
     }
 }
 
 pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
-    let (kind, name) = kind_of(&args.job).map_err(anyhow::Error::msg)?;
     let targets = args.clusters.targets()?;
     let namespace = match &args.namespace {
         Some(namespace) => namespace.clone(),
         None => targets.manager_namespace().unwrap_or_else(|| "default".into()),
     };
     let mut source = Source::start(targets, Some(&namespace)).await;
+    let (kind, name) = kind_of(&args.job, source.registry()).map_err(anyhow::Error::msg)?;
     source.settle(SETTLE).await;
     let snapshot = source.snapshot();
     let model = join(&snapshot);
@@ -68,14 +69,29 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::integrations::declarative::config::IntegrationConfig;
 
     #[test]
     fn job_references_resolve_like_kubectl() {
-        assert_eq!(kind_of("train").unwrap(), (JobKind::ExternalJob, "train"));
-        assert_eq!(kind_of("job/sample").unwrap(), (JobKind::Job, "sample"));
+        let registry = KindRegistry::built_in();
+        let resolve = |reference| kind_of(reference, &registry).map(|(kind, name)| (kind.name().to_string(), name));
+        assert_eq!(resolve("train").unwrap(), ("ExternalJob".into(), "train"));
+        assert_eq!(resolve("job/sample").unwrap(), ("Job".into(), "sample"));
         for reference in ["wrappedjob/train", "wj/train", "WrappedJobs/train"] {
-            assert_eq!(kind_of(reference).unwrap(), (JobKind::WrappedJob, "train"));
+            assert_eq!(resolve(reference).unwrap(), ("WrappedJob".into(), "train"));
         }
-        assert!(kind_of("pod/x").unwrap_err().contains("unknown job kind"));
+        assert_eq!(
+            resolve("pod/x").unwrap_err(),
+            "unknown job kind \"pod\": this cluster runs ExternalJob, WrappedJob, Job (KIND/NAME)"
+        );
+    }
+
+    #[test]
+    fn a_configured_kind_is_a_job_reference_too() {
+        let text = std::fs::read_to_string("samples/third-party/pipelinerun-integration.yaml").unwrap();
+        let config = IntegrationConfig::parse("pipelinerun-integration.yaml", &text).unwrap();
+        let registry = KindRegistry::with_configured(&config, "pipelinerun-integration.yaml");
+        let (kind, name) = kind_of("pipelineruns.tekton.dev/build", &registry).unwrap();
+        assert_eq!((kind.qualified(), name), ("PipelineRun.v1.tekton.dev", "build"));
     }
 }

@@ -5,6 +5,8 @@ use std::time::{Duration, Instant};
 
 use super::cluster::ClusterArgs;
 use crate::integrations::declarative::config;
+use crate::integrations::registry::KindRegistry;
+use crate::manifests;
 use crate::submit::{self, Defaults, Planned, Problem, appwrapper, documents};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -103,7 +105,8 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
     }
 
     let (client, namespace) = args.cluster.connect().await?;
-    let defaults = Defaults { namespace: &namespace, queue: args.queue.as_deref() };
+    let kinds = KindRegistry::discover(&client, manifests::NAMESPACE).await?;
+    let defaults = Defaults { namespace: &namespace, queue: args.queue.as_deref(), kinds: &kinds };
     let planned = match submit::plan(&client, docs, &defaults).await {
         Ok(planned) => planned,
         Err(problems) => {
@@ -150,7 +153,7 @@ const WAIT_ANNOTATION: &str = "kueue-ext.dev/wait";
 async fn wait(client: &kube::Client, planned: &[Planned], timeout: Duration) -> anyhow::Result<ExitCode> {
     let (jobs, expected_pending): (Vec<&Planned>, Vec<&Planned>) = planned
         .iter()
-        .filter(|p| submit::is_job(&p.doc.object))
+        .filter(|p| p.job_kind.is_some())
         .partition(|p| p.doc.object["metadata"]["annotations"][WAIT_ANNOTATION] != "false");
     for p in expected_pending {
         println!("{} pending: {}", p.display_name(), pending_reason(client, p).await);
@@ -163,11 +166,13 @@ async fn wait(client: &kube::Client, planned: &[Planned], timeout: Duration) -> 
         let mut still = Vec::new();
         for p in pending {
             let obj = serde_json::to_value(p.api(client).get(p.name()).await?)?;
-            match submit::job_outcome(&obj) {
-                Some(true) => println!("{} succeeded", p.display_name()),
-                Some(false) => {
+            let finished = p.job_kind.as_ref().and_then(|kind| kind.read(&obj)).and_then(|reading| reading.finished);
+            match finished {
+                Some(end) if end.success => println!("{} succeeded", p.display_name()),
+                Some(end) => {
                     failed += 1;
-                    println!("{} FAILED", p.display_name());
+                    let why = if end.message.is_empty() { String::new() } else { format!(": {}", end.message) };
+                    println!("{} FAILED{why}", p.display_name());
                 }
                 None => still.push(p),
             }

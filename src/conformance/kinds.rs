@@ -5,8 +5,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use crate::integrations::declarative::config::{Integration, IntegrationConfig, split_kind};
-
-const BUILT_IN: &str = include_str!("builtin_kinds.yaml");
+use crate::integrations::registry::{JobKind, KindRegistry, Origin};
 
 #[derive(Clone, Debug, PartialEq)]
 pub enum Source {
@@ -45,38 +44,25 @@ pub enum KindError {
     Unknown { kind: String, known: String },
 }
 
-/// The descriptions of the kinds compiled into this project (and Kueue's batch/v1 Job).
-pub fn built_in() -> IntegrationConfig {
-    IntegrationConfig::parse("builtin_kinds.yaml", BUILT_IN).expect("the built-in descriptions are valid")
-}
-
 /// The description of `kind`: from `configured` (the sandbox's integrations file and its path)
 /// when it lists it, else built in.
 pub fn describe(kind: &str, configured: Option<(&Path, &IntegrationConfig)>) -> Result<Description, KindError> {
     if split_kind(kind).is_none() {
         return Err(KindError::Malformed(kind.into()));
     }
-    if let Some((file, config)) = configured
-        && let Some(found) = config.integrations.iter().find(|i| i.kind == kind)
-    {
-        return Ok(Description {
-            integration: Arc::new(found.clone()),
-            source: Source::Configured(file.to_path_buf()),
-        });
-    }
-    let built_in = built_in();
-    if let Some(found) = built_in.integrations.iter().find(|i| i.kind == kind) {
-        return Ok(Description { integration: Arc::new(found.clone()), source: Source::BuiltIn });
-    }
-    let mut known: Vec<String> = built_in.integrations.iter().map(|i| i.kind.clone()).collect();
-    if let Some((_, config)) = configured {
-        for integration in &config.integrations {
-            if !known.contains(&integration.kind) {
-                known.push(integration.kind.clone());
-            }
-        }
-    }
-    Err(KindError::Unknown { kind: kind.into(), known: known.join(", ") })
+    let registry = match configured {
+        Some((file, config)) => KindRegistry::with_configured(config, &file.display().to_string()),
+        None => KindRegistry::built_in(),
+    };
+    let Some(found) = registry.find(kind) else {
+        let known: Vec<&str> = registry.kinds().iter().map(JobKind::qualified).collect();
+        return Err(KindError::Unknown { kind: kind.into(), known: known.join(", ") });
+    };
+    let source = match found.origin() {
+        Origin::BuiltIn => Source::BuiltIn,
+        Origin::Configured(file) => Source::Configured(PathBuf::from(file)),
+    };
+    Ok(Description { integration: found.description().clone(), source })
 }
 
 #[cfg(test)]
@@ -90,8 +76,6 @@ mod tests {
 
     #[test]
     fn built_in_kinds_are_this_projects_and_kueues_job() {
-        let kinds: Vec<String> = built_in().integrations.into_iter().map(|i| i.kind).collect();
-        assert_eq!(kinds, ["ExternalJob.v1alpha1.kueue-ext.dev", "WrappedJob.v1alpha1.kueue-ext.dev", "Job.v1.batch"]);
         let job = describe("Job.v1.batch", None).unwrap();
         assert_eq!((job.source_text().as_str(), job.integration.resource.as_str()), ("built-in", "jobs"));
     }

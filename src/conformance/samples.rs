@@ -123,15 +123,15 @@ pub fn parse(integration: &Integration, file: &str, text: &str) -> Result<Sample
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::conformance::kinds::built_in;
+    use crate::integrations::registry::KindRegistry;
 
     fn integration(kind: &str) -> Integration {
-        built_in().integrations.into_iter().find(|i| i.kind == kind).unwrap()
+        KindRegistry::built_in().find(kind).unwrap().description().as_ref().clone()
     }
 
     #[test]
     fn every_built_in_kind_has_a_sample_of_its_kind() {
-        for integration in built_in().integrations {
+        for integration in KindRegistry::built_in().kinds().iter().map(|k| k.description().as_ref().clone()) {
             let sample = load(&integration, None).unwrap();
             assert_eq!((sample.name(), sample.source.as_str()), ("sample", "built-in"), "{}", integration.kind);
         }

@@ -5,7 +5,7 @@ use serde_json::{Value, json};
 use super::explain;
 use crate::tui::fixtures::*;
 use crate::tui::model::join;
-use crate::tui::snapshot::{JobKind, Snapshot};
+use crate::tui::snapshot::Snapshot;
 
 fn explain_job(snapshot: &Snapshot, name: &str) -> Vec<String> {
     let model = join(snapshot);
@@ -124,7 +124,7 @@ fn pending_admission_checks_name_inactive_multikueue_workers() {
     ));
     dispatched(
         &mut snapshot,
-        JobKind::Job,
+        &built_in_kind("Job"),
         "train",
         |_, w| {
             reserved(w);
@@ -183,7 +183,7 @@ fn the_copy_on_the_chosen_worker_tells_its_own_state() {
         s
     };
     let suspended_copy = {
-        let job = job(JobKind::ExternalJob, "train");
+        let job = job(&built_in_kind("ExternalJob"), "train");
         let mut remote = remote_workload(name);
         pending(
             &mut remote,
@@ -292,32 +292,40 @@ fn admitted_jobs_on_one_cluster_report_pods_and_readiness() {
 }
 
 #[test]
-fn endings_are_reported_in_the_jobs_words() {
+fn endings_are_reported_with_the_jobs_message() {
     let done = single(|_, j, _| set_condition(j, condition("Complete", true, "Completed", "All pods succeeded")));
-    assert_eq!(explain_job(&done, "train"), ["ExternalJob default/train has finished: Complete (All pods succeeded)."]);
+    assert_eq!(
+        explain_job(&done, "train"),
+        ["ExternalJob default/train has finished: Succeeded (All pods succeeded)."]
+    );
 }
 
 #[test]
 fn a_wrapped_job_ends_by_its_phase() {
     let unhealthy = condition("Unhealthy", true, "FailedComponent", "component 0 (Job train-0) failed");
     let cases = [
-        ("Succeeded", None, Some("WrappedJob default/train has finished: Succeeded.")),
+        (
+            "Succeeded",
+            None,
+            Some("WrappedJob default/train has finished: Succeeded (WrappedJob finished successfully)."),
+        ),
         (
             "Failed",
             Some(unhealthy.clone()),
             Some("WrappedJob default/train has finished: Failed (component 0 (Job train-0) failed)."),
         ),
-        ("Failed", None, Some("WrappedJob default/train has finished: Failed.")),
+        ("Failed", None, Some("WrappedJob default/train has finished: Failed (WrappedJob failed).")),
         ("Resetting", Some(unhealthy), None),
     ];
     for (phase, condition, expected) in cases {
         let mut snapshot = Snapshot { clusters: vec![single_cluster()] };
-        let mut job = job(JobKind::WrappedJob, "train");
+        let mut job = job(&built_in_kind("WrappedJob"), "train");
+        job["spec"]["components"] = json!([]);
         job["status"]["phase"] = json!(phase);
         if let Some(c) = condition {
             set_condition(&mut job, c);
         }
-        snapshot.clusters[0].jobs.push(job_object(JobKind::WrappedJob, job));
+        snapshot.clusters[0].jobs.push(job_object(&built_in_kind("WrappedJob"), job));
         let first = explain_job(&snapshot, "train").into_iter().next();
         match expected {
             Some(line) => assert_eq!(first.as_deref(), Some(line), "{phase}"),
@@ -357,9 +365,9 @@ fn a_job_another_controller_manages_is_said_to_be_run_by_it() {
     );
 
     let mut batch = Snapshot { clusters: vec![single_cluster()] };
-    let mut job = job(JobKind::Job, "train");
+    let mut job = job(&built_in_kind("Job"), "train");
     job["spec"]["managedBy"] = json!(by);
-    batch.clusters[0].jobs.push(job_object(JobKind::Job, job));
+    batch.clusters[0].jobs.push(job_object(&built_in_kind("Job"), job));
     assert_eq!(
         explain_job(&batch, "train").last().map(String::as_str),
         Some(

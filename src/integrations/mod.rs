@@ -3,4 +3,5 @@
 
 pub mod declarative;
 pub mod external_job;
+pub mod registry;
 pub mod wrapped_job;

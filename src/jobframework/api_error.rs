@@ -21,6 +21,11 @@ pub fn is_unserved(err: &kube::Error) -> bool {
     matches!(err, kube::Error::Api(status) if status.code == 404 && status.reason == NOT_A_STATUS)
 }
 
+/// True when the API server refused the request for lack of permission.
+pub fn is_forbidden(err: &kube::Error) -> bool {
+    matches!(err, kube::Error::Api(status) if status.code == 403)
+}
+
 /// The error in a sentence: the API server's own message for a refusal, the innermost cause of
 /// a request that never got an answer.
 pub fn in_words(err: &kube::Error) -> String {

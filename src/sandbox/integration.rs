@@ -21,6 +21,8 @@ pub enum InstallError {
     Apply(#[from] ApplyError),
     #[error("requesting a token for the controller's ServiceAccount kueue-ext-system/kueue-ext-controller: {0}")]
     Token(#[source] kube::Error),
+    #[error("writing the integrations ConfigMap: {0}")]
+    Render(#[source] serde_saphyr::SerializeError),
     #[error("{path}: {source}")]
     Io {
         path: PathBuf,
@@ -33,12 +35,16 @@ fn io(path: &Path) -> impl FnOnce(std::io::Error) -> InstallError + '_ {
     move |source| InstallError::Io { path: path.to_path_buf(), source }
 }
 
-/// Our CRDs, namespace, ServiceAccount and RBAC (with what configured kinds need): the same on
-/// every runtime.
-pub async fn install_definitions(client: &Client, integrations: &[Integration]) -> Result<(), ApplyError> {
+/// Our CRDs, namespace, ServiceAccount and RBAC (with what configured kinds need), and the
+/// integrations ConfigMap when kinds are configured: the same on every runtime.
+pub async fn install_definitions(client: &Client, integrations: &[Integration]) -> Result<(), InstallError> {
     kube_util::apply_crds(client, &manifests::crds()).await?;
     for obj in manifests::rbac().into_iter().chain(manifests::configured_rbac(integrations)) {
         kube_util::apply(client, &obj).await?;
+    }
+    if !integrations.is_empty() {
+        let config_map = manifests::integrations_config_map(integrations).map_err(InstallError::Render)?;
+        kube_util::apply(client, &config_map).await?;
     }
     Ok(())
 }

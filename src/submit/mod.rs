@@ -18,12 +18,9 @@ use serde_json::{Value, json};
 pub use documents::{Document, Origin, Problem};
 
 use crate::api::kueue::{LocalQueue, QUEUE_NAME_LABEL};
+use crate::integrations::registry::{JobKind, KindRegistry};
 use crate::jobframework::api_error;
 use crate::kube_util::FIELD_MANAGER;
-
-/// Kinds that Kueue queues, and that `--queue` and `--wait` apply to.
-pub const JOB_KINDS: [(&str, &str); 3] =
-    [("batch", "Job"), ("kueue-ext.dev", "ExternalJob"), ("kueue-ext.dev", "WrappedJob")];
 
 /// Apply order: what others refer to goes first.
 fn rank(kind: &str) -> u8 {
@@ -38,16 +35,6 @@ fn rank(kind: &str) -> u8 {
     }
 }
 
-fn group_of(obj: &Value) -> &str {
-    let api_version = obj["apiVersion"].as_str().unwrap_or_default();
-    api_version.split_once('/').map(|(g, _)| g).unwrap_or("")
-}
-
-pub fn is_job(obj: &Value) -> bool {
-    let kind = obj["kind"].as_str().unwrap_or_default();
-    JOB_KINDS.iter().any(|(group, k)| *k == kind && *group == group_of(obj))
-}
-
 /// A document resolved against the cluster, ready to apply.
 pub struct Planned {
     pub doc: Document,
@@ -55,6 +42,8 @@ pub struct Planned {
     pub namespaced: bool,
     /// The object exists on the cluster already.
     pub exists: bool,
+    /// Its job kind, when it is a job (`--queue` and `--wait` apply to it).
+    pub job_kind: Option<JobKind>,
     /// The name the API server gave an object created from `metadata.generateName`.
     generated: OnceLock<String>,
 }
@@ -63,7 +52,7 @@ impl Planned {
     /// A job that was submitted before: it is left alone, as re-applying its manifest would
     /// fight the admission Kueue injected (and running jobs keep their pod templates).
     pub fn already_submitted(&self) -> bool {
-        self.exists && is_job(&self.doc.object)
+        self.exists && self.job_kind.is_some()
     }
 
     /// `kind.group/name`, as kubectl prints objects; before the API server has named an object
@@ -103,10 +92,11 @@ impl Planned {
     }
 }
 
-/// Settings that fill in what documents leave out.
+/// Settings that fill in what documents leave out, and the job kinds the cluster runs.
 pub struct Defaults<'a> {
     pub namespace: &'a str,
     pub queue: Option<&'a str>,
+    pub kinds: &'a KindRegistry,
 }
 
 /// Resolves every document against the cluster and checks it (kind served, queue exists, and a
@@ -143,7 +133,8 @@ pub async fn plan(client: &Client, docs: Vec<Document>, defaults: &Defaults<'_>)
         if namespaced && doc.object["metadata"]["namespace"].as_str().is_none() {
             doc.object["metadata"]["namespace"] = json!(defaults.namespace);
         }
-        if is_job(&doc.object) {
+        let job_kind = defaults.kinds.of_object(&doc.object).cloned();
+        if job_kind.is_some() {
             if let Some(queue) = defaults.queue
                 && doc.object["metadata"]["labels"][QUEUE_NAME_LABEL].is_null()
             {
@@ -153,7 +144,7 @@ pub async fn plan(client: &Client, docs: Vec<Document>, defaults: &Defaults<'_>)
                 problems.push(problem);
             }
         }
-        let mut p = Planned { doc, resource, namespaced, exists: false, generated: OnceLock::new() };
+        let mut p = Planned { doc, resource, namespaced, exists: false, job_kind, generated: OnceLock::new() };
         p.exists = !p.generates_name() && matches!(p.api(client).get_opt(p.name()).await, Ok(Some(_)));
         planned.push(p);
     }
@@ -241,27 +232,6 @@ pub async fn apply_one(client: &Client, planned: &Planned, dry_run: bool) -> Res
     planned.api(client).patch(planned.name(), &params, &Patch::Apply(&planned.doc.object)).await
 }
 
-/// Whether a job object has finished, and how: a WrappedJob by its phase, as AppWrapper tells
-/// it, the other kinds by their `Complete` or `Failed` condition.
-pub fn job_outcome(obj: &Value) -> Option<bool> {
-    if obj["kind"] == "WrappedJob" {
-        return match obj["status"]["phase"].as_str()? {
-            "Succeeded" => Some(true),
-            "Failed" => Some(false),
-            _ => None,
-        };
-    }
-    let conditions = obj["status"]["conditions"].as_array()?;
-    let holds = |kind: &str| conditions.iter().any(|c| c["type"] == kind && c["status"] == "True");
-    if holds("Complete") {
-        Some(true)
-    } else if holds("Failed") {
-        Some(false)
-    } else {
-        None
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -273,14 +243,6 @@ mod tests {
         assert_eq!(kinds, ["Namespace", "ResourceFlavor", "ClusterQueue", "LocalQueue", "ExternalJob"]);
     }
 
-    #[test]
-    fn job_kinds_are_recognised_by_group_and_kind() {
-        assert!(is_job(&json!({"apiVersion": "batch/v1", "kind": "Job"})));
-        assert!(is_job(&json!({"apiVersion": "kueue-ext.dev/v1alpha1", "kind": "ExternalJob"})));
-        assert!(is_job(&json!({"apiVersion": "kueue-ext.dev/v1alpha1", "kind": "WrappedJob"})));
-        assert!(!is_job(&json!({"apiVersion": "example.com/v1", "kind": "Job"})));
-    }
-
     fn planned(metadata: Value) -> Planned {
         let origin = Origin { file: "job.yaml".into(), index: 1, line: 1, column: None };
         let object = json!({"apiVersion": "batch/v1", "kind": "Job", "metadata": metadata});
@@ -290,6 +252,7 @@ mod tests {
             resource,
             namespaced: true,
             exists: false,
+            job_kind: None,
             generated: OnceLock::new(),
         }
     }
@@ -351,18 +314,5 @@ mod tests {
             "job.yaml:1 (document 1): metadata.labels[kueue.x-k8s.io/queue-name]: the cluster does not serve \
              LocalQueue in kueue.x-k8s.io/v1beta2: is its CRD installed (kubectl get crds)?"
         );
-    }
-
-    #[test]
-    fn outcome_reads_complete_and_failed() {
-        let done = json!({"status": {"conditions": [{"type": "Complete", "status": "True"}]}});
-        let failed = json!({"status": {"conditions": [{"type": "Failed", "status": "True"}]}});
-        assert_eq!(job_outcome(&done), Some(true));
-        assert_eq!(job_outcome(&failed), Some(false));
-        assert_eq!(job_outcome(&json!({})), None);
-        let wrapped = |phase: &str| json!({"kind": "WrappedJob", "status": {"phase": phase}});
-        assert_eq!(job_outcome(&wrapped("Succeeded")), Some(true));
-        assert_eq!(job_outcome(&wrapped("Failed")), Some(false));
-        assert_eq!(job_outcome(&wrapped("Resetting")), None, "a reset is not the end");
     }
 }

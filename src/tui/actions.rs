@@ -33,15 +33,15 @@ pub async fn execute(client: Client, command: Command) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::integrations::registry::built_in_kind;
     use crate::test_api_server::scripted_client;
-    use crate::tui::snapshot::JobKind;
 
     /// The footer has one line: the API server's words, not kube's dump of its Status.
     #[tokio::test]
     async fn a_refusal_is_told_in_the_api_servers_words() {
         let key = JobKey {
             cluster: "manager".into(),
-            kind: JobKind::ExternalJob,
+            kind: built_in_kind("ExternalJob"),
             namespace: "default".into(),
             name: "x".into(),
         };

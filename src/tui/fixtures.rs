@@ -7,6 +7,7 @@ use kube::api::DynamicObject;
 use serde_json::{Value, json};
 
 use super::snapshot::{ClusterSnapshot, EventLine, JobKind, JobObject, ObjectKey, PodCounts, Role, Snapshot};
+pub use crate::integrations::registry::built_in_kind;
 
 /// When every fixture object was created; tests render at [`NOW`].
 pub const CREATED: &str = "2026-01-01T00:00:00Z";
@@ -35,7 +36,7 @@ pub fn set_condition(object: &mut Value, condition: Value) {
 }
 
 /// A queued, suspended job of `kind` in `default` on `user-queue`.
-pub fn job(kind: JobKind, name: &str) -> Value {
+pub fn job(kind: &JobKind, name: &str) -> Value {
     let resource = kind.api_resource();
     json!({
         "apiVersion": resource.api_version, "kind": kind.name(),
@@ -46,8 +47,8 @@ pub fn job(kind: JobKind, name: &str) -> Value {
     })
 }
 
-pub fn job_object(kind: JobKind, value: Value) -> JobObject {
-    JobObject { kind, object: object(value) }
+pub fn job_object(kind: &JobKind, value: Value) -> JobObject {
+    JobObject { kind: kind.clone(), object: object(value) }
 }
 
 /// The copy MultiKueue makes of `job` on a worker: no managedBy, origin label, prebuilt name.
@@ -202,7 +203,7 @@ pub fn sandbox() -> Snapshot {
 /// `worker` the copies `copy` describes (job copy value, remote Workload value).
 pub fn dispatched(
     snapshot: &mut Snapshot,
-    kind: JobKind,
+    kind: &JobKind,
     name: &str,
     shape: impl FnOnce(&mut Value, &mut Value),
     worker: Option<(&str, Option<Value>, Option<Value>, PodCounts)>,
@@ -230,12 +231,12 @@ pub fn dispatched(
 /// The scene the view and app tests draw: one job in each state a user meets in a sandbox.
 pub fn scene() -> Snapshot {
     let mut snapshot = sandbox();
-    let wl = |kind: JobKind, name: &str| format!("{}-{name}-00000", kind.name().to_lowercase());
+    let wl = |kind: &JobKind, name: &str| format!("{}-{name}-00000", kind.name().to_lowercase());
 
-    dispatched(&mut snapshot, JobKind::ExternalJob, "queued", |_, _| {}, None);
+    dispatched(&mut snapshot, &built_in_kind("ExternalJob"), "queued", |_, _| {}, None);
     dispatched(
         &mut snapshot,
-        JobKind::ExternalJob,
+        &built_in_kind("ExternalJob"),
         "too-big",
         |_, w| {
             pending(
@@ -247,7 +248,7 @@ pub fn scene() -> Snapshot {
         },
         None,
     );
-    let name = wl(JobKind::Job, "dispatching");
+    let name = wl(&built_in_kind("Job"), "dispatching");
     let mut remote = remote_workload(&name);
     pending(
         &mut remote,
@@ -257,7 +258,7 @@ pub fn scene() -> Snapshot {
     );
     dispatched(
         &mut snapshot,
-        JobKind::Job,
+        &built_in_kind("Job"),
         "dispatching",
         |_, w| {
             reserved(w);
@@ -266,15 +267,15 @@ pub fn scene() -> Snapshot {
         },
         Some(("worker1", None, Some(remote), PodCounts::default())),
     );
-    let name = wl(JobKind::WrappedJob, "training");
+    let name = wl(&built_in_kind("WrappedJob"), "training");
     let mut remote = remote_workload(&name);
     admitted(&mut remote);
-    let job_value = job(JobKind::WrappedJob, "training");
+    let job_value = job(&built_in_kind("WrappedJob"), "training");
     let mut copy = mirror_of(&job_value, &name);
     copy["spec"]["suspend"] = json!(false);
     dispatched(
         &mut snapshot,
-        JobKind::WrappedJob,
+        &built_in_kind("WrappedJob"),
         "training",
         |j, w| {
             j["spec"]["suspend"] = json!(false);
@@ -286,7 +287,7 @@ pub fn scene() -> Snapshot {
     );
     dispatched(
         &mut snapshot,
-        JobKind::ExternalJob,
+        &built_in_kind("ExternalJob"),
         "preempted",
         |_, w| {
             pending(
@@ -304,7 +305,7 @@ pub fn scene() -> Snapshot {
     );
     dispatched(
         &mut snapshot,
-        JobKind::ExternalJob,
+        &built_in_kind("ExternalJob"),
         "done",
         |j, w| {
             j["spec"]["suspend"] = json!(false);
@@ -315,10 +316,10 @@ pub fn scene() -> Snapshot {
         },
         None,
     );
-    let mut plain = job(JobKind::Job, "no-queue");
+    let mut plain = job(&built_in_kind("Job"), "no-queue");
     plain["metadata"]["labels"] = json!({});
     plain["spec"]["suspend"] = json!(false);
-    snapshot.clusters[0].jobs.push(job_object(JobKind::Job, plain));
+    snapshot.clusters[0].jobs.push(job_object(&built_in_kind("Job"), plain));
     snapshot.clusters[0].events.push(event(
         "WrappedJob",
         "training",
@@ -328,7 +329,7 @@ pub fn scene() -> Snapshot {
     ));
     snapshot.clusters[0].events.push(event(
         "Workload",
-        &wl(JobKind::WrappedJob, "training"),
+        &wl(&built_in_kind("WrappedJob"), "training"),
         "QuotaReserved",
         "Quota reserved in ClusterQueue cluster-queue, wait time since queued was 1s",
         10,
@@ -341,10 +342,10 @@ pub fn scene() -> Snapshot {
 /// unless `shape` leaves it null).
 pub fn single(shape: impl FnOnce(&mut Snapshot, &mut Value, &mut Value)) -> Snapshot {
     let mut snapshot = Snapshot { clusters: vec![single_cluster()] };
-    let mut job = job(JobKind::ExternalJob, "train");
+    let mut job = job(&built_in_kind("ExternalJob"), "train");
     let mut wl = workload_for(&job, "externaljob-train-12345");
     shape(&mut snapshot, &mut job, &mut wl);
-    snapshot.clusters[0].jobs.push(job_object(JobKind::ExternalJob, job));
+    snapshot.clusters[0].jobs.push(job_object(&built_in_kind("ExternalJob"), job));
     if !wl.is_null() {
         snapshot.clusters[0].workloads.push(object(wl));
     }
@@ -357,7 +358,7 @@ pub fn on_worker1(copy: Option<Value>, remote: Option<Value>, pods_there: PodCou
     let mut snapshot = sandbox();
     dispatched(
         &mut snapshot,
-        JobKind::ExternalJob,
+        &built_in_kind("ExternalJob"),
         "train",
         |_, w| {
             admitted(w);

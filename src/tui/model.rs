@@ -50,7 +50,7 @@ pub struct JobCopy {
     pub managed_by: Option<String>,
     pub conditions: Vec<Condition>,
     pub phase: Option<String>,
-    /// `(succeeded, how)` once it has ended: `(true, "Complete (All pods succeeded)")`.
+    /// `(succeeded, how)` once it has ended: `(true, "Succeeded (All pods succeeded)")`.
     pub outcome: Option<(bool, String)>,
     pub pods: PodCounts,
     #[serde(skip)]

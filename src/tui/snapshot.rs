@@ -6,79 +6,18 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use k8s_openapi::api::core::v1::{Event, Pod};
-use kube::ResourceExt;
-use kube::api::{ApiResource, DynamicObject};
+use kube::api::DynamicObject;
+use kube::{Resource, ResourceExt};
 use serde::Serialize;
 
-use crate::api::wrapped_job::WRAPPED_JOB_LABEL;
-use crate::jobframework::managed_by::KUEUE_EXT_CONTROLLER;
+use crate::api::wrapped_job::{WRAPPED_JOB_LABEL, WrappedJob};
+pub use crate::integrations::registry::JobKind;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Role {
     Manager,
     Worker,
-}
-
-/// The job kinds `watch` follows: this project's two and Kueue's batch Job.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
-pub enum JobKind {
-    ExternalJob,
-    WrappedJob,
-    Job,
-}
-
-impl JobKind {
-    pub const ALL: [JobKind; 3] = [JobKind::ExternalJob, JobKind::WrappedJob, JobKind::Job];
-
-    pub fn name(self) -> &'static str {
-        match self {
-            JobKind::ExternalJob => "ExternalJob",
-            JobKind::WrappedJob => "WrappedJob",
-            JobKind::Job => "Job",
-        }
-    }
-
-    pub fn group(self) -> &'static str {
-        match self {
-            JobKind::ExternalJob | JobKind::WrappedJob => crate::api::GROUP,
-            JobKind::Job => "batch",
-        }
-    }
-
-    pub fn api_resource(self) -> ApiResource {
-        let (version, plural) = match self {
-            JobKind::ExternalJob => (crate::api::VERSION, "externaljobs"),
-            JobKind::WrappedJob => (crate::api::VERSION, "wrappedjobs"),
-            JobKind::Job => ("v1", "jobs"),
-        };
-        ApiResource {
-            group: self.group().into(),
-            version: version.into(),
-            api_version: format!("{}/{version}", self.group()),
-            kind: self.name().into(),
-            plural: plural.into(),
-        }
-    }
-
-    /// Who runs a job of this kind when `spec.managedBy` leaves it to the kind's own
-    /// controller, and the `managedBy` value that names that controller.
-    pub fn own_runner(self) -> (&'static str, &'static str) {
-        match self {
-            JobKind::ExternalJob | JobKind::WrappedJob => ("kueue-ext", KUEUE_EXT_CONTROLLER),
-            JobKind::Job => ("kube-controller-manager", "kubernetes.io/job-controller"),
-        }
-    }
-
-    /// The kind a kubectl user means by `alias` (`ej`, `wrappedjobs`, `job.batch` …).
-    pub fn from_alias(alias: &str) -> Option<JobKind> {
-        match alias.to_lowercase().as_str() {
-            "externaljob" | "externaljobs" | "ej" | "externaljob.kueue-ext.dev" => Some(JobKind::ExternalJob),
-            "wrappedjob" | "wrappedjobs" | "wj" | "wrappedjob.kueue-ext.dev" => Some(JobKind::WrappedJob),
-            "job" | "jobs" | "job.batch" => Some(JobKind::Job),
-            _ => None,
-        }
-    }
 }
 
 /// An object as events name it: kind, namespace, name.
@@ -181,7 +120,7 @@ pub struct Snapshot {
 fn pod_owner(pod: &Pod) -> Option<ObjectKey> {
     let namespace = pod.namespace().unwrap_or_default();
     if let Some(wrapper) = pod.labels().get(WRAPPED_JOB_LABEL) {
-        return Some(ObjectKey::new(JobKind::WrappedJob.name(), &namespace, wrapper));
+        return Some(ObjectKey::new(WrappedJob::kind(&()).as_ref(), &namespace, wrapper));
     }
     let owner = pod.owner_references().iter().find(|o| o.controller == Some(true))?;
     Some(ObjectKey::new(&owner.kind, &namespace, &owner.name))
@@ -270,13 +209,5 @@ mod tests {
         let line = event_line(&event).unwrap();
         assert_eq!(line.object, ObjectKey::new("Workload", "default", "wl"));
         assert_eq!((line.time, line.count), (Some(1_767_225_610), 2));
-    }
-
-    #[test]
-    fn kinds_resolve_from_kubectl_aliases() {
-        assert_eq!(JobKind::from_alias("WJ"), Some(JobKind::WrappedJob));
-        assert_eq!(JobKind::from_alias("job.batch"), Some(JobKind::Job));
-        assert_eq!(JobKind::from_alias("pod"), None);
-        assert_eq!(JobKind::Job.api_resource().api_version, "batch/v1");
     }
 }

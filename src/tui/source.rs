@@ -3,7 +3,7 @@
 //! reads the stores into the model's input. A cluster that cannot be reached shows up as
 //! such in the snapshot, with the reason; its watches keep retrying with backoff.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Debug;
 use std::hash::Hash;
 use std::path::{Path, PathBuf};
@@ -22,8 +22,10 @@ use tokio::sync::watch;
 use tokio::task::JoinHandle;
 
 use super::snapshot::{ClusterSnapshot, JobKind, JobObject, Role, Snapshot, event_line, pod_counts};
+use crate::integrations::registry::KindRegistry;
 use crate::jobframework::api_error;
 use crate::kube_util::read_kubeconfig;
+use crate::manifests;
 use crate::sandbox::state::SandboxState;
 use crate::sandbox::{KUBECONFIG_FILE, context_name};
 
@@ -211,8 +213,8 @@ fn kueue(kind: &str, plural: &str) -> ApiResource {
     }
 }
 
-/// Events of these kinds are kept; a pod's events would outnumber everything else.
-const EVENT_KINDS: [&str; 4] = ["ExternalJob", "WrappedJob", "Job", "Workload"];
+/// Events of the job kinds and of these are kept; a pod's events would outnumber everything else.
+const EVENT_KINDS: [&str; 1] = ["Workload"];
 
 struct ClusterWatch {
     target: Target,
@@ -233,6 +235,7 @@ impl ClusterWatch {
     fn start(
         target: Target,
         client: Result<Client, String>,
+        kinds: &[JobKind],
         namespace: Option<&str>,
         changed: &watch::Sender<u64>,
     ) -> Self {
@@ -264,10 +267,10 @@ impl ClusterWatch {
             watch.tasks.push(task);
             store
         };
-        for kind in JobKind::ALL {
+        for kind in kinds {
             let resource = kind.api_resource();
             let store = dynamic(resource.clone(), namespaced(&resource), trim_object);
-            watch.jobs.push((kind, store));
+            watch.jobs.push((kind.clone(), store));
         }
         let workloads = kueue("Workload", "workloads");
         watch.workloads = Some(dynamic(workloads.clone(), namespaced(&workloads), trim_workload));
@@ -297,7 +300,9 @@ impl ClusterWatch {
         );
         watch.tasks.push(pod_watch);
         watch.pods = Some(store);
-        for kind in EVENT_KINDS {
+        let event_kinds = kinds.iter().map(|k| k.name().to_string()).chain(EVENT_KINDS.map(String::from));
+        let event_kinds: BTreeSet<String> = event_kinds.collect();
+        for kind in event_kinds {
             let events: Api<Event> = match namespace {
                 Some(ns) => Api::namespaced(client.clone(), ns),
                 None => Api::all(client.clone()),
@@ -341,7 +346,7 @@ impl ClusterWatch {
         out.reachable = !health.values().all(|h| matches!(h, Health::Failed(_)));
         let state = |store: &Option<Store<DynamicObject>>| store.as_ref().map(Store::state).unwrap_or_default();
         for (kind, store) in &self.jobs {
-            out.jobs.extend(store.state().into_iter().map(|object| JobObject { kind: *kind, object }));
+            out.jobs.extend(store.state().into_iter().map(|object| JobObject { kind: kind.clone(), object }));
         }
         out.workloads = state(&self.workloads);
         out.local_queues = state(&self.local_queues);
@@ -371,29 +376,58 @@ impl Drop for ClusterWatch {
 /// Every cluster's watches.
 pub struct Source {
     pub origin: String,
+    registry: KindRegistry,
+    /// Why the manager's integrations could not be read, shown as a problem of the manager.
+    registry_problem: Option<String>,
     clusters: Vec<ClusterWatch>,
     changed: watch::Receiver<u64>,
 }
 
 impl Source {
     /// Starts the watches of every target (jobs, Workloads, LocalQueues and pods only in
-    /// `namespace` when given). Never fails: a cluster without a client is reported as such.
+    /// `namespace` when given), for every kind the manager runs. Never fails: a cluster without
+    /// a client is reported as such.
     pub async fn start(targets: Targets, namespace: Option<&str>) -> Source {
-        let (sender, changed) = watch::channel(0);
-        let mut clusters = Vec::new();
-        for target in targets.clusters {
+        let mut clients = Vec::new();
+        for target in &targets.clusters {
             let client = crate::kube_util::watching_client_from(targets.kubeconfig.clone(), &target.context)
                 .await
                 .map_err(|e| format!("context {}: {e}", target.context));
-            clusters.push(ClusterWatch::start(target, client, namespace, &sender));
+            clients.push(client);
         }
+        let manager = targets.clusters.iter().zip(&clients).find(|(t, _)| t.role == Role::Manager);
+        let (registry, registry_problem) = match manager {
+            Some((_, Ok(client))) => match KindRegistry::discover(client, manifests::NAMESPACE).await {
+                Ok(registry) => (registry, None),
+                Err(e) => (KindRegistry::built_in(), Some(e.to_string())),
+            },
+            _ => (KindRegistry::built_in(), None),
+        };
+        let (sender, changed) = watch::channel(0);
+        let clusters = targets
+            .clusters
+            .into_iter()
+            .zip(clients)
+            .map(|(target, client)| ClusterWatch::start(target, client, registry.kinds(), namespace, &sender))
+            .collect();
         // Kept alive by the watch tasks; the receiver learns of every change through it.
         drop(sender);
-        Source { origin: targets.origin, clusters, changed }
+        Source { origin: targets.origin, registry, registry_problem, clusters, changed }
+    }
+
+    /// The job kinds watched: the built-in ones and those the manager's integrations name.
+    pub fn registry(&self) -> &KindRegistry {
+        &self.registry
     }
 
     pub fn snapshot(&self) -> Snapshot {
-        Snapshot { clusters: self.clusters.iter().map(ClusterWatch::snapshot).collect() }
+        let mut clusters: Vec<ClusterSnapshot> = self.clusters.iter().map(ClusterWatch::snapshot).collect();
+        if let (Some(problem), Some(manager)) =
+            (&self.registry_problem, clusters.iter_mut().find(|c| c.role == Role::Manager))
+        {
+            manager.problems.insert("IntegrationConfig".into(), problem.clone());
+        }
+        Snapshot { clusters }
     }
 
     /// Waits until every watch has listed once or failed, at most `timeout`.

@@ -14,8 +14,10 @@ use k8s_openapi::api::core::v1::Namespace;
 use kube::Client;
 use kube::api::{Api, DynamicObject, ListParams};
 
+use crate::integrations::registry::{JobKind, KindRegistry};
 use crate::kube_util::{client_from, read_kubeconfig};
-use crate::tui::snapshot::{JobKind, Role};
+use crate::manifests;
+use crate::tui::snapshot::Role;
 use crate::tui::source::{Selection, Targets};
 
 /// Long enough for a local or nearby API server, short enough that a TAB on a train is no wait.
@@ -136,7 +138,8 @@ fn namespaces(scope: &Scope, current: &str) -> Vec<CompletionCandidate> {
 /// ExternalJob, as `explain` reads it) once the user has started typing one.
 fn jobs(scope: &Scope, current: &str) -> Vec<CompletionCandidate> {
     let found = on_manager(scope, |client, namespace| async move {
-        let lists = futures::future::join_all(JobKind::ALL.map(|kind| {
+        let registry = KindRegistry::discover(&client, manifests::NAMESPACE).await.unwrap_or_default();
+        let lists = futures::future::join_all(registry.kinds().iter().map(|kind| {
             let api = Api::<DynamicObject>::namespaced_with(client.clone(), &namespace, &kind.api_resource());
             async move { (kind, api.list_metadata(&ListParams::default()).await) }
         }))
@@ -155,8 +158,8 @@ fn jobs(scope: &Scope, current: &str) -> Vec<CompletionCandidate> {
 }
 
 /// How `explain` would be given the job, given what the user typed so far.
-fn job_reference(kind: JobKind, name: &str, current: &str) -> String {
-    let bare = kind == JobKind::ExternalJob && !current.is_empty() && !current.contains('/');
+fn job_reference(kind: &JobKind, name: &str, current: &str) -> String {
+    let bare = kind.name() == "ExternalJob" && !current.is_empty() && !current.contains('/');
     if bare && name.starts_with(current) { name.to_string() } else { format!("{}/{name}", kind.name().to_lowercase()) }
 }
 
@@ -191,6 +194,7 @@ where
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::integrations::registry::built_in_kind;
     use clap::CommandFactory;
 
     fn words(words: &[&str]) -> Vec<OsString> {
@@ -232,10 +236,10 @@ mod tests {
 
     #[test]
     fn bare_names_only_once_typed_and_only_for_external_jobs() {
-        assert_eq!(job_reference(JobKind::ExternalJob, "train", ""), "externaljob/train");
-        assert_eq!(job_reference(JobKind::ExternalJob, "train", "tr"), "train");
-        assert_eq!(job_reference(JobKind::WrappedJob, "train", "tr"), "wrappedjob/train");
-        assert_eq!(job_reference(JobKind::ExternalJob, "train", "ext"), "externaljob/train");
+        assert_eq!(job_reference(&built_in_kind("ExternalJob"), "train", ""), "externaljob/train");
+        assert_eq!(job_reference(&built_in_kind("ExternalJob"), "train", "tr"), "train");
+        assert_eq!(job_reference(&built_in_kind("WrappedJob"), "train", "tr"), "wrappedjob/train");
+        assert_eq!(job_reference(&built_in_kind("ExternalJob"), "train", "ext"), "externaljob/train");
     }
 
     fn kubeconfig() -> tempfile::NamedTempFile {

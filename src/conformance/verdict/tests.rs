@@ -1,18 +1,16 @@
-use std::sync::Arc;
-
 use serde_json::json;
 
 use super::*;
-use crate::conformance::kinds::built_in;
+use crate::integrations::registry::KindRegistry;
 
 fn job(spec: Value, status: Value) -> ConfiguredJob {
-    let integration = built_in().integrations.into_iter().find(|i| i.kind == "Job.v1.batch").unwrap();
+    let integration = KindRegistry::built_in().find("Job.v1.batch").unwrap().description().clone();
     let object = json!({
         "apiVersion": "batch/v1", "kind": "Job",
         "metadata": {"name": "sample", "namespace": "ns", "uid": "uid-1"},
         "spec": spec, "status": status,
     });
-    ConfiguredJob::new(object, Arc::new(integration)).unwrap()
+    ConfiguredJob::new(object, integration).unwrap()
 }
 
 fn suspended_job() -> ConfiguredJob {

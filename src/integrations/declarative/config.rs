@@ -29,6 +29,10 @@ use crate::jobframework::webhook::{dns1123_label, dns1123_subdomain};
 
 pub const API_VERSION: &str = "kueue-ext.dev/v1alpha1";
 pub const KIND: &str = "IntegrationConfig";
+/// The ConfigMap (in the controller's namespace) the controller reads its integrations file
+/// from, and the key holding the file; every command reads which kinds a cluster runs there.
+pub const CONFIG_MAP: &str = "kueue-ext-integrations";
+pub const CONFIG_MAP_KEY: &str = "integrations.yaml";
 
 #[derive(Clone, Debug, Default, PartialEq, Deserialize, Serialize)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]

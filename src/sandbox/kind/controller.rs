@@ -9,7 +9,7 @@ use kube::Client;
 use serde_json::json;
 
 use super::wait;
-use crate::integrations::declarative::config::{Integration, IntegrationConfig};
+use crate::integrations::declarative::config::Integration;
 use crate::kube_util;
 use crate::manifests::{self, Endpoint};
 use crate::sandbox::kubeconfig::b64;
@@ -31,10 +31,8 @@ pub async fn install(client: &Client, image: &str, integrations: &[Integration])
     let endpoint = Endpoint::Service { ca_bundle_b64: Some(&ca_bundle) };
     let mut deployment = manifests::deployment(image);
     let mut objects = vec![secret];
+    // The ConfigMap itself is applied with the other definitions, before Kueue.
     if !integrations.is_empty() {
-        let file =
-            serde_saphyr::to_string(&IntegrationConfig::new(integrations.to_vec())).map_err(|e| e.to_string())?;
-        objects.push(manifests::integrations_config_map(&file));
         manifests::read_integrations(&mut deployment);
     }
     objects.extend([deployment, manifests::service()]);

@@ -80,7 +80,7 @@ fn is_component(job: &JobObject) -> bool {
 fn job_key_of(cluster: &str, job: &JobObject) -> JobKey {
     JobKey {
         cluster: cluster.into(),
-        kind: job.kind,
+        kind: job.kind.clone(),
         namespace: job.object.namespace().unwrap_or_default(),
         name: job.object.name_any(),
     }
@@ -103,7 +103,7 @@ impl<'a> ClusterIndex<'a> {
         let jobs = snapshot
             .jobs
             .iter()
-            .map(|j| ((j.kind, j.object.namespace().unwrap_or_default(), j.object.name_any()), j))
+            .map(|j| ((j.kind.clone(), j.object.namespace().unwrap_or_default(), j.object.name_any()), j))
             .collect();
         let mut events: HashMap<_, Vec<_>> = HashMap::new();
         for event in &snapshot.events {
@@ -138,7 +138,7 @@ pub fn join(snapshot: &Snapshot) -> Model {
     for (at, cluster) in snapshot.clusters.iter().enumerate().filter(|(at, _)| *at != manager_at) {
         for job in cluster.jobs.iter().filter(|j| !is_component(j)) {
             let key = job_key_of(&cluster.name, job);
-            if !mirrored.contains(&(at, key.kind, key.namespace.clone(), key.name.clone())) {
+            if !mirrored.contains(&(at, key.kind.clone(), key.namespace.clone(), key.name.clone())) {
                 let workload = indexes[at].workloads.take_for(job);
                 jobs.push(finish_row(&indexes, at, key, job, workload, Vec::new()));
             }
@@ -146,7 +146,7 @@ pub fn join(snapshot: &Snapshot) -> Model {
     }
     // Rows are large: sort their positions, then move each row once.
     let mut order: Vec<usize> = (0..jobs.len()).collect();
-    order.sort_by_key(|&i| (&jobs[i].key.namespace, &jobs[i].key.name, jobs[i].key.kind));
+    order.sort_by_key(|&i| (&jobs[i].key.namespace, &jobs[i].key.name, jobs[i].key.kind.clone()));
     let mut slots: Vec<Option<JobRow>> = jobs.into_iter().map(Some).collect();
     let jobs = order.into_iter().filter_map(|i| slots[i].take()).collect();
     let (queues, local_queues, admission_checks) = queues(snapshot);
@@ -168,7 +168,7 @@ fn manager_row(
         let remote_workload = workload.as_ref().and_then(|wl| worker.workloads.take_named(&key.namespace, &wl.name));
         let remote_job = worker
             .jobs
-            .get(&(key.kind, key.namespace.clone(), key.name.clone()))
+            .get(&(key.kind.clone(), key.namespace.clone(), key.name.clone()))
             .filter(|j| j.object.labels().contains_key(MULTIKUEUE_ORIGIN_LABEL))
             .copied();
         // A finished job's copies are gone from its worker by design: nothing to show there.
@@ -181,7 +181,7 @@ fn manager_row(
             continue;
         }
         if remote_job.is_some() {
-            mirrored.insert((at, key.kind, key.namespace.clone(), key.name.clone()));
+            mirrored.insert((at, key.kind.clone(), key.namespace.clone(), key.name.clone()));
         }
         let remote_key = JobKey { cluster: name.clone(), ..key.clone() };
         let mirror = Mirror {

@@ -12,9 +12,9 @@ use serde_json::Value;
 use super::{AdmissionCheckFacts, FlavorQuota, JobCopy, LocalQueueFacts, QueueRow, WorkloadFacts, shortfall};
 use crate::api::condition::{self, Condition};
 use crate::api::kueue::{Admission, AdmissionCheckState, QUOTA_RESERVED};
-use crate::api::wrapped_job::UNHEALTHY;
+use crate::jobframework::generic_job::Finished;
 use crate::tui::quantity;
-use crate::tui::snapshot::{JobKind, JobObject, PodCounts};
+use crate::tui::snapshot::{JobObject, PodCounts};
 
 fn created(object: &DynamicObject) -> Option<i64> {
     object.metadata.creation_timestamp.as_ref().map(|t| t.0.as_second())
@@ -87,26 +87,12 @@ pub fn workload(cluster: &str, object: &DynamicObject) -> WorkloadFacts {
     }
 }
 
-/// How a job ended, in its own words, if it has: `Complete (All pods succeeded)`, `Failed (…)`.
-pub fn outcome(kind: JobKind, status: &Value, conditions: &[Condition]) -> Option<(bool, String)> {
-    let active = |t: &str| condition::find(conditions, t).filter(|c| c.is_true());
-    if let Some(done) = active("Complete").or_else(|| active("Failed")) {
-        return Some((done.type_ == "Complete", format!("{} ({})", done.type_, message_or_reason(done))));
-    }
-    if kind != JobKind::WrappedJob {
-        return None;
-    }
-    match status["phase"].as_str()? {
-        "Succeeded" => Some((true, "Succeeded".into())),
-        // A failed WrappedJob keeps the failure that ended it in its Unhealthy condition.
-        "Failed" => Some((
-            false,
-            match active(UNHEALTHY) {
-                Some(why) => format!("Failed ({})", message_or_reason(why)),
-                None => "Failed".into(),
-            },
-        )),
-        _ => None,
+/// How a job ended, by its kind's rule: `(true, "Succeeded (All pods succeeded)")`.
+fn outcome(finished: Finished) -> (bool, String) {
+    let word = if finished.success { "Succeeded" } else { "Failed" };
+    match finished.message.as_str() {
+        "" => (finished.success, word.into()),
+        message => (finished.success, format!("{word} ({message})")),
     }
 }
 
@@ -117,16 +103,17 @@ pub fn message_or_reason(c: &Condition) -> &str {
 pub fn job_copy(cluster: &str, job: &JobObject, pods: PodCounts) -> JobCopy {
     let object = &job.object;
     let status = &object.data["status"];
-    let conditions = conditions(status);
+    let reading =
+        serde_json::to_value(object.as_ref()).ok().and_then(|value| job.kind.read(&value)).unwrap_or_default();
     JobCopy {
         cluster: cluster.into(),
         uid: object.uid().unwrap_or_default(),
         created: created(object),
-        suspended: object.data["spec"]["suspend"] == true,
-        managed_by: string(&object.data["spec"]["managedBy"]),
+        suspended: reading.suspended,
+        managed_by: reading.managed_by,
         phase: string(&status["phase"]),
-        outcome: outcome(job.kind, status, &conditions),
-        conditions,
+        outcome: reading.finished.map(outcome),
+        conditions: conditions(status),
         pods,
         object: Arc::clone(object),
     }

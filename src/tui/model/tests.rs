@@ -4,7 +4,7 @@ use serde_json::{Value, json};
 
 use super::*;
 use crate::tui::fixtures::*;
-use crate::tui::snapshot::{JobKind, ObjectKey, Snapshot};
+use crate::tui::snapshot::{ObjectKey, Snapshot};
 
 fn row<'a>(model: &'a Model, cluster: &str, name: &str) -> &'a JobRow {
     model
@@ -102,7 +102,7 @@ fn a_dispatched_job_carries_its_worker_copy_and_pods() {
 fn every_mirror_state_on_the_chosen_worker() {
     let name = "externaljob-train-00000";
     let copy = |shape: fn(&mut Value)| {
-        let mut copy = mirror_of(&job(JobKind::ExternalJob, "train"), name);
+        let mut copy = mirror_of(&job(&built_in_kind("ExternalJob"), "train"), name);
         shape(&mut copy);
         Some(copy)
     };
@@ -173,10 +173,10 @@ fn workloads_pair_with_their_own_job_only() {
     let mut snapshot = single(|_, _, _| {});
     let cluster = &mut snapshot.clusters[0];
     // A Workload left by an earlier job of the same name (another uid), and an older one of this job.
-    let mut stale_owner = job(JobKind::ExternalJob, "train");
+    let mut stale_owner = job(&built_in_kind("ExternalJob"), "train");
     stale_owner["metadata"]["uid"] = json!("uid-before");
     cluster.workloads.insert(0, object(workload_for(&stale_owner, "externaljob-train-stale")));
-    let mut older = workload_for(&job(JobKind::ExternalJob, "train"), "externaljob-train-older");
+    let mut older = workload_for(&job(&built_in_kind("ExternalJob"), "train"), "externaljob-train-older");
     pending(&mut older, "Pending", "old", "1");
     cluster.workloads.insert(0, object(older));
     let model = join(&snapshot);
@@ -190,14 +190,14 @@ fn workloads_pair_with_their_own_job_only() {
 fn worker_jobs_without_a_watched_origin_are_rows_of_their_own() {
     let mut snapshot = sandbox();
     let name = "job-orphan-00000";
-    let copy = mirror_of(&job(JobKind::Job, "orphan"), name);
+    let copy = mirror_of(&job(&built_in_kind("Job"), "orphan"), name);
     let mut remote = remote_workload(name);
     admitted(&mut remote);
-    snapshot.clusters[1].jobs.push(job_object(JobKind::Job, copy));
+    snapshot.clusters[1].jobs.push(job_object(&built_in_kind("Job"), copy));
     snapshot.clusters[1].workloads.push(object(remote));
-    let mut component = job(JobKind::Job, "wrapped-0");
+    let mut component = job(&built_in_kind("Job"), "wrapped-0");
     component["metadata"]["labels"]["kueue-ext.dev/wrapped-job"] = json!("wrapped");
-    snapshot.clusters[0].jobs.push(job_object(JobKind::Job, component));
+    snapshot.clusters[0].jobs.push(job_object(&built_in_kind("Job"), component));
     let model = join(&snapshot);
     let orphan = row(&model, "worker1", "orphan");
     assert_eq!(orphan.workload.as_ref().map(|w| w.name.as_str()), Some(name), "paired by the prebuilt name");
@@ -250,7 +250,7 @@ fn clusters_join_watch_health_and_multikueue_connection() {
     )));
     snapshot.clusters[2].reachable = false;
     snapshot.clusters[2].problems.insert("Workload".into(), "connection refused".into());
-    snapshot.clusters[0].jobs.push(job_object(JobKind::Job, job(JobKind::Job, "a")));
+    snapshot.clusters[0].jobs.push(job_object(&built_in_kind("Job"), job(&built_in_kind("Job"), "a")));
     let model = join(&snapshot);
     let seen: Vec<(&str, bool, Option<bool>, usize)> = model
         .clusters
