@@ -285,7 +285,7 @@ async fn prepare_builds_the_image_from_an_in_memory_context_once_per_binary() {
     assert_eq!(prepared.node_image, NODE_IMAGE);
 
     // kind loads the archive: the daemon keeps no copy of the image.
-    assert_eq!(*runtime.docker.removed.lock().unwrap(), [tag.clone()]);
+    assert_eq!(*runtime.docker.removed.lock().unwrap(), std::slice::from_ref(tag));
 
     // The archive of this binary exists now: a second `up` neither builds nor saves.
     let again = prepare(FakeKind::new("0.32.0"), FakeDocker::answering(), &inputs).await.unwrap();
