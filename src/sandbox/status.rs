@@ -4,30 +4,17 @@ use std::path::{Path, PathBuf};
 
 use serde::Serialize;
 
-use super::error::SandboxError;
 use kube::ResourceExt;
 use kube::api::Api;
 
+use super::error::SandboxError;
 use super::kind::{BollardDocker, KindCli, KindRuntime};
 use super::multikueue::{self, ClusterConnection, Connections};
 use super::process_runtime::ProcessRuntime;
-use super::runtime::{ClusterRuntime, RuntimeKind};
-use super::state::{Cluster, Phase, Role, SandboxState};
+use super::runtime::{ClusterRuntime, ComponentStatus};
+use super::state::{Cluster, Phase, Role, RuntimeKind, SandboxState};
 use crate::api::kueue::{ADMITTED, EVICTED, FINISHED, Workload};
 use crate::integrations::declarative::config::IntegrationConfig;
-
-#[derive(Debug, Serialize)]
-pub struct ComponentStatus {
-    pub name: String,
-    pub ready: bool,
-    /// The process, on the process runtime.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub pid: Option<i32>,
-    /// Where its log is: a file, or the command that shows it.
-    pub log: String,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub reason: Option<String>,
-}
 
 #[derive(Debug, Serialize)]
 pub struct ClusterStatus {

@@ -15,10 +15,10 @@ use super::kwok::NodePool;
 use super::process_runtime::ProcessRuntime;
 use super::progress::Progress;
 use super::recorder::Recorder;
-use super::runtime::{ClusterPlan, ClusterRuntime, RuntimeKind, StartedCluster};
-use super::state::{Phase, Role, SandboxState};
+use super::runtime::{ClusterPlan, ClusterRuntime, StartedCluster};
+use super::state::{Phase, Role, RuntimeKind, SandboxState};
 use super::toolchain;
-use super::{KUBECONFIG_FILE, context_name, multikueue, queues, revive, status};
+use super::{KUBECONFIG_FILE, context_name, down, multikueue, queues, revive, status};
 use crate::integrations::declarative::config::Integration;
 use crate::kube_util;
 
@@ -148,7 +148,7 @@ async fn up_with(
                 SandboxError::Interrupted => "interrupted; stopping what was started",
                 _ => "start-up failed; stopping what was started",
             });
-            recorder.abandon(runtime).await;
+            down::abandon(&recorder, runtime).await;
             Err(err)
         }
     }
