@@ -4,9 +4,8 @@
 use std::path::Path;
 
 use super::KUBECONFIG_FILE;
+use super::chosen_runtime::ChosenRuntime;
 use super::error::SandboxError;
-use super::kind::{BollardDocker, KindCli, KindError, KindRuntime};
-use super::process_runtime::ProcessRuntime;
 use super::recorder::Recorder;
 use super::runtime::ClusterRuntime;
 use super::state::{RuntimeKind, SandboxState};
@@ -38,24 +37,10 @@ pub async fn down(dir: &Path) -> Result<DownOutcome, SandboxError> {
         Ok(None) => return Ok(DownOutcome::NothingThere),
         Err(e) => return Err(SandboxError::io(dir)(e)),
     };
-    let stopped = match state.runtime {
-        RuntimeKind::Process => ProcessRuntime::recorded().teardown(&state).await?,
-        RuntimeKind::Kind => kind_runtime(&state)?.teardown(&state).await?,
-    };
+    let stopped = ChosenRuntime::to_remove(&state)?.teardown(&state).await?;
     undo_outside_changes(&state);
     std::fs::remove_dir_all(dir).map_err(SandboxError::io(dir))?;
     Ok(DownOutcome::Removed { runtime: Some(state.runtime), stopped })
-}
-
-/// The kind runtime that deletes the recorded clusters; it needs the kind CLI when there are any.
-fn kind_runtime(state: &SandboxState) -> Result<KindRuntime<KindCli, BollardDocker>, KindError> {
-    let clusters: Vec<&str> = state.clusters.iter().filter_map(|c| c.kind_cluster.as_deref()).collect();
-    let kind = match super::kind::installed_kind_cli() {
-        Some(kind) => kind,
-        None if clusters.is_empty() => KindCli::new("kind".into()),
-        None => return Err(KindError::KindMissingForDown { clusters: clusters.join(", ") }),
-    };
-    Ok(KindRuntime::recorded(kind, BollardDocker::connect()))
 }
 
 /// Stops everything `up` started so far and removes the state, keeping only the logs so the

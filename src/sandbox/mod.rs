@@ -1,7 +1,8 @@
 //! The local sandbox: a manager cluster and worker clusters, each a real control plane with
 //! Kueue, run as local processes (the `process` runtime) or as kind clusters (the `kind`
-//! runtime), behind one `ClusterRuntime` trait (`runtime.rs`).
+//! runtime), behind one `ClusterRuntime` trait (`runtime.rs`); `chosen_runtime.rs` picks one.
 
+mod chosen_runtime;
 pub mod fsutil;
 pub mod health;
 pub mod integration;
