@@ -15,6 +15,9 @@ cargo fmt --check
 step "lints"
 cargo clippy --locked --all-targets -- -D warnings
 
+step "no import circles between files under src/"
+python3 hack/import-circles.py
+
 step "one TLS provider (ring): aws-lc-rs must not be in the dependency tree"
 if cargo tree --locked -i aws-lc-rs >/dev/null 2>&1; then
   echo "aws-lc-rs is in the dependency tree" >&2

@@ -17,6 +17,9 @@ use super::condition::{self, Condition};
 pub const WRAPPED_JOB_LABEL: &str = "kueue-ext.dev/wrapped-job";
 /// Finalizer that keeps a WrappedJob until its components and their pods are gone.
 pub const WRAPPED_JOB_FINALIZER: &str = "kueue-ext.dev/wrapped-job-cleanup";
+/// Annotation on each created component naming its index in `spec.components`, so it is found
+/// again whatever its name (`generateName`) and even if its creation was never recorded.
+pub const COMPONENT_INDEX_ANNOTATION: &str = "kueue-ext.dev/component-index";
 
 // Conditions of a WrappedJob, as AppWrapper names them.
 pub const QUOTA_RESERVED: &str = "QuotaReserved";

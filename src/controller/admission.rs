@@ -3,18 +3,16 @@
 //! defaulting changed (a lossless defaulter: fields this version does not know survive).
 
 use std::future::Future;
+use std::sync::Arc;
 use std::time::Duration;
 
 use kube::ResourceExt;
+use kube::api::GroupVersionKind;
 use kube::core::DynamicObject;
 use kube::core::admission::{AdmissionRequest, AdmissionResponse, Operation};
 use serde_json::Value;
 
-use super::server::ServerState;
-use std::sync::Arc;
-
-use kube::api::GroupVersionKind;
-
+use super::queues::QueueCache;
 use crate::api::external_job::ExternalJob;
 use crate::api::wrapped_job::WrappedJob;
 use crate::integrations::declarative::ConfiguredJob;
@@ -179,10 +177,12 @@ impl JobWebhook for ConfiguredJob {
 pub use crate::jobframework::webhook::Hook;
 
 /// The answer to one admission request for kind `K`; a request that cannot be read as `K` is
-/// denied, saying why.
+/// denied, saying why. Defaulting reads `config` and `queues`; validation asks `authorizer`.
 pub async fn answer<K: JobWebhook>(
     hook: Hook,
-    state: &ServerState,
+    config: &Config,
+    queues: Option<&QueueCache>,
+    authorizer: &dyn Authorizer,
     kind: &K::Kind,
     request: &AdmissionRequest<DynamicObject>,
 ) -> AdmissionResponse {
@@ -194,8 +194,8 @@ pub async fn answer<K: JobWebhook>(
             .deny(format!("this webhook admits {}/{}, not {asked}", gvk.group, gvk.kind));
     }
     match hook {
-        Hook::Mutate => mutate::<K>(state, kind, request).await,
-        Hook::Validate => match validate::<K>(state, kind, request).await {
+        Hook::Mutate => mutate::<K>(config, queues, kind, request).await,
+        Hook::Validate => match validate::<K>(authorizer, kind, request).await {
             Ok(errors) if errors.is_empty() => AdmissionResponse::from(request),
             Ok(errors) => AdmissionResponse::from(request).deny(join(&errors)),
             Err(why) => AdmissionResponse::from(request).deny(why),
@@ -218,7 +218,8 @@ fn decode<K: JobWebhook>(kind: &K::Kind, object: Option<&DynamicObject>) -> Resu
 const QUEUE_LOOKUP_TIMEOUT: Duration = Duration::from_secs(3);
 
 async fn mutate<K: JobWebhook>(
-    state: &ServerState,
+    config: &Config,
+    queues: Option<&QueueCache>,
     kind: &K::Kind,
     request: &AdmissionRequest<DynamicObject>,
 ) -> AdmissionResponse {
@@ -229,7 +230,7 @@ async fn mutate<K: JobWebhook>(
         Ok(decoded) => decoded,
         Err(why) => return AdmissionResponse::from(request).deny(why),
     };
-    let queue_uses_multikueue = match (&state.queues, job.queue_name(), job.namespace()) {
+    let queue_uses_multikueue = match (queues, job.queue_name(), job.namespace()) {
         (Some(queues), Some(queue), Some(namespace)) if job.managed_by().is_none() => {
             let undecided = |why: String| {
                 let why = format!("cannot tell whether LocalQueue {namespace}/{queue} goes through MultiKueue: {why}");
@@ -244,7 +245,7 @@ async fn mutate<K: JobWebhook>(
         // Without queue caches (tests) nothing goes through MultiKueue.
         _ => false,
     };
-    job.apply_defaults(&state.config, queue_uses_multikueue);
+    job.apply_defaults(config, queue_uses_multikueue);
     let patch = json_patch::diff(&before, &job.defaulted(&before));
     match AdmissionResponse::from(request).with_patch(patch) {
         Ok(response) => response,
@@ -253,7 +254,7 @@ async fn mutate<K: JobWebhook>(
 }
 
 async fn validate<K: JobWebhook>(
-    state: &ServerState,
+    authorizer: &dyn Authorizer,
     kind: &K::Kind,
     request: &AdmissionRequest<DynamicObject>,
 ) -> Result<Vec<FieldError>, String> {
@@ -269,6 +270,6 @@ async fn validate<K: JobWebhook>(
         Some(old) => K::validate_update(old, &new),
         None => new.validate_create(),
     };
-    errors.extend(K::authorize(old.as_ref(), &new, request, state.authorizer.as_ref()).await);
+    errors.extend(K::authorize(old.as_ref(), &new, request, authorizer).await);
     Ok(errors)
 }

@@ -120,7 +120,9 @@ async fn review<K: JobWebhook>(state: &ServerState, kind: &K::Kind, body: &[u8],
             return (StatusCode::BAD_REQUEST, format!("AdmissionReview without a request: {err}")).into_response();
         }
     };
-    let response = admission::answer::<K>(hook, state, kind, &request).await;
+    let response =
+        admission::answer::<K>(hook, &state.config, state.queues.as_ref(), state.authorizer.as_ref(), kind, &request)
+            .await;
     let operation = match request.operation {
         Operation::Create => "CREATE",
         Operation::Update => "UPDATE",

@@ -1,12 +1,14 @@
-//! `down`: stop (or delete) everything the sandbox recorded and remove everything it wrote.
+//! `down`: stop (or delete) everything the sandbox recorded and remove everything it wrote; and
+//! the same for a failed `up`, which keeps the logs its error points to.
 
 use std::path::Path;
 
+use super::KUBECONFIG_FILE;
+use super::chosen_runtime::ChosenRuntime;
 use super::error::SandboxError;
-use super::kind::{BollardDocker, KindCli, KindError, KindRuntime};
-use super::process_runtime::ProcessRuntime;
-use super::runtime::{ClusterRuntime, RuntimeKind};
-use super::state::SandboxState;
+use super::recorder::Recorder;
+use super::runtime::ClusterRuntime;
+use super::state::{RuntimeKind, SandboxState};
 
 #[derive(Debug, PartialEq)]
 pub enum DownOutcome {
@@ -35,30 +37,49 @@ pub async fn down(dir: &Path) -> Result<DownOutcome, SandboxError> {
         Ok(None) => return Ok(DownOutcome::NothingThere),
         Err(e) => return Err(SandboxError::io(dir)(e)),
     };
-    let stopped = match state.runtime {
-        RuntimeKind::Process => ProcessRuntime::recorded().teardown(&state).await?,
-        RuntimeKind::Kind => kind_runtime(&state)?.teardown(&state).await?,
-    };
+    let stopped = ChosenRuntime::to_remove(&state)?.teardown(&state).await?;
     undo_outside_changes(&state);
     std::fs::remove_dir_all(dir).map_err(SandboxError::io(dir))?;
     Ok(DownOutcome::Removed { runtime: Some(state.runtime), stopped })
 }
 
-/// The kind runtime that deletes the recorded clusters; it needs the kind CLI when there are any.
-fn kind_runtime(state: &SandboxState) -> Result<KindRuntime<KindCli, BollardDocker>, KindError> {
-    let clusters: Vec<&str> = state.clusters.iter().filter_map(|c| c.kind_cluster.as_deref()).collect();
-    let kind = match super::kind::installed_kind_cli() {
-        Some(kind) => kind,
-        None if clusters.is_empty() => KindCli::new("kind".into()),
-        None => return Err(KindError::KindMissingForDown { clusters: clusters.join(", ") }),
+/// Stops everything `up` started so far and removes the state, keeping only the logs so the
+/// error message's log paths stay readable (`down` removes them).
+pub async fn abandon(recorder: &Recorder, runtime: &impl ClusterRuntime) {
+    let mut state = recorder.snapshot();
+    let torn_down = match runtime.teardown(&state).await {
+        Ok(_) => true,
+        Err(err) => {
+            eprintln!("warning: {err}; `kubectl kueue-ext down` tries again");
+            false
+        }
     };
-    Ok(KindRuntime::recorded(kind, BollardDocker::connect()))
+    undo_outside_changes(&state);
+    for cluster in &state.clusters {
+        if let Ok(entries) = std::fs::read_dir(&cluster.dir) {
+            for entry in entries.flatten().filter(|e| e.file_name() != "logs") {
+                let path = entry.path();
+                let _ = if path.is_dir() { std::fs::remove_dir_all(&path) } else { std::fs::remove_file(&path) };
+            }
+        }
+    }
+    let _ = std::fs::remove_file(recorder.dir.join(KUBECONFIG_FILE));
+    // Keep a record with no processes, so `status` explains and `down` cleans up.
+    state.external_files.clear();
+    state.merged_kubeconfig = None;
+    for cluster in &mut state.clusters {
+        cluster.components.clear();
+        if torn_down {
+            cluster.kind_cluster = None;
+        }
+    }
+    let _ = state.save(&recorder.dir);
 }
 
 /// Undoes what the sandbox changed outside its state dir: the files, then the (then empty)
 /// directories it created — a directory someone else filled meanwhile stays — and the contexts
 /// it merged into the user's kubeconfig.
-pub fn undo_outside_changes(state: &SandboxState) {
+fn undo_outside_changes(state: &SandboxState) {
     for path in &state.external_files {
         let _ = if path.is_dir() { std::fs::remove_dir(path) } else { std::fs::remove_file(path) };
     }

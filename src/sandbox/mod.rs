@@ -1,7 +1,8 @@
 //! The local sandbox: a manager cluster and worker clusters, each a real control plane with
 //! Kueue, run as local processes (the `process` runtime) or as kind clusters (the `kind`
-//! runtime), behind one `ClusterRuntime` trait (`runtime.rs`).
+//! runtime), behind one `ClusterRuntime` trait (`runtime.rs`); `chosen_runtime.rs` picks one.
 
+mod chosen_runtime;
 pub mod fsutil;
 pub mod health;
 pub mod integration;
@@ -34,11 +35,12 @@ pub use kind::{
     ImageSource, KIND_VERSION, KUEUE_MANIFESTS_SHA256, KUEUE_MANIFESTS_URL, KindError, KindOptions, NODE_IMAGE,
     kind_config, local_images::kind_cli_path,
 };
-pub use runtime::RuntimeKind;
+pub use runtime::ComponentStatus;
+pub use state::RuntimeKind;
 
 /// The label every node that runs a sandbox's pods carries, on either runtime.
 pub const SANDBOX_NODE_LABEL: (&str, &str) = ("kueue-ext.dev/sandbox-node", "true");
-pub use status::{ClusterStatus, ComponentStatus, StatusReport, status};
+pub use status::{ClusterStatus, StatusReport, status};
 pub use up::{UpOptions, UpOutcome, up};
 
 /// Context name of a cluster in the sandbox kubeconfig (`kueue-ext-manager`, `kueue-ext-worker1`).

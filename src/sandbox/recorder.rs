@@ -6,8 +6,7 @@ use std::sync::{Arc, Mutex};
 
 use super::KUBECONFIG_FILE;
 use super::error::SandboxError;
-use super::runtime::{ClusterRuntime, RuntimeKind};
-use super::state::{Cluster, Component, Phase, Role, SandboxState};
+use super::state::{Cluster, Component, Phase, Role, RuntimeKind, SandboxState};
 
 /// The sandbox record, saved after every change so a crash mid-`up` leaves a record `down` can use.
 pub struct Recorder {
@@ -62,39 +61,11 @@ impl Recorder {
 
     pub fn finish(&self) -> Result<SandboxState, SandboxError> {
         self.update(|s| s.phase = Phase::Up)?;
-        Ok(self.state.lock().unwrap_or_else(|p| p.into_inner()).clone())
+        Ok(self.snapshot())
     }
 
-    /// Stops everything started so far and removes the state, keeping only the logs so the
-    /// error message's log paths stay readable (`down` removes them).
-    pub async fn abandon(&self, runtime: &impl ClusterRuntime) {
-        let mut state = self.state.lock().unwrap_or_else(|p| p.into_inner()).clone();
-        let torn_down = match runtime.teardown(&state).await {
-            Ok(_) => true,
-            Err(err) => {
-                eprintln!("warning: {err}; `kubectl kueue-ext down` tries again");
-                false
-            }
-        };
-        super::down::undo_outside_changes(&state);
-        for cluster in &state.clusters {
-            if let Ok(entries) = std::fs::read_dir(&cluster.dir) {
-                for entry in entries.flatten().filter(|e| e.file_name() != "logs") {
-                    let path = entry.path();
-                    let _ = if path.is_dir() { std::fs::remove_dir_all(&path) } else { std::fs::remove_file(&path) };
-                }
-            }
-        }
-        let _ = std::fs::remove_file(self.dir.join(KUBECONFIG_FILE));
-        // Keep a record with no processes, so `status` explains and `down` cleans up.
-        state.external_files.clear();
-        state.merged_kubeconfig = None;
-        for cluster in &mut state.clusters {
-            cluster.components.clear();
-            if torn_down {
-                cluster.kind_cluster = None;
-            }
-        }
-        let _ = state.save(&self.dir);
+    /// The record as it is now.
+    pub fn snapshot(&self) -> SandboxState {
+        self.state.lock().unwrap_or_else(|p| p.into_inner()).clone()
     }
 }

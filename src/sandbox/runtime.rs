@@ -3,38 +3,17 @@
 //! MultiKueue wiring, default queues, the user's kubeconfig, the state record, `status` and
 //! `down` — is shared code that calls only this trait.
 
+use std::future::Future;
 use std::sync::Arc;
 
-use crate::integrations::declarative::config::Integration;
-use std::future::Future;
-
-use serde::{Deserialize, Serialize};
+use serde::Serialize;
 
 use super::error::SandboxError;
 use super::kwok::NodePool;
 use super::progress::Progress;
 use super::recorder::Recorder;
-use super::state::{Cluster, Role, SandboxState};
-use super::status::ComponentStatus;
-
-/// Which runtime made a sandbox (recorded in its state).
-#[derive(Clone, Copy, Debug, Serialize, Deserialize, PartialEq, Eq)]
-#[serde(rename_all = "lowercase")]
-pub enum RuntimeKind {
-    /// Local processes: etcd, kube-apiserver, … built from pinned Go modules.
-    Process,
-    /// kind clusters in Docker.
-    Kind,
-}
-
-impl std::fmt::Display for RuntimeKind {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(match self {
-            RuntimeKind::Process => "process",
-            RuntimeKind::Kind => "kind",
-        })
-    }
-}
+use super::state::{Cluster, Role, RuntimeKind, SandboxState};
+use crate::integrations::declarative::config::Integration;
 
 /// One cluster to bring up.
 #[derive(Clone, Debug)]
@@ -110,6 +89,20 @@ pub struct StartedCluster {
     pub internal_server: String,
 }
 
+/// Health of one part of a cluster, as `status` reports it.
+#[derive(Debug, Serialize)]
+pub struct ComponentStatus {
+    pub name: String,
+    pub ready: bool,
+    /// The process, on the process runtime.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub pid: Option<i32>,
+    /// Where its log is: a file, or the command that shows it.
+    pub log: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+}
+
 /// A way to run sandbox clusters.
 pub trait ClusterRuntime {
     fn kind(&self) -> RuntimeKind;
@@ -141,12 +134,6 @@ pub trait ClusterRuntime {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn runtime_names_are_what_the_state_records() {
-        assert_eq!(serde_json::to_value(RuntimeKind::Kind).unwrap(), "kind");
-        assert_eq!(RuntimeKind::Process.to_string(), "process");
-    }
 
     #[test]
     fn a_lone_manager_runs_pods_and_a_manager_of_workers_does_not() {

@@ -7,9 +7,27 @@ use serde::{Deserialize, Serialize};
 
 use super::fsutil::write_private;
 use super::process::ProcessRecord;
-use super::runtime::RuntimeKind;
 
 pub const STATE_FILE: &str = "state.json";
+
+/// Which runtime made a sandbox (recorded in its state).
+#[derive(Clone, Copy, Debug, Serialize, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "lowercase")]
+pub enum RuntimeKind {
+    /// Local processes: etcd, kube-apiserver, … built from pinned Go modules.
+    Process,
+    /// kind clusters in Docker.
+    Kind,
+}
+
+impl std::fmt::Display for RuntimeKind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            RuntimeKind::Process => "process",
+            RuntimeKind::Kind => "kind",
+        })
+    }
+}
 
 #[derive(Clone, Copy, Debug, Serialize, Deserialize, PartialEq, Eq)]
 #[serde(rename_all = "lowercase")]
@@ -124,6 +142,12 @@ pub fn default_dir() -> PathBuf {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn runtime_names_are_what_the_state_records() {
+        assert_eq!(serde_json::to_value(RuntimeKind::Kind).unwrap(), "kind");
+        assert_eq!(RuntimeKind::Process.to_string(), "process");
+    }
 
     fn component(name: &str) -> Component {
         Component {

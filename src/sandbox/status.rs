@@ -4,30 +4,16 @@ use std::path::{Path, PathBuf};
 
 use serde::Serialize;
 
-use super::error::SandboxError;
 use kube::ResourceExt;
 use kube::api::Api;
 
-use super::kind::{BollardDocker, KindCli, KindRuntime};
+use super::chosen_runtime::ChosenRuntime;
+use super::error::SandboxError;
 use super::multikueue::{self, ClusterConnection, Connections};
-use super::process_runtime::ProcessRuntime;
-use super::runtime::{ClusterRuntime, RuntimeKind};
-use super::state::{Cluster, Phase, Role, SandboxState};
+use super::runtime::{ClusterRuntime, ComponentStatus};
+use super::state::{Cluster, Phase, Role, RuntimeKind, SandboxState};
 use crate::api::kueue::{ADMITTED, EVICTED, FINISHED, Workload};
 use crate::integrations::declarative::config::IntegrationConfig;
-
-#[derive(Debug, Serialize)]
-pub struct ComponentStatus {
-    pub name: String,
-    pub ready: bool,
-    /// The process, on the process runtime.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub pid: Option<i32>,
-    /// Where its log is: a file, or the command that shows it.
-    pub log: String,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub reason: Option<String>,
-}
 
 #[derive(Debug, Serialize)]
 pub struct ClusterStatus {
@@ -167,15 +153,7 @@ pub async fn status(dir: &Path) -> Result<StatusReport, SandboxError> {
     let state = SandboxState::load(dir)
         .map_err(SandboxError::io(dir))?
         .ok_or(SandboxError::NotUp { dir: dir.to_path_buf() })?;
-    let report = match state.runtime {
-        RuntimeKind::Process => status_with(&ProcessRuntime::recorded(), dir, state).await,
-        RuntimeKind::Kind => {
-            // Without a kind CLI the clusters can still be checked; only deleting needs it.
-            let kind = super::kind::installed_kind_cli().unwrap_or_else(|| KindCli::new("kind".into()));
-            status_with(&KindRuntime::recorded(kind, BollardDocker::connect()), dir, state).await
-        }
-    };
-    Ok(report)
+    Ok(status_with(&ChosenRuntime::to_inspect(&state), dir, state).await)
 }
 
 async fn status_with(runtime: &impl ClusterRuntime, dir: &Path, state: SandboxState) -> StatusReport {

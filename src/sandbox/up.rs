@@ -8,6 +8,7 @@ use std::time::{Duration, Instant};
 use futures::future::try_join_all;
 use tokio::signal::unix::{Signal, SignalKind, signal};
 
+use super::chosen_runtime::ChosenRuntime;
 use super::error::SandboxError;
 use super::kind::{self, BollardDocker, KindCli, KindError, KindOptions, KindRuntime};
 use super::kubeconfig::{self, Credentials, Entry};
@@ -15,10 +16,10 @@ use super::kwok::NodePool;
 use super::process_runtime::ProcessRuntime;
 use super::progress::Progress;
 use super::recorder::Recorder;
-use super::runtime::{ClusterPlan, ClusterRuntime, RuntimeKind, StartedCluster};
-use super::state::{Phase, Role, SandboxState};
+use super::runtime::{ClusterPlan, ClusterRuntime, StartedCluster};
+use super::state::{Phase, Role, RuntimeKind, SandboxState};
 use super::toolchain;
-use super::{KUBECONFIG_FILE, context_name, multikueue, queues, revive, status};
+use super::{KUBECONFIG_FILE, context_name, down, multikueue, queues, revive, status};
 use crate::integrations::declarative::config::Integration;
 use crate::kube_util;
 
@@ -74,7 +75,7 @@ pub async fn up(options: &UpOptions, progress: &Progress) -> Result<UpOutcome, S
     let mut interrupt = signal(SignalKind::interrupt()).map_err(SandboxError::io(dir))?;
     let docker = BollardDocker::connect();
     let selection = kind::select(options.runtime, &docker).await?;
-    match selection.runtime {
+    let runtime = match selection.runtime {
         RuntimeKind::Kind => {
             if !options.component_args.is_empty() {
                 return Err(SandboxError::Usage("--component-arg applies to the process runtime only".into()));
@@ -83,30 +84,31 @@ pub async fn up(options: &UpOptions, progress: &Progress) -> Result<UpOutcome, S
             let program = kind::ensure_kind_cli(progress).await.map_err(KindError::from)?;
             let plans = plans(options, Arc::from([]));
             let cache = toolchain::cache_root().join("kind");
-            let runtime = KindRuntime::prepare(
-                KindCli::new(program),
-                docker,
-                &options.kind,
-                images,
-                &plans,
-                &cache,
-                &format!("{}; {source}", selection.reason),
-                progress,
+            ChosenRuntime::Kind(
+                KindRuntime::prepare(
+                    KindCli::new(program),
+                    docker,
+                    &options.kind,
+                    images,
+                    &plans,
+                    &cache,
+                    &format!("{}; {source}", selection.reason),
+                    progress,
+                )
+                .await?,
             )
-            .await?;
-            up_with(&runtime, options, started, &mut interrupt, progress).await
         }
-        _ => {
-            let runtime = ProcessRuntime::prepare(
+        _ => ChosenRuntime::Process(
+            ProcessRuntime::prepare(
                 options.api_server_port,
                 options.component_args.clone(),
                 &selection.reason,
                 progress,
             )
-            .await?;
-            up_with(&runtime, options, started, &mut interrupt, progress).await
-        }
-    }
+            .await?,
+        ),
+    };
+    up_with(&runtime, options, started, &mut interrupt, progress).await
 }
 
 /// The clusters `options` ask for, each with these integrations.
@@ -148,7 +150,7 @@ async fn up_with(
                 SandboxError::Interrupted => "interrupted; stopping what was started",
                 _ => "start-up failed; stopping what was started",
             });
-            recorder.abandon(runtime).await;
+            down::abandon(&recorder, runtime).await;
             Err(err)
         }
     }

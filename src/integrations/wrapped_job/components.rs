@@ -12,12 +12,8 @@ use super::kinds::{Kinds, Served};
 use super::lifecycle::{Completion, FailedExit, Observed, ObservedComponent, Outcome, PodCounts, completion_of};
 use super::podsets;
 use super::watched::Caches;
-use crate::api::wrapped_job::{ComponentFailure, WRAPPED_JOB_LABEL, WrappedJob};
+use crate::api::wrapped_job::{COMPONENT_INDEX_ANNOTATION, ComponentFailure, WRAPPED_JOB_LABEL, WrappedJob};
 use crate::jobframework::api_error;
-
-/// Annotation on each created component naming its index in `spec.components`, so it is found
-/// again whatever its name (`generateName`) and even if its creation was never recorded.
-pub const COMPONENT_INDEX_ANNOTATION: &str = "kueue-ext.dev/component-index";
 
 /// The apiVersion and kind of a component template.
 pub fn type_of(template: &Value) -> (&str, &str) {

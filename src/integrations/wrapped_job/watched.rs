@@ -18,8 +18,7 @@ use kube::runtime::{WatchStreamExt, watcher};
 use kube::{Client, Resource, ResourceExt};
 use serde::de::DeserializeOwned;
 
-use super::components::COMPONENT_INDEX_ANNOTATION;
-use crate::api::wrapped_job::{WRAPPED_JOB_LABEL, WrappedJob};
+use crate::api::wrapped_job::{COMPONENT_INDEX_ANNOTATION, WRAPPED_JOB_LABEL, WrappedJob};
 use crate::jobframework::readiness::Readiness;
 use crate::jobframework::watches;
 

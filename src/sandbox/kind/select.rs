@@ -3,7 +3,7 @@
 
 use super::docker::Docker;
 use super::error::KindError;
-use crate::sandbox::runtime::RuntimeKind;
+use crate::sandbox::state::RuntimeKind;
 
 #[derive(Debug, PartialEq)]
 pub struct Selection {

@@ -1,0 +1,88 @@
+//! Either runtime, chosen at run time. `ClusterRuntime` returns `impl Future`, so it cannot be a
+//! trait object; this enum stands in for one, and is the one place a sandbox's record names the
+//! runtime that `status` and `down` use.
+
+use super::error::SandboxError;
+use super::kind::{self, BollardDocker, KindCli, KindError, KindRuntime};
+use super::process_runtime::ProcessRuntime;
+use super::progress::Progress;
+use super::recorder::Recorder;
+use super::runtime::{ClusterPlan, ClusterRuntime, ComponentStatus, StartedCluster};
+use super::state::{Cluster, RuntimeKind, SandboxState};
+
+pub enum ChosenRuntime {
+    Process(ProcessRuntime),
+    Kind(KindRuntime<KindCli, BollardDocker>),
+}
+
+impl ChosenRuntime {
+    /// The runtime that made `state`, to read its health. That needs Docker and the API
+    /// servers, not the kind CLI, so `kind` on the PATH stands in for a missing one.
+    pub fn to_inspect(state: &SandboxState) -> Self {
+        Self::recorded(state, kind::installed_kind_cli().unwrap_or_else(kind_on_path))
+    }
+
+    /// The runtime that made `state`, to remove it: deleting kind clusters needs the kind CLI.
+    pub fn to_remove(state: &SandboxState) -> Result<Self, KindError> {
+        let clusters: Vec<&str> = state.clusters.iter().filter_map(|c| c.kind_cluster.as_deref()).collect();
+        let kind = match kind::installed_kind_cli() {
+            Some(kind) => kind,
+            None if clusters.is_empty() => kind_on_path(),
+            None => return Err(KindError::KindMissingForDown { clusters: clusters.join(", ") }),
+        };
+        Ok(Self::recorded(state, kind))
+    }
+
+    fn recorded(state: &SandboxState, kind: KindCli) -> Self {
+        match state.runtime {
+            RuntimeKind::Process => ChosenRuntime::Process(ProcessRuntime::recorded()),
+            RuntimeKind::Kind => ChosenRuntime::Kind(KindRuntime::recorded(kind, BollardDocker::connect())),
+        }
+    }
+}
+
+fn kind_on_path() -> KindCli {
+    KindCli::new("kind".into())
+}
+
+impl ClusterRuntime for ChosenRuntime {
+    fn kind(&self) -> RuntimeKind {
+        match self {
+            ChosenRuntime::Process(runtime) => runtime.kind(),
+            ChosenRuntime::Kind(runtime) => runtime.kind(),
+        }
+    }
+
+    async fn start_cluster(
+        &self,
+        plan: &ClusterPlan,
+        recorder: &Recorder,
+        progress: &Progress,
+    ) -> Result<StartedCluster, SandboxError> {
+        match self {
+            ChosenRuntime::Process(runtime) => runtime.start_cluster(plan, recorder, progress).await,
+            ChosenRuntime::Kind(runtime) => runtime.start_cluster(plan, recorder, progress).await,
+        }
+    }
+
+    async fn teardown(&self, state: &SandboxState) -> Result<usize, SandboxError> {
+        match self {
+            ChosenRuntime::Process(runtime) => runtime.teardown(state).await,
+            ChosenRuntime::Kind(runtime) => runtime.teardown(state).await,
+        }
+    }
+
+    async fn components(&self, state: &SandboxState, cluster: &Cluster) -> Vec<ComponentStatus> {
+        match self {
+            ChosenRuntime::Process(runtime) => runtime.components(state, cluster).await,
+            ChosenRuntime::Kind(runtime) => runtime.components(state, cluster).await,
+        }
+    }
+
+    async fn admin_client(&self, state: &SandboxState, cluster: &Cluster) -> Result<kube::Client, String> {
+        match self {
+            ChosenRuntime::Process(runtime) => runtime.admin_client(state, cluster).await,
+            ChosenRuntime::Kind(runtime) => runtime.admin_client(state, cluster).await,
+        }
+    }
+}
