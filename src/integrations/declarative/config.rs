@@ -23,6 +23,7 @@ use kube::api::{ApiResource, GroupVersionKind};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use super::count::Count;
 use super::path::FieldPath;
 use crate::api::external_job::MAX_POD_SETS;
 use crate::jobframework::webhook::{dns1123_label, dns1123_subdomain};
@@ -96,10 +97,11 @@ pub struct Suspend {
     pub running: Option<Value>,
 }
 
-/// Pod sets of a job: one with a fixed `name`, or one per entry of the list at `each` (named by
-/// the entry's `nameFrom`). Each has a pod `template`, or, for kinds without templates,
-/// `requests` read as `cpu=1,memory=2Gi` (a synthetic pod). `count` and `minCount` are read
-/// where given (a number or a numeric string); the count defaults to 1.
+/// Pod sets of a job: one with a fixed `name`, or one per entry at `each`: of a list, named by
+/// the entry's `nameFrom`; of a map, by its key lower-cased (as Kueue names a Kubeflow job's
+/// replica types), in key order. Each has a pod `template`, or, for kinds without templates,
+/// `requests` read as `cpu=1,memory=2Gi` (a synthetic pod). `count` is a [`Count`] expression
+/// and `minCount` a field (a number or a numeric string); the count defaults to 1.
 #[derive(Clone, Debug, PartialEq, Deserialize, Serialize)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct PodSetRule {
@@ -114,7 +116,7 @@ pub struct PodSetRule {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub requests: Option<FieldPath>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub count: Option<FieldPath>,
+    pub count: Option<Count>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub min_count: Option<FieldPath>,
 }
@@ -281,11 +283,11 @@ impl PodSetRule {
     fn validate(&self) -> Result<(), (String, String)> {
         match (&self.name, &self.each, &self.name_from) {
             (Some(name), None, None) => dns1123_label(name).map_err(|why| ("name".to_string(), why))?,
-            (None, Some(_), Some(_)) => {}
-            (None, Some(_), None) => {
-                return Err(("nameFrom".into(), "`each` needs the entry's field to name it by".into()));
-            }
-            _ => return Err(("name".into(), "give either `name`, or `each` with `nameFrom`".into())),
+            (None, Some(_), _) => {}
+            _ => return Err(("name".into(), "give either `name`, or `each` (with `nameFrom` for a list)".into())),
+        }
+        if let Some(count) = &self.count {
+            count.validate().map_err(|why| ("count".to_string(), why))?;
         }
         match (&self.template, &self.requests) {
             (Some(template), None) if self.each.is_some() || template.in_spec() => Ok(()),

@@ -4,6 +4,7 @@
 
 pub mod config;
 pub mod controller;
+pub mod count;
 pub mod path;
 pub mod probe;
 pub mod webhook;
@@ -26,6 +27,7 @@ use crate::jobframework::generic_job::{Finished, GenericJob};
 use crate::jobframework::podset::{self, PodSetInfo, PodSetInfoError};
 use crate::jobframework::workload;
 use config::Integration;
+use count::Count;
 use path::FieldPath;
 use probe::number;
 
@@ -61,25 +63,68 @@ impl ConfiguredJob {
     pub fn resolve_pod_sets(&self) -> Vec<Result<ResolvedPodSet, (String, String)>> {
         let mut out = Vec::new();
         for rule in &self.integration.pod_sets {
-            let (Some(each), Some(name_from)) = (&rule.each, &rule.name_from) else {
+            let Some(each) = &rule.each else {
                 let name = rule.name.clone().unwrap_or_default();
                 out.push(Ok(ResolvedPodSet::new(name, None, rule)));
                 continue;
             };
-            let entries = each.get(&self.object).and_then(Value::as_array).map(Vec::len).unwrap_or(0);
-            if entries == 0 {
+            let entries = self.entries(each, rule.name_from.as_ref());
+            if entries.is_empty() {
                 out.push(Err((each.to_string(), "Required value: at least one entry".into())));
             }
-            for i in 0..entries {
-                let base = each.index(i);
-                let name_path = base.join(name_from);
-                match name_path.get(&self.object).and_then(Value::as_str) {
-                    Some(name) => out.push(Ok(ResolvedPodSet::new(name.to_string(), Some(&base), rule))),
-                    None => out.push(Err((name_path.to_string(), "Required value: a pod set name".into()))),
-                }
+            for (base, name) in entries {
+                out.push(name.map(|name| ResolvedPodSet::new(name, Some(&base), rule)));
             }
         }
         out
+    }
+
+    /// The entries at `each`, each with its pod-set name: a list's by the entry's `name_from`, a
+    /// map's by its key lower-cased.
+    fn entries(
+        &self,
+        each: &FieldPath,
+        name_from: Option<&FieldPath>,
+    ) -> Vec<(FieldPath, Result<String, (String, String)>)> {
+        match each.get(&self.object) {
+            Some(Value::Array(list)) => (0..list.len())
+                .map(|i| {
+                    let base = each.index(i);
+                    let name = match name_from {
+                        Some(name_from) => {
+                            let path = base.join(name_from);
+                            path.get(&self.object)
+                                .and_then(Value::as_str)
+                                .map(String::from)
+                                .ok_or_else(|| (path.to_string(), "Required value: a pod set name".to_string()))
+                        }
+                        None => Err((
+                            each.to_string(),
+                            "a list: the integration names no `nameFrom` for its entries".into(),
+                        )),
+                    };
+                    (base, name)
+                })
+                .collect(),
+            Some(Value::Object(map)) => map
+                .keys()
+                .map(|key| {
+                    let base = each.key(key);
+                    let name = match name_from {
+                        Some(name_from) => {
+                            let path = base.join(name_from);
+                            path.get(&self.object)
+                                .and_then(Value::as_str)
+                                .map(String::from)
+                                .ok_or_else(|| (path.to_string(), "Required value: a pod set name".to_string()))
+                        }
+                        None => Ok(key.to_lowercase()),
+                    };
+                    (base, name)
+                })
+                .collect(),
+            _ => Vec::new(),
+        }
     }
 
     /// True for MultiKueue's copy of a job on a worker: Kueue names the Workload it must adopt
@@ -104,6 +149,12 @@ impl ConfiguredJob {
 
     fn count_at(&self, path: Option<&FieldPath>) -> Option<i32> {
         path?.get(&self.object).and_then(number).and_then(|n| i32::try_from(n).ok())
+    }
+
+    /// A pod set's pod count; 1 when its fields say nothing.
+    fn pods_of(&self, pod_set: &ResolvedPodSet) -> i32 {
+        let count = pod_set.count.as_ref().and_then(|c| c.eval(&self.object));
+        count.and_then(|n| i32::try_from(n).ok()).unwrap_or(1)
     }
 
     /// The pod template of one pod set: read from the job, or a synthetic one from `requests`.
@@ -134,7 +185,7 @@ impl ConfiguredJob {
     }
 
     fn total_pods(&self) -> i64 {
-        self.resolved().iter().map(|p| i64::from(self.count_at(p.count.as_ref()).unwrap_or(1))).sum()
+        self.resolved().iter().map(|p| i64::from(self.pods_of(p))).sum()
     }
 
     /// Applies `change` to every pod template the job has, in pod-set order; counts go where the
@@ -168,7 +219,7 @@ impl ConfiguredJob {
             }
         }
         for (pod_set, info) in pod_sets.iter().zip(infos) {
-            if let Some(path) = pod_set.count.as_ref().filter(|p| p.in_spec())
+            if let Some(path) = pod_set.count.as_ref().and_then(Count::field).filter(|p| p.in_spec())
                 && self.count_at(Some(path)) != Some(info.count)
                 && (path.get(&self.object).is_some() || info.count != 1)
             {
@@ -185,7 +236,7 @@ pub struct ResolvedPodSet {
     pub name: String,
     pub template: Option<FieldPath>,
     pub requests: Option<FieldPath>,
-    pub count: Option<FieldPath>,
+    pub count: Option<Count>,
     pub min_count: Option<FieldPath>,
 }
 
@@ -196,7 +247,7 @@ impl ResolvedPodSet {
             name,
             template: at(&rule.template),
             requests: at(&rule.requests),
-            count: at(&rule.count),
+            count: rule.count.as_ref().map(|c| base.map_or_else(|| c.clone(), |b| c.below(b))),
             min_count: at(&rule.min_count),
         }
     }
@@ -344,7 +395,7 @@ impl GenericJob for ConfiguredJob {
                 let template = self.template(p).ok()?;
                 Some(PodSet {
                     name: p.name.clone(),
-                    count: self.count_at(p.count.as_ref()).unwrap_or(1),
+                    count: self.pods_of(p),
                     min_count: self.count_at(p.min_count.as_ref()),
                     template: workload::with_schema_defaults(template),
                 })

@@ -73,6 +73,14 @@ impl FieldPath {
         FieldPath { text: format!("{}[{index}]", self.text), segments }
     }
 
+    /// The path to the entry `key` of the map at `self`, written in brackets when it holds a dot.
+    pub fn key(&self, key: &str) -> FieldPath {
+        let mut segments = self.segments.clone();
+        segments.push(Segment::Key(key.to_string()));
+        let text = if key.contains('.') { format!("{}[{key}]", self.text) } else { format!("{}.{key}", self.text) };
+        FieldPath { text, segments }
+    }
+
     /// True when the path starts at `spec` (what a job's owner may change).
     pub fn in_spec(&self) -> bool {
         self.segments.first() == Some(&Segment::Key("spec".into()))

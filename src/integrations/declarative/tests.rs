@@ -209,9 +209,9 @@ fn mistakes_in_the_integrations_file_name_the_file_and_field() {
             "unknown field `replicas`",
         ),
         (
-            "  suspend: {path: spec.suspend}\n  podSets: [{each: spec.groups, template: template}]\n",
-            "integrations[0].podSets[0].nameFrom",
-            "`each` needs",
+            "  suspend: {path: spec.suspend}\n  podSets: [{name: main, template: spec.template, count: {product: []}}]\n",
+            "integrations[0].podSets[0].count",
+            "at least one term",
         ),
         (
             "  suspend: {path: spec.suspend}\n  podSets: [{name: main, template: spec..template}]\n",
@@ -264,4 +264,117 @@ fn a_multikueue_copy_loses_what_the_managers_api_server_generated() {
     let copied = serde_json::to_value(&copy).unwrap();
     assert!(copied["spec"].get("selector").is_none());
     assert_eq!(copied["spec"]["template"]["metadata"]["labels"], json!({"app": "x"}));
+}
+
+fn sample_kind(file: &str) -> Arc<Integration> {
+    let text = std::fs::read_to_string(format!("samples/third-party/{file}")).unwrap();
+    Arc::new(IntegrationConfig::parse(file, &text).unwrap().integrations.remove(0))
+}
+
+fn container(name: &str) -> Value {
+    json!({"spec": {"restartPolicy": "Never", "containers": [{"name": name, "image": "busybox"}]}})
+}
+
+/// The pod sets Kueue's built-in JobSet integration makes: one per replicated job, by its name,
+/// its Job's pod template, `replicas × min(parallelism, completions)` pods.
+#[test]
+fn a_jobset_has_the_pod_sets_of_kueues_jobset_integration() {
+    let jobset = json!({
+        "apiVersion": "jobset.x-k8s.io/v1alpha2", "kind": "JobSet",
+        "metadata": {"name": "train", "namespace": "default"},
+        "spec": {"suspend": true, "replicatedJobs": [
+            {"name": "driver", "template": {"spec": {"template": container("driver")}}},
+            {"name": "workers", "replicas": 3,
+             "template": {"spec": {"parallelism": 4, "completions": 2, "template": container("worker")}}},
+        ]},
+    });
+    let job = ConfiguredJob::new(jobset, sample_kind("jobset-integration.yaml")).unwrap();
+    assert!(job.is_suspended());
+    let pod_sets = job.pod_sets();
+    let shape: Vec<(&str, i32)> = pod_sets.iter().map(|p| (p.name.as_str(), p.count)).collect();
+    assert_eq!(shape, [("driver", 1), ("workers", 6)]);
+    let image = |i: usize| pod_sets[i].template.spec.as_ref().unwrap().containers[0].name.clone();
+    assert_eq!((image(0), image(1)), ("driver".into(), "worker".into()));
+
+    // A computed count is not a field admission could shrink: it is left as it is.
+    let mut started = job.clone();
+    started.run_with_pod_sets_info(&[info("driver", 1), info("workers", 6)]).unwrap();
+    let object = serde_json::to_value(&started).unwrap();
+    assert_eq!(object["spec"]["suspend"], false);
+    assert_eq!(object["spec"]["replicatedJobs"][1]["replicas"], 3);
+    assert_eq!(
+        object["spec"]["replicatedJobs"][1]["template"]["spec"]["template"]["spec"]["nodeSelector"]["flavor"],
+        "fast"
+    );
+}
+
+/// Kueue's Kubeflow integrations name a pod set by its replica type in lower case.
+#[test]
+fn a_pytorchjob_has_one_pod_set_per_replica_type_named_by_its_key() {
+    let pytorchjob = json!({
+        "apiVersion": "kubeflow.org/v1", "kind": "PyTorchJob",
+        "metadata": {"name": "mnist", "namespace": "default"},
+        "spec": {
+            "runPolicy": {"suspend": true, "managedBy": "kueue.x-k8s.io/multikueue"},
+            "pytorchReplicaSpecs": {
+                "Master": {"replicas": 1, "template": container("pytorch")},
+                "Worker": {"replicas": 2, "template": container("pytorch")},
+            },
+        },
+    });
+    let job = ConfiguredJob::new(pytorchjob, sample_kind("pytorchjob-integration.yaml")).unwrap();
+    assert!(job.is_suspended());
+    assert_eq!(job.managed_by(), Some("kueue.x-k8s.io/multikueue"));
+    let shape: Vec<(String, i32)> = job.pod_sets().into_iter().map(|p| (p.name, p.count)).collect();
+    assert_eq!(shape, [("master".to_string(), 1), ("worker".to_string(), 2)]);
+
+    // Partial admission writes the count back where the replica type keeps it.
+    let mut started = job.clone();
+    started.run_with_pod_sets_info(&[info("master", 1), info("worker", 1)]).unwrap();
+    let object = serde_json::to_value(&started).unwrap();
+    assert_eq!(object["spec"]["pytorchReplicaSpecs"]["Worker"]["replicas"], 1);
+    assert_eq!(object["spec"]["runPolicy"]["suspend"], false);
+}
+
+#[test]
+fn a_list_at_each_needs_a_name_for_its_entries() {
+    let kind = integration(
+        "list.yaml",
+        "apiVersion: kueue-ext.dev/v1alpha1\nkind: IntegrationConfig\nintegrations:\n- kind: Batch.v1.example.com\n  resource: batches\n  suspend: {path: spec.suspend}\n  podSets: [{each: spec.groups, template: template}]\n  finished: {succeeded: {condition: Done}, failed: {condition: Failed}}\n",
+    );
+    let object = json!({"apiVersion": "example.com/v1", "kind": "Batch", "metadata": {"name": "b"},
+                        "spec": {"groups": [{"template": container("c")}]}});
+    let job = ConfiguredJob::new(object, kind).unwrap();
+    let resolved = job.resolve_pod_sets();
+    assert_eq!(
+        resolved[0].as_ref().unwrap_err(),
+        &("spec.groups".to_string(), "a list: the integration names no `nameFrom` for its entries".to_string())
+    );
+}
+
+#[test]
+fn a_computed_count_is_checked_field_by_field_and_as_a_whole() {
+    let jobset = |replicas: Value| {
+        let object = json!({
+            "apiVersion": "jobset.x-k8s.io/v1alpha2", "kind": "JobSet",
+            "metadata": {"name": "t", "namespace": "default", "labels": {"kueue.x-k8s.io/queue-name": "q"}},
+            "spec": {"replicatedJobs": [{"name": "w", "replicas": replicas,
+                      "template": {"spec": {"parallelism": 2, "template": container("w")}}}]},
+        });
+        ConfiguredJob::new(object, sample_kind("jobset-integration.yaml")).unwrap()
+    };
+    let errors = |replicas| {
+        super::webhook::validate_create(&jobset(replicas)).iter().map(ToString::to_string).collect::<Vec<_>>()
+    };
+    assert_eq!(errors(json!(2)), Vec::<String>::new());
+    assert_eq!(
+        errors(json!("two")),
+        ["spec.replicatedJobs[0].replicas: Invalid value: \"\\\"two\\\"\": must be a whole number, at least 1"]
+    );
+    let zero = errors(json!(0));
+    assert_eq!(zero.len(), 1, "{zero:?}");
+    assert!(
+        zero[0].starts_with("spec.replicatedJobs[0].replicas × spec.replicatedJobs[0].template.spec.parallelism"),
+        "{zero:?}"
+    );
 }

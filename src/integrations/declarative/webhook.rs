@@ -3,7 +3,10 @@
 
 use std::collections::BTreeSet;
 
+use serde_json::Value;
+
 use super::ConfiguredJob;
+use super::count::Count;
 use super::probe::number;
 use crate::api::external_job::MAX_POD_SETS;
 use crate::jobframework::generic_job::GenericJob;
@@ -65,19 +68,11 @@ fn validate_pod_sets(job: &ConfiguredJob) -> Vec<FieldError> {
             let (path, message) = message.split_once(": ").unwrap_or(("", &message));
             errors.push(FieldError::new(path, message));
         }
-        for (path, minimum) in [(&pod_set.count, 1), (&pod_set.min_count, 1)] {
-            let Some(path) = path else { continue };
-            match path.get(job.object()) {
-                None => {}
-                Some(value) => match number(value) {
-                    Some(n) if n >= minimum && n <= i64::from(i32::MAX) => {}
-                    _ => errors.push(FieldError::invalid(
-                        path.to_string(),
-                        &value.to_string(),
-                        "must be a whole number, at least 1",
-                    )),
-                },
-            }
+        if let Some(count) = &pod_set.count {
+            errors.extend(count_errors(job.object(), count));
+        }
+        if let Some(path) = &pod_set.min_count {
+            errors.extend(count_errors(job.object(), &Count::Path(path.clone())));
         }
     }
     if resolved.len() > MAX_POD_SETS {
@@ -98,4 +93,30 @@ fn pod_set_fields(job: &ConfiguredJob) -> String {
         .filter_map(|r| r.each.as_ref().or(r.template.as_ref()).or(r.requests.as_ref()).map(ToString::to_string))
         .collect();
     paths.join(", ")
+}
+
+/// What is wrong with a count: a field that holds no whole number, or a total below 1 (named at
+/// its one field, or at all the fields it is computed from).
+fn count_errors(object: &Value, count: &Count) -> Vec<FieldError> {
+    const WHOLE: &str = "must be a whole number, at least 1";
+    let unreadable: Vec<FieldError> = count
+        .paths()
+        .into_iter()
+        .filter_map(|path| path.get(object).filter(|v| number(v).is_none()).map(|v| (path, v)))
+        .map(|(path, value)| FieldError::invalid(path.to_string(), &value.to_string(), WHOLE))
+        .collect();
+    if !unreadable.is_empty() {
+        return unreadable;
+    }
+    match count.eval(object) {
+        Some(n) if n < 1 || n > i64::from(i32::MAX) => {
+            let at = match count.field() {
+                Some(path) => path.to_string(),
+                None => count.paths().iter().map(ToString::to_string).collect::<Vec<_>>().join(" × "),
+            };
+            let shown = count.field().and_then(|p| p.get(object)).map_or_else(|| n.to_string(), |v| v.to_string());
+            vec![FieldError::invalid(at, &shown, WHOLE)]
+        }
+        _ => Vec::new(),
+    }
 }
