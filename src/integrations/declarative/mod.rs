@@ -31,6 +31,9 @@ use count::Count;
 use path::FieldPath;
 use probe::number;
 
+/// A field of a job and what is wrong with it.
+pub type FieldProblem = (String, String);
+
 /// A job of a configured kind: the object as the API server sent it, and its kind's description.
 #[derive(Clone, Debug)]
 pub struct ConfiguredJob {
@@ -60,7 +63,7 @@ impl ConfiguredJob {
     }
 
     /// The pod sets the job's fields describe, where they are, and what is wrong with them.
-    pub fn resolve_pod_sets(&self) -> Vec<Result<ResolvedPodSet, (String, String)>> {
+    pub fn resolve_pod_sets(&self) -> Vec<Result<ResolvedPodSet, FieldProblem>> {
         let mut out = Vec::new();
         for rule in &self.integration.pod_sets {
             let Some(each) = &rule.each else {
@@ -80,49 +83,30 @@ impl ConfiguredJob {
     }
 
     /// The entries at `each`, each with its pod-set name: a list's by the entry's `name_from`, a
-    /// map's by its key lower-cased.
+    /// map's by its key lower-cased (or its `name_from`, when given).
     fn entries(
         &self,
         each: &FieldPath,
         name_from: Option<&FieldPath>,
-    ) -> Vec<(FieldPath, Result<String, (String, String)>)> {
+    ) -> Vec<(FieldPath, Result<String, FieldProblem>)> {
+        let named = |base: FieldPath, unnamed: Result<String, FieldProblem>| {
+            let name = match name_from {
+                Some(name_from) => {
+                    let path = base.join(name_from);
+                    let name = path.get(&self.object).and_then(Value::as_str).map(String::from);
+                    name.ok_or_else(|| (path.to_string(), "Required value: a pod set name".to_string()))
+                }
+                None => unnamed,
+            };
+            (base, name)
+        };
         match each.get(&self.object) {
-            Some(Value::Array(list)) => (0..list.len())
-                .map(|i| {
-                    let base = each.index(i);
-                    let name = match name_from {
-                        Some(name_from) => {
-                            let path = base.join(name_from);
-                            path.get(&self.object)
-                                .and_then(Value::as_str)
-                                .map(String::from)
-                                .ok_or_else(|| (path.to_string(), "Required value: a pod set name".to_string()))
-                        }
-                        None => Err((
-                            each.to_string(),
-                            "a list: the integration names no `nameFrom` for its entries".into(),
-                        )),
-                    };
-                    (base, name)
-                })
-                .collect(),
-            Some(Value::Object(map)) => map
-                .keys()
-                .map(|key| {
-                    let base = each.key(key);
-                    let name = match name_from {
-                        Some(name_from) => {
-                            let path = base.join(name_from);
-                            path.get(&self.object)
-                                .and_then(Value::as_str)
-                                .map(String::from)
-                                .ok_or_else(|| (path.to_string(), "Required value: a pod set name".to_string()))
-                        }
-                        None => Ok(key.to_lowercase()),
-                    };
-                    (base, name)
-                })
-                .collect(),
+            Some(Value::Array(list)) => {
+                let unnamed =
+                    || Err((each.to_string(), "a list: the integration names no `nameFrom` for its entries".into()));
+                (0..list.len()).map(|i| named(each.index(i), unnamed())).collect()
+            }
+            Some(Value::Object(map)) => map.keys().map(|key| named(each.key(key), Ok(key.to_lowercase()))).collect(),
             _ => Vec::new(),
         }
     }
