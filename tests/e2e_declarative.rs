@@ -106,6 +106,20 @@ async fn a_job_kind_integrated_by_configuration_runs_through_kueue_on_one_cluste
     assert!(status.status.success(), "{}", text(&status));
 
     every_command_sees_the_configured_kind(&sandbox, &client).await;
+
+    // `up` again: the same settings are fine; other integrations are refused, never ignored.
+    let again = sandbox.run("up", &["--workers", "0", "--integrations", INTEGRATIONS]);
+    assert!(again.status.success() && text(&again).contains("nothing changed"), "{}", text(&again));
+    let without = sandbox.run("up", &["--workers", "0"]);
+    assert_eq!(without.status.code(), Some(1), "{}", text(&without));
+    assert!(
+        text(&without).contains(
+            "was started with --integrations for Job.v1.batch; this `up` asks for no --integrations; run \
+             `kubectl kueue-ext down` first"
+        ),
+        "{}",
+        text(&without)
+    );
 }
 
 /// The commands learn the kinds a cluster runs from the controller's integrations ConfigMap:

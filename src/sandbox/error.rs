@@ -37,10 +37,8 @@ pub enum SandboxError {
         "a sandbox exists at {dir} but is not healthy: {problems}.\nRun `kubectl kueue-ext down` to remove it, then `up` again"
     )]
     Broken { dir: PathBuf, problems: String },
-    #[error(
-        "the sandbox at {dir} runs {running} worker(s), not {asked}; run `kubectl kueue-ext down` first to change it"
-    )]
-    WorkersMismatch { dir: PathBuf, running: u32, asked: u32 },
+    #[error("the sandbox at {dir} {mismatch}; run `kubectl kueue-ext down` first, then `up` with the new settings")]
+    SettingsMismatch { dir: PathBuf, mismatch: String },
     #[error("interrupted: what `up` had started is stopped; `kubectl kueue-ext down` removes the rest")]
     Interrupted,
     #[error("no sandbox at {dir}; start one with `kubectl kueue-ext up`")]

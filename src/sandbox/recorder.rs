@@ -7,6 +7,7 @@ use std::sync::{Arc, Mutex};
 use super::KUBECONFIG_FILE;
 use super::error::SandboxError;
 use super::state::{Cluster, Component, Phase, Role, RuntimeKind, SandboxState};
+use crate::integrations::declarative::config::Integration;
 
 /// The sandbox record, saved after every change so a crash mid-`up` leaves a record `down` can use.
 pub struct Recorder {
@@ -15,7 +16,7 @@ pub struct Recorder {
 }
 
 impl Recorder {
-    pub fn new(dir: &Path, workers: u32, runtime: RuntimeKind) -> Self {
+    pub fn new(dir: &Path, workers: u32, runtime: RuntimeKind, integrations: &[Integration]) -> Self {
         let state = SandboxState {
             name: "kueue-ext".into(),
             runtime,
@@ -25,6 +26,7 @@ impl Recorder {
             clusters: Vec::new(),
             external_files: Vec::new(),
             merged_kubeconfig: None,
+            integrations: integrations.to_vec(),
         };
         Recorder { dir: dir.to_path_buf(), state: Arc::new(Mutex::new(state)) }
     }

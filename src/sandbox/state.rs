@@ -5,6 +5,8 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
+use crate::integrations::declarative::config::Integration;
+
 use super::fsutil::write_private;
 use super::process::ProcessRecord;
 
@@ -91,6 +93,9 @@ pub struct SandboxState {
     /// The user's kubeconfig into which `up --merge-kubeconfig` merged the sandbox contexts.
     #[serde(default)]
     pub merged_kubeconfig: Option<PathBuf>,
+    /// The kinds `up --integrations` configured on every cluster.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub integrations: Vec<Integration>,
 }
 
 impl SandboxState {
@@ -177,6 +182,7 @@ mod tests {
             clusters: vec![cluster("manager", Role::Manager), cluster("worker1", Role::Worker)],
             external_files: vec![],
             merged_kubeconfig: None,
+            integrations: vec![],
         }
     }
 

@@ -65,7 +65,7 @@ pub async fn up(options: &UpOptions, progress: &Progress) -> Result<UpOutcome, S
     let dir = &options.state_dir;
     if let Some(existing) = SandboxState::load(dir).map_err(SandboxError::io(dir))? {
         if !is_leftover_of_failed_start(&existing) {
-            return already_there(dir, existing, options.workers, progress).await;
+            return already_there(dir, existing, options, progress).await;
         }
         progress.line(format!("removing the leftovers of an earlier failed start at {}", dir.display()));
         super::down(dir).await?;
@@ -133,7 +133,7 @@ async fn up_with(
 ) -> Result<UpOutcome, SandboxError> {
     let dir = &options.state_dir;
     std::fs::create_dir_all(dir).map_err(SandboxError::io(dir))?;
-    let recorder = Recorder::new(dir, options.workers, runtime.kind());
+    let recorder = Recorder::new(dir, options.workers, runtime.kind(), &options.integrations);
     recorder.save()?;
     // ctrl-c stops what was started, as a failure does; `down` removes the logs left.
     let result = tokio::select! {
@@ -156,6 +156,32 @@ async fn up_with(
     }
 }
 
+/// What `up` asks for that the running sandbox `existing` was not started with: `up` never
+/// reports "nothing changed" while ignoring a flag.
+fn settings_mismatch(
+    existing: &SandboxState,
+    workers: u32,
+    runtime: Option<RuntimeKind>,
+    integrations: &[Integration],
+) -> Option<String> {
+    let kinds = |integrations: &[Integration]| match integrations {
+        [] => "no --integrations".to_string(),
+        some => format!("--integrations for {}", some.iter().map(|i| i.kind.as_str()).collect::<Vec<_>>().join(", ")),
+    };
+    if existing.workers != workers {
+        return Some(format!("runs {} worker(s), not {workers}", existing.workers));
+    }
+    if let Some(asked) = runtime.filter(|asked| *asked != existing.runtime) {
+        return Some(format!("runs on the {} runtime, not {asked}", existing.runtime));
+    }
+    if existing.integrations != integrations {
+        let (running, asked) = (kinds(&existing.integrations), kinds(integrations));
+        let other = if running == asked { " with other descriptions" } else { "" };
+        return Some(format!("was started with {running}; this `up` asks for {asked}{other}"));
+    }
+    None
+}
+
 /// A record that a failed `up` left behind: nothing runs, only logs remain.
 fn is_leftover_of_failed_start(state: &SandboxState) -> bool {
     state.phase == Phase::Starting && state.clusters.iter().all(|c| c.components.is_empty() && c.kind_cluster.is_none())
@@ -166,15 +192,11 @@ fn is_leftover_of_failed_start(state: &SandboxState) -> bool {
 async fn already_there(
     dir: &Path,
     mut existing: SandboxState,
-    workers: u32,
+    options: &UpOptions,
     progress: &Progress,
 ) -> Result<UpOutcome, SandboxError> {
-    if existing.workers != workers {
-        return Err(SandboxError::WorkersMismatch {
-            dir: dir.to_path_buf(),
-            running: existing.workers,
-            asked: workers,
-        });
+    if let Some(mismatch) = settings_mismatch(&existing, options.workers, options.runtime, &options.integrations) {
+        return Err(SandboxError::SettingsMismatch { dir: dir.to_path_buf(), mismatch });
     }
     let mut report = status(dir).await?;
     let mut restarted = Vec::new();
@@ -309,4 +331,52 @@ fn write_user_kubeconfig(dir: &Path, started: &[StartedCluster]) -> Result<serde
     let rendered = kubeconfig::render(&entries);
     kubeconfig::write(&path, &rendered).map_err(SandboxError::io(&path))?;
     Ok(rendered)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::integrations::declarative::config::IntegrationConfig;
+
+    fn sample(file: &str) -> Vec<Integration> {
+        let text = std::fs::read_to_string(format!("samples/third-party/{file}")).unwrap();
+        IntegrationConfig::parse(file, &text).unwrap().integrations
+    }
+
+    #[test]
+    fn up_on_a_running_sandbox_refuses_every_setting_it_would_ignore() {
+        let dir = tempfile::tempdir().unwrap();
+        let jobs = sample("job-integration.yaml");
+        let running = Recorder::new(dir.path(), 2, RuntimeKind::Process, &jobs).snapshot();
+        let mismatch = |workers, runtime, integrations: &[Integration]| {
+            settings_mismatch(&running, workers, runtime, integrations)
+        };
+        assert_eq!(mismatch(2, None, &jobs), None);
+        assert_eq!(mismatch(2, Some(RuntimeKind::Process), &jobs), None);
+        assert_eq!(mismatch(3, None, &jobs).as_deref(), Some("runs 2 worker(s), not 3"));
+        assert_eq!(
+            mismatch(2, Some(RuntimeKind::Kind), &jobs).as_deref(),
+            Some("runs on the process runtime, not kind")
+        );
+        assert_eq!(
+            mismatch(2, None, &sample("jobset-integration.yaml")).as_deref(),
+            Some(
+                "was started with --integrations for Job.v1.batch; this `up` asks for --integrations for \
+                 JobSet.v1alpha2.jobset.x-k8s.io"
+            )
+        );
+        assert_eq!(
+            mismatch(2, None, &[]).as_deref(),
+            Some("was started with --integrations for Job.v1.batch; this `up` asks for no --integrations")
+        );
+        let mut edited = jobs.clone();
+        edited[0].managed_by = None;
+        assert_eq!(
+            mismatch(2, None, &edited).as_deref(),
+            Some(
+                "was started with --integrations for Job.v1.batch; this `up` asks for --integrations for \
+                 Job.v1.batch with other descriptions"
+            )
+        );
+    }
 }

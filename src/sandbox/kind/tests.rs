@@ -406,6 +406,7 @@ async fn teardown_deletes_exactly_the_recorded_clusters() {
         clusters: vec![cluster("manager", Some("kueue-ext-manager")), cluster("worker2", None)],
         external_files: Vec::new(),
         merged_kubeconfig: None,
+        integrations: vec![],
     };
     let kind = FakeKind { existing: vec!["dev".into(), "kueue-ext-manager".into()], ..FakeKind::new("v0.32.0") };
     let runtime = KindRuntime::recorded(kind, FakeDocker::answering());
@@ -436,6 +437,7 @@ async fn status_checks_node_containers_and_in_cluster_deployments() {
         clusters: vec![cluster.clone()],
         external_files: Vec::new(),
         merged_kubeconfig: None,
+        integrations: vec![],
     };
     let runtime = KindRuntime::recorded(FakeKind::new("v0.32.0"), FakeDocker::answering());
     let components = runtime.components(&state, &cluster).await;
