@@ -2,11 +2,14 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
 
+use serde_json::Value;
+
 use crate::integrations::declarative::config::IntegrationConfig;
 use crate::integrations::wrapped_job::settings::parse_go_duration;
 use crate::sandbox::kwok::NodePool;
 use crate::sandbox::progress::{Progress, human_duration};
 use crate::sandbox::{self, KindOptions, RuntimeKind, UpOptions, UpOutcome};
+use crate::submit::documents;
 
 use super::SandboxArgs;
 
@@ -47,6 +50,11 @@ pub struct Args {
     /// externalFrameworks, RBAC, webhooks and the controller's `--integrations`.
     #[arg(long, value_name = "FILE")]
     pub integrations: Option<PathBuf>,
+    /// CustomResourceDefinitions (files or directories, repeatable) applied server-side on every
+    /// cluster before Kueue and our controller start: the CRDs of the kinds the integrations
+    /// file names, so they are served from the first moment.
+    #[arg(long = "crds", value_name = "FILE|DIR")]
+    pub crds: Vec<PathBuf>,
     /// How long MultiKueue waits for an unreachable worker before running its jobs on another
     /// (Go duration; Kueue's default is 15m). Jobs a lost worker already ran may run twice.
     #[arg(long, value_name = "DURATION", default_value = "5m", value_parser = parse_go_duration)]
@@ -102,6 +110,45 @@ impl From<KindArgs> for KindOptions {
     }
 }
 
+/// The CustomResourceDefinitions in `paths`, every document checked to be one.
+fn read_crds(paths: &[PathBuf]) -> Result<Vec<Value>, Vec<String>> {
+    if paths.is_empty() {
+        return Ok(Vec::new());
+    }
+    let files = documents::collect_files(paths).map_err(|e| vec![e])?;
+    let (mut crds, mut problems) = (Vec::new(), Vec::new());
+    for file in &files {
+        let name = file.display().to_string();
+        let bytes = match std::fs::read(file) {
+            Ok(bytes) => bytes,
+            Err(e) => {
+                problems.push(format!("{name}: {e}"));
+                continue;
+            }
+        };
+        match documents::read(&name, &bytes) {
+            Ok(docs) => {
+                for doc in docs {
+                    let api_version = doc.object["apiVersion"].as_str().unwrap_or("(no apiVersion)");
+                    let kind = doc.object["kind"].as_str().unwrap_or("(no kind)");
+                    if api_version == CRD_API_VERSION && kind == "CustomResourceDefinition" {
+                        crds.push(doc.object);
+                    } else {
+                        problems.push(format!(
+                            "{}: kind: {kind} of {api_version} is not a CustomResourceDefinition of {CRD_API_VERSION} (--crds takes CRDs only)",
+                            doc.origin
+                        ));
+                    }
+                }
+            }
+            Err(found) => problems.extend(found.iter().map(ToString::to_string)),
+        }
+    }
+    if problems.is_empty() { Ok(crds) } else { Err(problems) }
+}
+
+const CRD_API_VERSION: &str = "apiextensions.k8s.io/v1";
+
 fn parse_component_arg(text: &str) -> Result<(String, String), String> {
     let (component, flag) = text.split_once('=').ok_or("expected COMPONENT=FLAG, e.g. kube-apiserver=--v=4")?;
     if !sandbox::COMPONENTS.contains(&component) {
@@ -116,6 +163,16 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
         Some(file) => IntegrationConfig::load(file)?.integrations,
         None => Vec::new(),
     };
+    let crds = match read_crds(&args.crds) {
+        Ok(crds) => crds,
+        Err(problems) => {
+            for problem in &problems {
+                eprintln!("error: {problem}");
+            }
+            eprintln!("nothing was started ({} problem(s) in --crds)", problems.len());
+            return Ok(ExitCode::FAILURE);
+        }
+    };
     let options = UpOptions {
         state_dir: args.sandbox.dir(),
         workers: args.workers,
@@ -129,6 +186,7 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
         }),
         kind: args.kind.into(),
         integrations,
+        crds,
         worker_lost_timeout: args.worker_lost_timeout,
     };
     let outcome = match sandbox::up(&options, &Progress::stderr()).await {

@@ -6,6 +6,7 @@
 use std::path::{Path, PathBuf};
 
 use kube::Client;
+use serde_json::Value;
 
 use super::kubeconfig::{self, Credentials, Entry};
 use super::layout::Layout;
@@ -35,9 +36,15 @@ fn io(path: &Path) -> impl FnOnce(std::io::Error) -> InstallError + '_ {
     move |source| InstallError::Io { path: path.to_path_buf(), source }
 }
 
-/// Our CRDs, namespace, ServiceAccount and RBAC (with what configured kinds need), and the
-/// integrations ConfigMap when kinds are configured: the same on every runtime.
-pub async fn install_definitions(client: &Client, integrations: &[Integration]) -> Result<(), InstallError> {
+/// The user's CRDs (`up --crds`), ours, our namespace, ServiceAccount and RBAC (with what
+/// configured kinds need), and the integrations ConfigMap when kinds are configured: the same on
+/// every runtime, before Kueue and our controller start.
+pub async fn install_definitions(
+    client: &Client,
+    integrations: &[Integration],
+    crds: &[Value],
+) -> Result<(), InstallError> {
+    kube_util::apply_crds(client, crds).await?;
     kube_util::apply_crds(client, &manifests::crds()).await?;
     for obj in manifests::rbac().into_iter().chain(manifests::configured_rbac(integrations)) {
         kube_util::apply(client, &obj).await?;
@@ -51,8 +58,13 @@ pub async fn install_definitions(client: &Client, integrations: &[Integration]) 
 
 /// Applies our manifests and writes the controller's kubeconfig, serving certificate and, with
 /// kinds integrated by configuration, its integrations file.
-pub async fn install(client: &Client, layout: &Layout, integrations: &[Integration]) -> Result<(), InstallError> {
-    install_definitions(client, integrations).await?;
+pub async fn install(
+    client: &Client,
+    layout: &Layout,
+    integrations: &[Integration],
+    crds: &[Value],
+) -> Result<(), InstallError> {
+    install_definitions(client, integrations, crds).await?;
     let ca_pem = std::fs::read_to_string(&layout.pki.ca_cert).map_err(io(&layout.pki.ca_cert))?;
     let endpoint = Endpoint::Url {
         base: format!("https://127.0.0.1:{}", layout.ports.controller),

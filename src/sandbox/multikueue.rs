@@ -9,6 +9,7 @@ use serde_json::{Value, json};
 use super::kubeconfig::{self, Credentials, Entry};
 use super::kueue::manifests::NAMESPACE;
 use crate::integrations::declarative::config::Integration;
+use crate::jobframework::api_error::{self, in_words};
 use crate::kube_util::{self, ApplyError};
 use crate::manifests::WRAPPABLE;
 
@@ -283,14 +284,18 @@ pub async fn preflight(worker: &str, client: &Client, integrations: &[Integratio
         match crds.get_opt(name).await {
             Ok(Some(_)) => {}
             Ok(None) => problems.push(format!("{worker}: CustomResourceDefinition {name} is missing")),
-            Err(e) => problems.push(format!("{worker}: cannot read CustomResourceDefinition {name}: {e}")),
+            Err(e) => problems.push(format!("{worker}: cannot read CustomResourceDefinition {name}: {}", in_words(&e))),
         }
     }
     for integration in integrations {
         let jobs: Api<kube::api::DynamicObject> = Api::all_with(client.clone(), &integration.api_resource());
-        if let Err(e) = jobs.list_metadata(&kube::api::ListParams::default().limit(1)).await {
-            problems
-                .push(format!("{worker}: {} ({}) is not served there: {e}", integration.kind, integration.resource));
+        match jobs.list_metadata(&kube::api::ListParams::default().limit(1)).await {
+            Ok(_) => {}
+            Err(e) if api_error::is_unserved(&e) => problems.push(format!(
+                "{worker}: {} is not served there: install its CRD on every cluster (`up --crds FILE`)",
+                integration.kind
+            )),
+            Err(e) => problems.push(format!("{worker}: cannot list {}: {}", integration.kind, in_words(&e))),
         }
     }
     let reviews: Api<SubjectAccessReview> = Api::all(client.clone());

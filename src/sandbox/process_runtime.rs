@@ -171,7 +171,7 @@ async fn start_cluster(
             .await
             .map_err(|e| SandboxError::step(name, "installing Kueue", e))?;
     recorder.add_external_files(created)?;
-    integration::install(&client, layout, &plan.integrations)
+    integration::install(&client, layout, &plan.integrations, &plan.crds)
         .await
         .map_err(|e| SandboxError::step(name, "installing kueue-ext", e))?;
     // Kueue and our controller need only the API server; they start side by side.

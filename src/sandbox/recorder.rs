@@ -16,7 +16,7 @@ pub struct Recorder {
 }
 
 impl Recorder {
-    pub fn new(dir: &Path, workers: u32, runtime: RuntimeKind, integrations: &[Integration]) -> Self {
+    pub fn new(dir: &Path, workers: u32, runtime: RuntimeKind, integrations: &[Integration], crds: &[String]) -> Self {
         let state = SandboxState {
             name: "kueue-ext".into(),
             runtime,
@@ -27,6 +27,7 @@ impl Recorder {
             external_files: Vec::new(),
             merged_kubeconfig: None,
             integrations: integrations.to_vec(),
+            crds: crds.to_vec(),
         };
         Recorder { dir: dir.to_path_buf(), state: Arc::new(Mutex::new(state)) }
     }

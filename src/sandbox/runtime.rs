@@ -7,6 +7,7 @@ use std::future::Future;
 use std::sync::Arc;
 
 use serde::Serialize;
+use serde_json::Value;
 
 use super::error::SandboxError;
 use super::kwok::NodePool;
@@ -28,6 +29,8 @@ pub struct ClusterPlan {
     pub multikueue_manager: Option<MultiKueueManager>,
     /// Kinds integrated by configuration, on every cluster.
     pub integrations: Arc<[Integration]>,
+    /// CustomResourceDefinitions applied before Kueue and our controller start (`up --crds`).
+    pub crds: Arc<[Value]>,
 }
 
 /// How a manager's Kueue runs MultiKueue.
@@ -55,6 +58,7 @@ impl ClusterPlan {
             nodes: (workers == 0).then(|| nodes.clone()),
             multikueue_manager: (workers > 0).then_some(MultiKueueManager::default()),
             integrations: Arc::from([]),
+            crds: Arc::from([]),
         }];
         for i in 1..=workers {
             plans.push(ClusterPlan {
@@ -64,6 +68,7 @@ impl ClusterPlan {
                 nodes: Some(nodes.clone()),
                 multikueue_manager: None,
                 integrations: Arc::from([]),
+                crds: Arc::from([]),
             });
         }
         plans

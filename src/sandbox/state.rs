@@ -96,6 +96,9 @@ pub struct SandboxState {
     /// The kinds `up --integrations` configured on every cluster.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub integrations: Vec<Integration>,
+    /// The CustomResourceDefinitions `up --crds` applied on every cluster, by name.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub crds: Vec<String>,
 }
 
 impl SandboxState {
@@ -183,6 +186,7 @@ mod tests {
             external_files: vec![],
             merged_kubeconfig: None,
             integrations: vec![],
+            crds: vec![],
         }
     }
 

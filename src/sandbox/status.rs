@@ -13,7 +13,6 @@ use super::multikueue::{self, ClusterConnection, Connections};
 use super::runtime::{ClusterRuntime, ComponentStatus};
 use super::state::{Cluster, Phase, Role, RuntimeKind, SandboxState};
 use crate::api::kueue::{ADMITTED, EVICTED, FINISHED, Workload};
-use crate::integrations::declarative::config::IntegrationConfig;
 
 #[derive(Debug, Serialize)]
 pub struct ClusterStatus {
@@ -136,15 +135,8 @@ async fn multikueue_status(client: Result<kube::Client, String>) -> MultiKueueSt
 }
 
 async fn worker_preflight(runtime: &impl ClusterRuntime, state: &SandboxState, worker: &Cluster) -> Vec<String> {
-    // The controller's own copy of the integrations file says which kinds this sandbox wires.
-    let file = worker.dir.join("kueue-ext").join("integrations.yaml");
-    let integrations = match file.exists().then(|| IntegrationConfig::load(&file)) {
-        None => Vec::new(),
-        Some(Ok(config)) => config.integrations,
-        Some(Err(e)) => return vec![e.to_string()],
-    };
     match runtime.admin_client(state, worker).await {
-        Ok(client) => multikueue::preflight(&worker.name, &client, &integrations).await,
+        Ok(client) => multikueue::preflight(&worker.name, &client, &state.integrations).await,
         Err(e) => vec![format!("{}: unreachable: {e}", worker.name)],
     }
 }

@@ -6,6 +6,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use futures::future::try_join_all;
+use serde_json::Value;
 use tokio::signal::unix::{Signal, SignalKind, signal};
 
 use super::chosen_runtime::ChosenRuntime;
@@ -41,6 +42,8 @@ pub struct UpOptions {
     pub kind: KindOptions,
     /// Kinds integrated by configuration (`--integrations`), on every cluster.
     pub integrations: Vec<Integration>,
+    /// CustomResourceDefinitions (`--crds`) applied on every cluster before Kueue starts.
+    pub crds: Vec<Value>,
     /// MultiKueue's workerLostTimeout on the manager.
     pub worker_lost_timeout: Duration,
 }
@@ -114,8 +117,10 @@ pub async fn up(options: &UpOptions, progress: &Progress) -> Result<UpOutcome, S
 /// The clusters `options` ask for, each with these integrations.
 fn plans(options: &UpOptions, integrations: Arc<[Integration]>) -> Vec<ClusterPlan> {
     let mut plans = ClusterPlan::all(options.workers, &options.nodes, options.api_server_port);
+    let crds: Arc<[Value]> = options.crds.clone().into();
     for plan in &mut plans {
         plan.integrations = integrations.clone();
+        plan.crds = crds.clone();
         if let Some(manager) = plan.multikueue_manager.as_mut() {
             manager.worker_lost_timeout = options.worker_lost_timeout;
         }
@@ -133,7 +138,8 @@ async fn up_with(
 ) -> Result<UpOutcome, SandboxError> {
     let dir = &options.state_dir;
     std::fs::create_dir_all(dir).map_err(SandboxError::io(dir))?;
-    let recorder = Recorder::new(dir, options.workers, runtime.kind(), &options.integrations);
+    let recorder =
+        Recorder::new(dir, options.workers, runtime.kind(), &options.integrations, &crd_names(&options.crds));
     recorder.save()?;
     // ctrl-c stops what was started, as a failure does; `down` removes the logs left.
     let result = tokio::select! {
@@ -156,28 +162,44 @@ async fn up_with(
     }
 }
 
-/// What `up` asks for that the running sandbox `existing` was not started with: `up` never
-/// reports "nothing changed" while ignoring a flag.
-fn settings_mismatch(
-    existing: &SandboxState,
+/// What an `up` asks for that must match a running sandbox.
+struct Settings<'a> {
     workers: u32,
     runtime: Option<RuntimeKind>,
-    integrations: &[Integration],
-) -> Option<String> {
+    integrations: &'a [Integration],
+    crds: &'a [String],
+}
+
+/// The names of CustomResourceDefinitions, as the sandbox records them.
+fn crd_names(crds: &[Value]) -> Vec<String> {
+    crds.iter().filter_map(|crd| crd["metadata"]["name"].as_str().map(String::from)).collect()
+}
+
+/// What `up` asks for that the running sandbox `existing` was not started with: `up` never
+/// reports "nothing changed" while ignoring a flag.
+fn settings_mismatch(existing: &SandboxState, asked: &Settings) -> Option<String> {
     let kinds = |integrations: &[Integration]| match integrations {
         [] => "no --integrations".to_string(),
         some => format!("--integrations for {}", some.iter().map(|i| i.kind.as_str()).collect::<Vec<_>>().join(", ")),
     };
-    if existing.workers != workers {
-        return Some(format!("runs {} worker(s), not {workers}", existing.workers));
+    if existing.workers != asked.workers {
+        return Some(format!("runs {} worker(s), not {}", existing.workers, asked.workers));
     }
-    if let Some(asked) = runtime.filter(|asked| *asked != existing.runtime) {
-        return Some(format!("runs on the {} runtime, not {asked}", existing.runtime));
+    if let Some(runtime) = asked.runtime.filter(|runtime| *runtime != existing.runtime) {
+        return Some(format!("runs on the {} runtime, not {runtime}", existing.runtime));
     }
-    if existing.integrations != integrations {
-        let (running, asked) = (kinds(&existing.integrations), kinds(integrations));
-        let other = if running == asked { " with other descriptions" } else { "" };
-        return Some(format!("was started with {running}; this `up` asks for {asked}{other}"));
+    if existing.integrations != asked.integrations {
+        let (running, other) = (kinds(&existing.integrations), kinds(asked.integrations));
+        let how = if running == other { " with other descriptions" } else { "" };
+        return Some(format!("was started with {running}; this `up` asks for {other}{how}"));
+    }
+    if existing.crds != asked.crds {
+        let list = |crds: &[String]| if crds.is_empty() { "none".to_string() } else { crds.join(", ") };
+        return Some(format!(
+            "was started with --crds {}; this `up` asks for {}",
+            list(&existing.crds),
+            list(asked.crds)
+        ));
     }
     None
 }
@@ -195,7 +217,13 @@ async fn already_there(
     options: &UpOptions,
     progress: &Progress,
 ) -> Result<UpOutcome, SandboxError> {
-    if let Some(mismatch) = settings_mismatch(&existing, options.workers, options.runtime, &options.integrations) {
+    let asked = Settings {
+        workers: options.workers,
+        runtime: options.runtime,
+        integrations: &options.integrations,
+        crds: &crd_names(&options.crds),
+    };
+    if let Some(mismatch) = settings_mismatch(&existing, &asked) {
         return Err(SandboxError::SettingsMismatch { dir: dir.to_path_buf(), mismatch });
     }
     let mut report = status(dir).await?;
@@ -347,9 +375,10 @@ mod tests {
     fn up_on_a_running_sandbox_refuses_every_setting_it_would_ignore() {
         let dir = tempfile::tempdir().unwrap();
         let jobs = sample("job-integration.yaml");
-        let running = Recorder::new(dir.path(), 2, RuntimeKind::Process, &jobs).snapshot();
+        let crds = vec!["pipelineruns.tekton.dev".to_string()];
+        let running = Recorder::new(dir.path(), 2, RuntimeKind::Process, &jobs, &crds).snapshot();
         let mismatch = |workers, runtime, integrations: &[Integration]| {
-            settings_mismatch(&running, workers, runtime, integrations)
+            settings_mismatch(&running, &Settings { workers, runtime, integrations, crds: &crds })
         };
         assert_eq!(mismatch(2, None, &jobs), None);
         assert_eq!(mismatch(2, Some(RuntimeKind::Process), &jobs), None);
@@ -377,6 +406,11 @@ mod tests {
                 "was started with --integrations for Job.v1.batch; this `up` asks for --integrations for \
                  Job.v1.batch with other descriptions"
             )
+        );
+        let other = Settings { workers: 2, runtime: None, integrations: &jobs, crds: &[] };
+        assert_eq!(
+            settings_mismatch(&running, &other).as_deref(),
+            Some("was started with --crds pipelineruns.tekton.dev; this `up` asks for none")
         );
     }
 }

@@ -301,7 +301,7 @@ impl<K: Kind, D: Docker> ClusterRuntime for KindRuntime<K, D> {
 
         let step = progress.step(format!("cluster {name}: Kueue {KUEUE}"));
         // Our kinds exist before Kueue starts, which is told to integrate them.
-        integration::install_definitions(&client, &plan.integrations)
+        integration::install_definitions(&client, &plan.integrations, &plan.crds)
             .await
             .map_err(|e| SandboxError::step(name, "installing kueue-ext's CRDs and RBAC", e))?;
         let docs = kueue::configured(&prepared.kueue, plan.multikueue_manager, &plan.integrations)

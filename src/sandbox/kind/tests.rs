@@ -407,6 +407,7 @@ async fn teardown_deletes_exactly_the_recorded_clusters() {
         external_files: Vec::new(),
         merged_kubeconfig: None,
         integrations: vec![],
+        crds: vec![],
     };
     let kind = FakeKind { existing: vec!["dev".into(), "kueue-ext-manager".into()], ..FakeKind::new("v0.32.0") };
     let runtime = KindRuntime::recorded(kind, FakeDocker::answering());
@@ -438,6 +439,7 @@ async fn status_checks_node_containers_and_in_cluster_deployments() {
         external_files: Vec::new(),
         merged_kubeconfig: None,
         integrations: vec![],
+        crds: vec![],
     };
     let runtime = KindRuntime::recorded(FakeKind::new("v0.32.0"), FakeDocker::answering());
     let components = runtime.components(&state, &cluster).await;
