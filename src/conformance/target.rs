@@ -53,11 +53,15 @@ impl Target {
             }
             _ => None,
         };
-        // Every cluster gets the same file; `Layout::integrations_file` puts it here.
+        // Every cluster gets the same file: the process runtime's controller reads it where
+        // `Layout::integrations_file` puts it; on kind it is a ConfigMap, and the record says it.
         let file = single_cluster.dir.join("kueue-ext").join("integrations.yaml");
-        let integrations = match file.exists() {
-            true => Some((file.clone(), IntegrationConfig::load(&file)?)),
-            false => None,
+        let integrations = if file.exists() {
+            Some((file.clone(), IntegrationConfig::load(&file)?))
+        } else if !state.integrations.is_empty() {
+            Some((dir.join(crate::sandbox::state::STATE_FILE), IntegrationConfig::new(state.integrations.clone())))
+        } else {
+            None
         };
         Ok(Target { single: connect(single_cluster).await?, multikueue, integrations })
     }

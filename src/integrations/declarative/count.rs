@@ -7,7 +7,11 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use super::path::FieldPath;
-use super::probe::number;
+
+/// A whole number, also when written as a string (annotations).
+pub fn number(value: &Value) -> Option<i64> {
+    value.as_i64().or_else(|| value.as_str()?.trim().parse().ok())
+}
 
 /// One of:
 /// - `path`: the number there (a number or a numeric string); absent, nothing;

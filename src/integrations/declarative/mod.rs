@@ -28,8 +28,8 @@ use crate::jobframework::podset::{self, PodSetInfo, PodSetInfoError};
 use crate::jobframework::workload;
 use config::Integration;
 use count::Count;
+use count::number;
 use path::FieldPath;
-use probe::number;
 
 /// A field of a job and what is wrong with it.
 pub type FieldProblem = (String, String);

@@ -3,15 +3,11 @@
 use serde_json::Value;
 
 use super::config::{AtLeast, Probe};
+use super::count::number;
 
 /// The condition of `kind` in `status.conditions`.
 pub fn condition<'a>(object: &'a Value, kind: &str) -> Option<&'a Value> {
     object.pointer("/status/conditions")?.as_array()?.iter().find(|c| c["type"] == kind)
-}
-
-/// A whole number, also when written as a string (annotations).
-pub fn number(value: &Value) -> Option<i64> {
-    value.as_i64().or_else(|| value.as_str()?.trim().parse().ok())
 }
 
 impl Probe {

@@ -7,7 +7,7 @@ use serde_json::Value;
 
 use super::ConfiguredJob;
 use super::count::Count;
-use super::probe::number;
+use super::count::number;
 use crate::api::external_job::MAX_POD_SETS;
 use crate::jobframework::generic_job::GenericJob;
 use crate::jobframework::reconciler::Config;
