@@ -102,6 +102,7 @@ fn sandbox_containers() -> Vec<String> {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn a_kind_sandbox_runs_jobs_through_multikueue_and_down_leaves_nothing() {
+    let network_was_there = kind_network_exists();
     let sandbox = Sandbox::up_on_kind(&["--workers", "1"]);
     let status = sandbox.status_json();
     assert_eq!(status["ready"], true, "{status:#}");
@@ -169,6 +170,12 @@ async fn a_kind_sandbox_runs_jobs_through_multikueue_and_down_leaves_nothing() {
     assert!(down.status.success(), "down: {}", text(&down));
     assert!(!sandbox.dir.exists(), "down removes the state dir");
     assert!(sandbox_containers().is_empty(), "containers left: {:?}", sandbox_containers());
+    assert_eq!(kind_network_exists(), network_was_there, "the network goes if (and only if) this sandbox made it");
+}
+
+fn kind_network_exists() -> bool {
+    let output = Command::new("docker").args(["network", "inspect", "kind"]).output().expect("docker runs");
+    output.status.success()
 }
 
 #[test]

@@ -237,7 +237,10 @@ async fn act<J: GenericJob>(
         let message = condition::find(wl.conditions(), EVICTED).map(|c| c.message.clone()).unwrap_or_default();
         stop_job(job, ctx, jobs, Some(wl), &message).await?;
         if wl.is(QUOTA_RESERVED) {
-            if job.is_active() {
+            // On a MultiKueue manager no pod of the job runs here: the activity it shows is the
+            // worker's, copied before the eviction (a lost worker never reports its end), and
+            // MultiKueue removes that copy itself.
+            if job.is_active() && job.managed_by() != Some(MULTIKUEUE_CONTROLLER) {
                 return done(Action::requeue(WAIT));
             }
             // Kueue's core never releases an evicted Workload's quota: the job side does,

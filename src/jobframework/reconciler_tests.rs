@@ -8,7 +8,7 @@ use kube::runtime::reflector::store::Writer;
 use kube::runtime::watcher;
 
 use super::*;
-use crate::api::external_job::{ExternalJob, ExternalJobSpec, ExternalPodSet};
+use crate::api::external_job::{ExternalJob, ExternalJobSpec, ExternalJobStatus, ExternalPodSet, PodSetStatus};
 use crate::api::kueue::{
     ADMITTED, Admission, AdmissionCheckState, PREBUILT_WORKLOAD_LABEL, PodSetAssignment, QUEUE_NAME_LABEL,
     WorkloadStatus,
@@ -162,6 +162,52 @@ async fn a_job_evicted_and_stopped_waits_for_admission_at_no_request() {
     // Stopped already: suspended, with the templates the Workload recorded.
     job.restore_pod_sets_info(&recorded_infos(&wl));
     settles_at_no_request(&job, wl).await;
+}
+
+/// A Workload evicted while it holds quota, for `job` whose status shows 3 pods running.
+fn evicted_while_running(job: &mut ExternalJob) -> Workload {
+    let mut wl = workload(job, true);
+    let mut conditions = wl.conditions().to_vec();
+    condition::set(&mut conditions, Condition::new(EVICTED, true, "AdmissionCheck", "remote lost"), &condition::now());
+    wl.status.as_mut().unwrap().conditions = conditions;
+    job.restore_pod_sets_info(&recorded_infos(&wl));
+    job.status = Some(ExternalJobStatus {
+        pod_sets: vec![PodSetStatus {
+            name: "workers".into(),
+            active: 3,
+            ready: 0,
+            succeeded: 0,
+            failed: 0,
+            terminating: 0,
+        }],
+        ..Default::default()
+    });
+    wl
+}
+
+#[tokio::test]
+async fn an_evicted_job_keeps_its_quota_while_its_pods_run() {
+    let mut job = suspended_job();
+    let wl = evicted_while_running(&mut job);
+    let (client, requests) = recording_client(Some(wl.clone()));
+    let ctx = context(client, &[wl]);
+    let action = reconcile(&job, &ctx).await.expect("waits");
+    assert_eq!(action, Action::requeue(WAIT));
+    assert!(!requested(&requests).iter().any(|r| r.starts_with("PATCH")), "{:?}", requested(&requests));
+}
+
+/// The manager's copy shows the pods the lost worker last reported: they do not run here.
+#[tokio::test]
+async fn an_evicted_job_multikueue_runs_gives_its_quota_back_whatever_its_copied_status_says() {
+    let mut job = suspended_job();
+    job.spec.managed_by = Some(MULTIKUEUE_CONTROLLER.into());
+    let wl = evicted_while_running(&mut job);
+    let (client, requests) = recording_client(Some(wl.clone()));
+    let ctx = context(client, &[wl]);
+    // The recorder refuses the write: reaching it is what this test looks for.
+    assert!(reconcile(&job, &ctx).await.is_err());
+    let path = workload_path(&job);
+    assert_eq!(requested(&requests).last(), Some(&format!("PATCH {path}/status")), "{:?}", requested(&requests));
 }
 
 /// A job on a MultiKueue manager whose Workload has held quota since `reserved_at` with the

@@ -28,6 +28,7 @@ impl Recorder {
             merged_kubeconfig: None,
             integrations: integrations.to_vec(),
             crds: crds.to_vec(),
+            kind_network: None,
         };
         Recorder { dir: dir.to_path_buf(), state: Arc::new(Mutex::new(state)) }
     }

@@ -99,6 +99,9 @@ pub struct SandboxState {
     /// The CustomResourceDefinitions `up --crds` applied on every cluster, by name.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub crds: Vec<String>,
+    /// The Docker network this sandbox's first kind cluster created: `down` removes it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kind_network: Option<String>,
 }
 
 impl SandboxState {
@@ -187,6 +190,7 @@ mod tests {
             merged_kubeconfig: None,
             integrations: vec![],
             crds: vec![],
+            kind_network: None,
         }
     }
 

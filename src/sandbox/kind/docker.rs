@@ -33,7 +33,8 @@ pub struct NodeContainer {
 const DEFAULT_HOST: &str = "unix:///var/run/docker.sock";
 
 /// The Docker network kind puts every cluster's nodes on.
-const KIND_NETWORK: &str = "kind";
+/// The Docker network kind puts every cluster's nodes on, creating it with the first cluster.
+pub const KIND_NETWORK: &str = "kind";
 
 /// Label kind puts on every node container of a cluster.
 pub const KIND_CLUSTER_LABEL: &str = "io.x-k8s.kind.cluster";
@@ -56,6 +57,10 @@ pub trait Docker {
     fn remove_image(&self, tag: &str) -> impl Future<Output = Result<(), KindError>>;
     /// Whether the daemon has an image of that name.
     fn has_image(&self, tag: &str) -> impl Future<Output = Result<bool, KindError>>;
+    /// Whether the daemon has a network of that name.
+    fn has_network(&self, name: &str) -> impl Future<Output = Result<bool, KindError>>;
+    /// Removes the network; `false` when containers still use it (it is then left as it is).
+    fn remove_network(&self, name: &str) -> impl Future<Output = Result<bool, KindError>>;
     /// The node containers of a kind cluster.
     fn cluster_nodes(&self, cluster: &str) -> impl Future<Output = Result<Vec<NodeContainer>, KindError>>;
 }
@@ -196,6 +201,24 @@ impl Docker for BollardDocker {
         match self.docker()?.inspect_image(tag).await {
             Ok(_) => Ok(true),
             Err(bollard::errors::Error::DockerResponseServerError { status_code: 404, .. }) => Ok(false),
+            Err(e) => Err(self.classify(e)),
+        }
+    }
+
+    async fn has_network(&self, name: &str) -> Result<bool, KindError> {
+        let options = bollard::query_parameters::InspectNetworkOptions::default();
+        match self.docker()?.inspect_network(name, Some(options)).await {
+            Ok(_) => Ok(true),
+            Err(bollard::errors::Error::DockerResponseServerError { status_code: 404, .. }) => Ok(false),
+            Err(e) => Err(self.classify(e)),
+        }
+    }
+
+    async fn remove_network(&self, name: &str) -> Result<bool, KindError> {
+        match self.docker()?.remove_network(name).await {
+            Ok(()) | Err(bollard::errors::Error::DockerResponseServerError { status_code: 404, .. }) => Ok(true),
+            // 403: endpoints are still attached (someone else's containers joined it since).
+            Err(bollard::errors::Error::DockerResponseServerError { status_code: 403, .. }) => Ok(false),
             Err(e) => Err(self.classify(e)),
         }
     }

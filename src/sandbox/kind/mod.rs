@@ -126,6 +126,8 @@ struct Prepared {
     archive: PathBuf,
     /// Kueue's release documents, verified.
     kueue: Vec<Value>,
+    /// kind's network does not exist yet: the first cluster creates it, and it is ours to remove.
+    creates_network: bool,
 }
 
 /// Clusters as kind clusters, through the kind CLI `K` and the Docker API `D`.
@@ -194,7 +196,9 @@ impl<K: Kind, D: Docker> KindRuntime<K, D> {
                 kueue::load(&options.kueue_manifests, &options.kueue_manifests_sha256, &cache.join("kueue")).await?
             }
         };
-        let prepared = Prepared { node_image, local_images: images.is_some(), image: tag, archive, kueue };
+        let creates_network = !docker.has_network(docker::KIND_NETWORK).await?;
+        let prepared =
+            Prepared { node_image, local_images: images.is_some(), image: tag, archive, kueue, creates_network };
         Ok(KindRuntime { kind, docker, prepared: Some(prepared) })
     }
 
@@ -285,6 +289,9 @@ impl<K: Kind, D: Docker> ClusterRuntime for KindRuntime<K, D> {
             components: Vec::new(),
             kind_cluster: Some(kind_name.clone()),
         })?;
+        if prepared.creates_network {
+            recorder.update(|s| s.kind_network = Some(docker::KIND_NETWORK.to_string()))?;
+        }
         let step = progress.step(format!("cluster {name}: kind cluster {kind_name}"));
         let admin = self.boot(plan, &dir, prepared).await.map_err(|e| SandboxError::step(name, "kind", e))?;
         let port = kubeconfig::server_port(&admin.server).unwrap_or_default();
@@ -333,6 +340,12 @@ impl<K: Kind, D: Docker> ClusterRuntime for KindRuntime<K, D> {
                 Ok(()) => deleted += 1,
                 Err(e) => failures.push(e.to_string()),
             }
+        }
+        // Another sandbox's or the user's clusters may have joined it since: it then stays.
+        if let Some(network) = state.kind_network.as_deref().filter(|_| failures.is_empty())
+            && let Err(e) = self.docker.remove_network(network).await
+        {
+            failures.push(format!("removing Docker network {network}: {e}"));
         }
         if failures.is_empty() {
             Ok(deleted)

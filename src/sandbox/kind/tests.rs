@@ -93,6 +93,7 @@ struct FakeDocker {
     built: Mutex<Vec<(String, Vec<u8>)>>,
     saved: Mutex<Vec<(String, PathBuf)>>,
     removed: Mutex<Vec<String>>,
+    networks: Mutex<Vec<String>>,
 }
 
 impl FakeDocker {
@@ -170,6 +171,16 @@ impl Docker for FakeDocker {
     async fn remove_image(&self, tag: &str) -> Result<(), KindError> {
         self.removed.lock().unwrap().push(tag.into());
         Ok(())
+    }
+
+    async fn has_network(&self, name: &str) -> Result<bool, KindError> {
+        Ok(self.networks.lock().unwrap().iter().any(|n| n == name))
+    }
+
+    async fn remove_network(&self, name: &str) -> Result<bool, KindError> {
+        self.networks.lock().unwrap().retain(|n| n != name);
+        self.removed.lock().unwrap().push(format!("network {name}"));
+        Ok(true)
     }
 
     async fn has_image(&self, tag: &str) -> Result<bool, KindError> {
@@ -408,11 +419,28 @@ async fn teardown_deletes_exactly_the_recorded_clusters() {
         merged_kubeconfig: None,
         integrations: vec![],
         crds: vec![],
+        kind_network: None,
     };
     let kind = FakeKind { existing: vec!["dev".into(), "kueue-ext-manager".into()], ..FakeKind::new("v0.32.0") };
     let runtime = KindRuntime::recorded(kind, FakeDocker::answering());
     assert_eq!(runtime.teardown(&state).await.unwrap(), 1);
     assert_eq!(runtime.kind.calls(), ["delete kueue-ext-manager kubeconfig=/state/manager/kind.kubeconfig"]);
+    assert!(runtime.docker.removed.lock().unwrap().is_empty(), "a network it found is not this sandbox's");
+
+    // The network its first cluster created goes with its clusters.
+    let created = SandboxState { kind_network: Some("kind".into()), ..state };
+    runtime.teardown(&created).await.unwrap();
+    assert_eq!(*runtime.docker.removed.lock().unwrap(), ["network kind"]);
+}
+
+#[tokio::test]
+async fn prepare_knows_whether_kinds_network_is_there_already() {
+    let inputs = inputs();
+    let fresh = prepare(FakeKind::new("0.32.0"), FakeDocker::answering(), &inputs).await.unwrap();
+    assert!(fresh.prepared.as_ref().unwrap().creates_network);
+    let docker = FakeDocker { networks: Mutex::new(vec!["kind".into()]), ..FakeDocker::answering() };
+    let shared = prepare(FakeKind::new("0.32.0"), docker, &inputs).await.unwrap();
+    assert!(!shared.prepared.as_ref().unwrap().creates_network, "someone else's network stays theirs");
 }
 
 #[tokio::test]
@@ -440,6 +468,7 @@ async fn status_checks_node_containers_and_in_cluster_deployments() {
         merged_kubeconfig: None,
         integrations: vec![],
         crds: vec![],
+        kind_network: None,
     };
     let runtime = KindRuntime::recorded(FakeKind::new("v0.32.0"), FakeDocker::answering());
     let components = runtime.components(&state, &cluster).await;
