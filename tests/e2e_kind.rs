@@ -100,8 +100,12 @@ fn sandbox_containers() -> Vec<String> {
     names
 }
 
+/// The tests' kind clusters share names and kind's network: one test at a time.
+static KIND_CLUSTERS: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
+
 #[tokio::test(flavor = "multi_thread")]
 async fn a_kind_sandbox_runs_jobs_through_multikueue_and_down_leaves_nothing() {
+    let _alone = KIND_CLUSTERS.lock().await;
     let network_was_there = kind_network_exists();
     let sandbox = Sandbox::up_on_kind(&["--workers", "1"]);
     let status = sandbox.status_json();
@@ -180,6 +184,7 @@ fn kind_network_exists() -> bool {
 
 #[test]
 fn a_kind_up_that_cannot_bind_its_port_says_so_and_leaves_nothing() {
+    let _alone = KIND_CLUSTERS.blocking_lock();
     let taken = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let port = taken.local_addr().unwrap().port().to_string();
     let sandbox = Sandbox::unstarted_on_kind();
