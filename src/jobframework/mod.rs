@@ -9,6 +9,7 @@ pub mod managed_by;
 pub mod naming;
 pub mod podset;
 pub mod readiness;
+mod reconcile_context;
 pub mod reconciler;
 pub mod status;
 pub mod watches;

@@ -9,14 +9,12 @@ use std::time::Duration;
 use kube::api::{Api, ApiResource, DeleteParams, DynamicObject, GetParams, Patch, PatchParams, PostParams};
 use kube::runtime::controller::Action;
 use kube::runtime::events::{Event, EventType};
-use kube::runtime::reflector::{ObjectRef, Store};
+use kube::runtime::reflector::ObjectRef;
 use kube::{Client, ResourceExt};
 use serde_json::{Value, json};
 use tracing::{debug, info};
 
-use super::api_error;
 use super::dispatch::{self, Dispatch};
-use super::events::EventSink;
 use super::generic_job::{GenericJob, object_reference};
 use super::podset::{self, Assignment, CheckUpdate, Flavor, PodSetInfo, PodSetInfoError};
 use super::{status, workload};
@@ -26,75 +24,8 @@ use crate::api::kueue::{
     PRIORITY_CLASS_LABEL, PriorityClassRef, QUOTA_RESERVED, RESOURCE_IN_USE_FINALIZER, ResourceFlavor, Workload,
 };
 
-/// Framework settings (Kueue's Configuration fields that matter to a job reconciler).
-#[derive(Clone, Debug)]
-pub struct Config {
-    pub manage_jobs_without_queue_name: bool,
-    /// Kueue 0.19 enables waitForPodsReady by default: an admitted Workload without
-    /// `PodsReady=True` is evicted after its timeout.
-    pub wait_for_pods_ready: bool,
-}
-
-impl Default for Config {
-    fn default() -> Self {
-        Config { manage_jobs_without_queue_name: false, wait_for_pods_ready: true }
-    }
-}
-
-/// What every reconcile shares.
-pub struct Context {
-    pub client: Client,
-    pub config: Config,
-    /// Workloads of the cluster, from a watch; never trusted for "does not exist" decisions
-    /// that could duplicate (creation tolerates AlreadyExists).
-    pub workloads: Store<Workload>,
-    /// ResourceFlavors, from a watch: a job starting reads its admission's flavors here, and
-    /// from the API server only when one is not cached yet.
-    pub flavors: Store<ResourceFlavor>,
-    /// Where reconciles leave their events.
-    pub events: EventSink,
-    /// What MultiKueue has shown of its progress, for the nudge.
-    pub multikueue: dispatch::Progress,
-}
-
-#[derive(Debug, thiserror::Error)]
-pub enum Error {
-    #[error("{action} {kind} {name}: {}", api_error::in_words(source))]
-    Kube {
-        action: &'static str,
-        kind: &'static str,
-        name: String,
-        #[source]
-        source: kube::Error,
-    },
-    #[error("waiting for prebuilt Workload {0}")]
-    PrebuiltWorkloadNotFound(String),
-    #[error("cannot encode job {name}: {source}")]
-    Encode {
-        name: String,
-        #[source]
-        source: serde_json::Error,
-    },
-    #[error("removed {0} Workload(s) that did not match the job; a new pass creates the right one")]
-    RemovedNonMatching(usize),
-}
-
-impl Error {
-    /// True for optimistic-concurrency conflicts: a retry with fresh objects fixes them.
-    pub fn is_conflict(&self) -> bool {
-        matches!(self, Error::Kube { source: kube::Error::Api(s), .. } if s.is_conflict())
-    }
-
-    /// True when a JSON patch's `test` failed (the API server answers 422).
-    fn is_refused_patch_test(&self) -> bool {
-        matches!(self, Error::Kube { source: kube::Error::Api(s), .. } if s.is_invalid())
-    }
-}
-
-fn kube_err(action: &'static str, kind: &'static str, name: impl Into<String>) -> impl FnOnce(kube::Error) -> Error {
-    let name = name.into();
-    move |source| Error::Kube { action, kind, name, source }
-}
+use super::reconcile_context::kube_err;
+pub use super::reconcile_context::{Config, Context, Error};
 
 /// Requeue while waiting on something no watch tells us about (pods going away, prebuilt Workloads).
 const WAIT: Duration = Duration::from_secs(2);

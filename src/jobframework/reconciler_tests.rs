@@ -13,6 +13,7 @@ use crate::api::kueue::{
     ADMITTED, Admission, AdmissionCheckState, PREBUILT_WORKLOAD_LABEL, PodSetAssignment, QUEUE_NAME_LABEL,
     WorkloadStatus,
 };
+use crate::jobframework::events::EventSink;
 use crate::test_api_server::{self, Requests, requested};
 
 /// The flavor every admission here assigns; the context's cache holds it.
