@@ -10,7 +10,7 @@ use std::sync::Arc;
 use k8s_openapi::api::core::v1::ConfigMap;
 use kube::Client;
 use kube::api::{Api, ApiResource};
-use serde::{Serialize, Serializer};
+use serde::{Deserialize, Serialize, Serializer};
 use serde_json::Value;
 
 use super::declarative::ConfiguredJob;
@@ -154,8 +154,8 @@ impl JobKind {
     /// precision, never the row). `None` when the object has no readable metadata.
     pub fn read(&self, object: &Value) -> Option<JobReading> {
         let compiled = match self.0.decoder {
-            Decoder::ExternalJob => serde_json::from_value::<ExternalJob>(object.clone()).ok().map(|j| read(&j)),
-            Decoder::WrappedJob => serde_json::from_value::<WrappedJob>(object.clone()).ok().map(|j| read(&j)),
+            Decoder::ExternalJob => ExternalJob::deserialize(object).ok().map(|j| read(&j)),
+            Decoder::WrappedJob => WrappedJob::deserialize(object).ok().map(|j| read(&j)),
             Decoder::Described => None,
         };
         match compiled {
