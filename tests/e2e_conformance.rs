@@ -7,9 +7,11 @@ mod common;
 
 use std::process::Output;
 
-use common::{Sandbox, text};
+use std::time::Duration;
+
+use common::{Sandbox, eventually, text};
 use k8s_openapi::api::core::v1::Namespace;
-use kube::api::{Api, ListParams};
+use kube::api::{Api, ApiResource, DynamicObject, ListParams};
 use serde_json::Value;
 
 const INTEGRATIONS: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/samples/third-party/job-integration.yaml");
@@ -117,6 +119,85 @@ async fn this_projects_kinds_and_kueues_job_conform_on_a_worker_and_through_mult
     }
 }
 
+/// Every object of run `id` (namespaces, queues, flavor, MultiKueue check and config) on `cluster`
+/// that is not gone yet.
+async fn left_of_run(client: &kube::Client, id: &str) -> Vec<String> {
+    let selector = ListParams::default().labels(&format!("kueue-ext.dev/conformance-run={id}"));
+    let mut left = Vec::new();
+    for (kind, plural) in [
+        ("Namespace", "namespaces"),
+        ("ClusterQueue", "clusterqueues"),
+        ("ResourceFlavor", "resourceflavors"),
+        ("AdmissionCheck", "admissionchecks"),
+        ("MultiKueueConfig", "multikueueconfigs"),
+    ] {
+        let (group, version) = if kind == "Namespace" { ("", "v1") } else { ("kueue.x-k8s.io", "v1beta2") };
+        let resource = ApiResource {
+            group: group.into(),
+            version: version.into(),
+            api_version: if group.is_empty() { version.into() } else { format!("{group}/{version}") },
+            kind: kind.into(),
+            plural: plural.into(),
+        };
+        let api: Api<DynamicObject> = Api::all_with(client.clone(), &resource);
+        for object in api.list(&selector).await.unwrap().items {
+            left.push(format!("{kind} {}", object.metadata.name.unwrap_or_default()));
+        }
+    }
+    left
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn conformance_runs_on_clusters_named_by_kubeconfig_alone_and_leaves_nothing_there() {
+    let sandbox = Sandbox::up(&[]);
+    // Someone else's clusters: a kubeconfig of their own, no state dir of this tool.
+    let theirs = tempfile::tempdir().unwrap();
+    let kubeconfig = theirs.path().join("config");
+    std::fs::copy(sandbox.kubeconfig(), &kubeconfig).unwrap();
+    let stranger = sandbox.beside();
+    let contexts = [
+        "--kubeconfig",
+        kubeconfig.to_str().unwrap(),
+        "--context",
+        "kueue-ext-manager",
+        "--worker-context",
+        "worker1=kueue-ext-worker1",
+        "--worker-context",
+        "kueue-ext-worker2",
+    ];
+    let run = |extra: &[&str]| stranger.run("conformance", &[&contexts[..], extra].concat());
+
+    let output = run(&["--kind", "ExternalJob.v1alpha1.kueue-ext.dev", "-o", "json"]);
+    assert!(output.status.success(), "{}", text(&output));
+    let report = report(&output);
+    all_pass(&report);
+    assert_eq!((report["single_cluster"].as_str(), report["multikueue"].as_str()), (Some("worker1"), Some("manager")));
+    let id = report["checks"][0]["namespace"].as_str().unwrap().split('-').nth(1).unwrap().to_string();
+    for cluster in ["manager", "worker1", "worker2"] {
+        let client = sandbox.client(cluster).await;
+        eventually(&format!("run {id} gone from {cluster}"), Duration::from_secs(90), || async {
+            let left = left_of_run(&client, &id).await;
+            if left.is_empty() { Ok(()) } else { Err(format!("{left:?}")) }
+        })
+        .await;
+    }
+
+    let unknown_worker = stranger.run(
+        "conformance",
+        &["--kubeconfig", kubeconfig.to_str().unwrap(), "--context", "kueue-ext-manager"][..]
+            .iter()
+            .chain(&["--worker-context", "elsewhere=kueue-ext-worker1", "--kind", "Job.v1.batch"])
+            .copied()
+            .collect::<Vec<_>>(),
+    );
+    assert_eq!(unknown_worker.status.code(), Some(1));
+    assert!(
+        text(&unknown_worker).contains("the manager (manager) has no MultiKueueCluster \"elsewhere\""),
+        "{}",
+        text(&unknown_worker)
+    );
+}
+
 #[tokio::test(flavor = "multi_thread")]
 async fn batch_job_integrated_by_configuration_conforms_on_a_worker_and_through_multikueue() {
     let sandbox = Sandbox::up(&["--integrations", INTEGRATIONS]);
@@ -125,7 +206,7 @@ async fn batch_job_integrated_by_configuration_conforms_on_a_worker_and_through_
     assert!(output.status.success(), "{}", text(&output));
     all_pass(&report);
     let description = report["description"].as_str().unwrap();
-    assert!(description.ends_with("worker1/kueue-ext/integrations.yaml"), "the sandbox's file wins: {description}");
+    assert_eq!(description, "ConfigMap kueue-ext-system/kueue-ext-integrations", "the cluster's file wins");
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -138,7 +219,7 @@ async fn a_broken_integration_fails_naming_the_checks_and_the_evidence() {
 
     let unknown = sandbox.run("conformance", &["--kind", "RayJob.v1.ray.io"]);
     assert_eq!(unknown.status.code(), Some(1));
-    assert!(text(&unknown).contains("--kind RayJob.v1.ray.io: not integrated in this sandbox"), "{}", text(&unknown));
+    assert!(text(&unknown).contains("--kind RayJob.v1.ray.io: not integrated on this cluster"), "{}", text(&unknown));
 
     let output =
         sandbox.run("conformance", &["--kind", "Job.v1.batch", "--sample", sample.to_str().unwrap(), "-o", "json"]);

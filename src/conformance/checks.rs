@@ -12,7 +12,7 @@ use super::kinds::Description;
 use super::report::Evidence;
 use super::samples::Sample;
 use super::scene::{ADMISSION, COMPLETION, POLL, Scene, until};
-use super::setup::{QUEUE, Run, create_namespace};
+use super::setup::{QUEUE, Run};
 use super::verdict::{self, Verdict};
 use crate::api::kueue::{Workload, WorkloadSpec};
 
@@ -64,11 +64,11 @@ impl Suite<'_> {
 
     async fn started_with_flavor(&self, scene: &Scene) -> Verdict {
         let job = self.create(scene).await?;
-        let (flavor, labels) = (self.run.flavor(), self.run.node_labels());
+        let (flavor, labels) = (self.run.flavor(), &self.run.node_labels);
         until(ADMISSION, POLL, || async {
             // Pods first: a pod listed means the job read after it has already been unsuspended.
             let pods = scene.pods().await?;
-            verdict::started_with_flavor(&scene.job(&job).await?, &flavor, &labels, &pods)
+            verdict::started_with_flavor(&scene.job(&job).await?, &flavor, labels, &pods)
         })
         .await
     }
@@ -130,7 +130,8 @@ impl Suite<'_> {
     /// job in another namespace), creates a Workload with them, then the job naming it.
     async fn prebuilt(&self, scene: &Scene) -> Verdict {
         let probe = scene.sibling(&self.run.probe_namespace());
-        create_namespace(scene.client(), &probe.namespace, QUEUE, &self.run.cluster_queue(), true)
+        self.run
+            .create_namespace(scene.client(), &probe.namespace, &self.run.cluster_queue(), true)
             .await
             .map_err(|e| Evidence::new("a namespace with a held LocalQueue for the probe job", e))?;
         self.create(&probe).await?;

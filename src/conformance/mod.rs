@@ -1,5 +1,5 @@
-//! `conformance`: Kueue's jobframework contract, checked on a sandbox against any integrated
-//! kind. The checks create the kind's sample in namespaces of their own and judge what the
+//! `conformance`: Kueue's jobframework contract, checked against any integrated kind on a
+//! sandbox or on clusters of one's own. The checks create the kind's sample in namespaces of their own and judge what the
 //! cluster does with it; the verdicts are pure functions of the objects they observed.
 
 pub mod catalog;
@@ -22,25 +22,37 @@ use catalog::{Check, Scope};
 use checks::Suite;
 use report::{CheckResult, Evidence, Outcome, Report};
 use scene::Scene;
-use setup::{QUEUE, Run, SANDBOX_CLUSTER_QUEUE, create_namespace, delete_namespace};
+use setup::{RUN_LABEL, Run, delete_namespace};
 use target::Target;
 
 pub struct Options {
     /// `Kind.version.group`.
     pub kind: String,
     pub sample: Option<PathBuf>,
+    /// Leave the run's namespaces and queues in place to look at.
+    pub keep: bool,
 }
 
-/// Runs every check at once, each in its own namespace, and removes what the run created.
+/// Runs every check at once, each in its own namespace, and removes what the run created
+/// (unless asked to keep it).
 pub async fn run(target: &Target, options: &Options) -> anyhow::Result<Report> {
-    let configured = target.integrations.as_ref().map(|(file, config)| (file.as_path(), config));
-    let description = kinds::describe(&options.kind, configured)?;
+    let description = kinds::describe(&options.kind, &target.kinds)?;
     let sample = samples::load(&description.integration, options.sample.as_deref())?;
-    let run = Run::start();
-    run.create_queues(&target.single.client).await.map_err(anyhow::Error::msg)?;
-    let suite = Suite { description: &description, sample: &sample, run: &run };
-    let results = join_all(Check::ALL.map(|check| run_check(&suite, target, check))).await;
-    clean_up(target, &run).await;
+    let run = Run::start(&target.single.client).await;
+    let created = create_queues(target, &run).await;
+    let results = match created {
+        Ok(()) => {
+            let suite = Suite { description: &description, sample: &sample, run: &run };
+            join_all(Check::ALL.map(|check| run_check(&suite, target, check))).await
+        }
+        Err(_) => Vec::new(),
+    };
+    if options.keep {
+        eprintln!("{}", kept(target, &run));
+    } else {
+        clean_up(target, &run).await;
+    }
+    created.map_err(anyhow::Error::msg)?;
 
     let manager = target.multikueue.as_ref().map(|m| m.manager.name.as_str());
     let mut report =
@@ -58,12 +70,13 @@ async fn run_check(suite: &Suite<'_>, target: &Target, check: Check) -> CheckRes
     let (cluster, verdict) = match check.scope() {
         Scope::SingleCluster => {
             let single = &target.single;
-            let verdict = match create_namespace(&single.client, &namespace, QUEUE, &suite.run.cluster_queue(), false)
-                .await
-            {
-                Ok(()) => suite.check(check, &Scene::new(&single.name, &single.client, &namespace, integration)).await,
-                Err(e) => Err(Evidence::new("a namespace with a LocalQueue for the check", e)),
-            };
+            let verdict =
+                match suite.run.create_namespace(&single.client, &namespace, &suite.run.cluster_queue(), false).await {
+                    Ok(()) => {
+                        suite.check(check, &Scene::new(&single.name, &single.client, &namespace, integration)).await
+                    }
+                    Err(e) => Err(Evidence::new("a namespace with a LocalQueue for the check", e)),
+                };
             (single.name.clone(), verdict)
         }
         Scope::MultiKueue => {
@@ -80,7 +93,10 @@ async fn run_check(suite: &Suite<'_>, target: &Target, check: Check) -> CheckRes
             let mut ready = Ok(());
             for cluster in multikueue.workers.iter().chain([&multikueue.manager]) {
                 if ready.is_ok() {
-                    ready = create_namespace(&cluster.client, &namespace, QUEUE, SANDBOX_CLUSTER_QUEUE, false)
+                    let queue = suite.run.multikueue_cluster_queue();
+                    ready = suite
+                        .run
+                        .create_namespace(&cluster.client, &namespace, &queue, false)
                         .await
                         .map_err(|e| format!("on {}: {e}", cluster.name));
                 }
@@ -119,6 +135,34 @@ fn skipped(check: Check, reason: &str) -> CheckResult {
     }
 }
 
+async fn create_queues(target: &Target, run: &Run) -> Result<(), String> {
+    run.create_queues(&target.single.client).await?;
+    if let Some(multikueue) = &target.multikueue {
+        let workers: Vec<(&str, &kube::Client)> =
+            multikueue.workers.iter().map(|w| (w.name.as_str(), &w.client)).collect();
+        run.create_multikueue_queues(&multikueue.manager.client, &workers).await?;
+    }
+    Ok(())
+}
+
+/// What `--keep` left, and how to remove it.
+fn kept(target: &Target, run: &Run) -> String {
+    let mut clusters = vec![target.single.name.as_str()];
+    if let Some(multikueue) = &target.multikueue {
+        for cluster in multikueue.workers.iter().chain([&multikueue.manager]) {
+            if !clusters.contains(&cluster.name.as_str()) {
+                clusters.push(&cluster.name);
+            }
+        }
+    }
+    format!(
+        "kept on {}: the run's namespaces and queues, labelled {RUN_LABEL}={id}. Remove them on each cluster with \
+         `kubectl delete namespace,clusterqueue,resourceflavor,admissioncheck,multikueueconfig -l {RUN_LABEL}={id}`",
+        clusters.join(", "),
+        id = run.id,
+    )
+}
+
 async fn clean_up(target: &Target, run: &Run) {
     let single = &target.single.client;
     for check in Check::ALL {
@@ -134,4 +178,9 @@ async fn clean_up(target: &Target, run: &Run) {
     }
     delete_namespace(single, &run.probe_namespace()).await;
     run.delete_queues(single).await;
+    if let Some(multikueue) = &target.multikueue {
+        for cluster in multikueue.workers.iter().chain([&multikueue.manager]) {
+            run.delete_queues(&cluster.client).await;
+        }
+    }
 }

@@ -1,14 +1,25 @@
-//! The clusters a run talks to, read from the sandbox's state: single-cluster checks on the
-//! first worker (a full Kueue cluster with kwok nodes), MultiKueue checks on the manager; with
-//! no workers, everything on the one cluster and no MultiKueue.
-
-use std::path::{Path, PathBuf};
+//! The clusters a run talks to, by kubeconfig context: a sandbox's or anyone's. Single-cluster
+//! checks run on the first worker (or on the manager when there is none); MultiKueue checks on
+//! the manager, through the MultiKueueClusters that reach the workers.
 
 use kube::Client;
+use kube::api::{Api, ApiResource, DynamicObject};
+use kube::config::Kubeconfig;
 
-use crate::integrations::declarative::config::IntegrationConfig;
-use crate::sandbox::SandboxError;
-use crate::sandbox::state::{Cluster, Role, SandboxState};
+use crate::integrations::registry::KindRegistry;
+use crate::jobframework::api_error::in_words;
+use crate::manifests::NAMESPACE;
+
+/// The API every check speaks; Kueue serves it from v0.15 on, and this tool is built against v0.19.2.
+const KUEUE_GROUP: &str = "kueue.x-k8s.io";
+const KUEUE_VERSION: &str = "v1beta2";
+
+/// A cluster as the user named it: for a worker, `name` is its MultiKueueCluster on the manager.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Context {
+    pub name: String,
+    pub context: String,
+}
 
 #[derive(Clone)]
 pub struct Named {
@@ -24,45 +35,100 @@ pub struct MultiKueue {
 pub struct Target {
     pub single: Named,
     pub multikueue: Option<MultiKueue>,
-    /// The sandbox's integrations file and what it says, when kinds are configured.
-    pub integrations: Option<(PathBuf, IntegrationConfig)>,
+    /// The kinds the single cluster's controller runs: built in, plus its integrations file.
+    pub kinds: KindRegistry,
 }
 
 impl Target {
-    pub async fn from_sandbox(dir: &Path) -> anyhow::Result<Target> {
-        let state = SandboxState::load(dir)
-            .map_err(SandboxError::io(dir))?
-            .ok_or(SandboxError::NotUp { dir: dir.to_path_buf() })?;
-        let connect = async |cluster: &Cluster| -> anyhow::Result<Named> {
-            let client = crate::kube_util::client_for(&state.kubeconfig, &cluster.context).await?;
-            Ok(Named { name: cluster.name.clone(), client })
-        };
-        let manager = state.clusters.iter().find(|c| c.role == Role::Manager);
-        let workers: Vec<&Cluster> = state.clusters.iter().filter(|c| c.role == Role::Worker).collect();
-        let single_cluster =
-            workers.first().copied().or(manager).ok_or_else(|| {
-                anyhow::anyhow!("the sandbox at {} records no cluster: run `up` again", dir.display())
-            })?;
-        let multikueue = match (manager, workers.is_empty()) {
-            (Some(manager), false) => {
-                let mut connected = Vec::new();
-                for worker in &workers {
-                    connected.push(connect(worker).await?);
-                }
-                Some(MultiKueue { manager: connect(manager).await?, workers: connected })
-            }
-            _ => None,
-        };
-        // Every cluster gets the same file: the process runtime's controller reads it where
-        // `Layout::integrations_file` puts it; on kind it is a ConfigMap, and the record says it.
-        let file = single_cluster.dir.join("kueue-ext").join("integrations.yaml");
-        let integrations = if file.exists() {
-            Some((file.clone(), IntegrationConfig::load(&file)?))
-        } else if !state.integrations.is_empty() {
-            Some((dir.join(crate::sandbox::state::STATE_FILE), IntegrationConfig::new(state.integrations.clone())))
-        } else {
-            None
-        };
-        Ok(Target { single: connect(single_cluster).await?, multikueue, integrations })
+    /// Connects to every cluster and refuses, naming the cluster, where Kueue is missing or too
+    /// old or a worker has no MultiKueueCluster on the manager.
+    pub async fn connect(kubeconfig: &Kubeconfig, manager: Context, workers: Vec<Context>) -> anyhow::Result<Target> {
+        let manager = connect(kubeconfig, &manager).await?;
+        let mut connected = Vec::new();
+        for worker in &workers {
+            connected.push(connect(kubeconfig, worker).await?);
+        }
+        for worker in &workers {
+            require_multikueue_cluster(&manager, worker).await?;
+        }
+        let single = connected.first().unwrap_or(&manager).clone();
+        let kinds = KindRegistry::discover(&single.client, NAMESPACE).await?;
+        let multikueue = (!connected.is_empty()).then(|| MultiKueue { manager, workers: connected });
+        Ok(Target { single, multikueue, kinds })
+    }
+}
+
+async fn connect(kubeconfig: &Kubeconfig, cluster: &Context) -> anyhow::Result<Named> {
+    let client = crate::kube_util::client_from(kubeconfig.clone(), &cluster.context).await?;
+    let groups = client.list_api_groups().await.map_err(|e| {
+        anyhow::anyhow!("cluster {} (context {}) does not answer: {}", cluster.name, cluster.context, in_words(&e))
+    })?;
+    let served: Vec<String> = groups
+        .groups
+        .iter()
+        .filter(|g| g.name == KUEUE_GROUP)
+        .flat_map(|g| g.versions.iter().map(|v| v.version.clone()))
+        .collect();
+    kueue_served(cluster, &served).map_err(anyhow::Error::msg)?;
+    Ok(Named { name: cluster.name.clone(), client })
+}
+
+/// Whether the versions of `kueue.x-k8s.io` a cluster serves are enough for the checks.
+fn kueue_served(cluster: &Context, versions: &[String]) -> Result<(), String> {
+    let which = format!("cluster {} (context {})", cluster.name, cluster.context);
+    if versions.is_empty() {
+        return Err(format!(
+            "{which} has no Kueue: it does not serve the API group {KUEUE_GROUP}. Install Kueue (this tool is \
+             built against v0.19.2) or choose another context"
+        ));
+    }
+    if !versions.iter().any(|v| v == KUEUE_VERSION) {
+        return Err(format!(
+            "{which} runs a Kueue too old for this tool: it serves {KUEUE_GROUP} {} and the checks need \
+             {KUEUE_GROUP}/{KUEUE_VERSION} (Kueue v0.15 or later; this tool is built against v0.19.2). Upgrade Kueue",
+            versions.join(", ")
+        ));
+    }
+    Ok(())
+}
+
+async fn require_multikueue_cluster(manager: &Named, worker: &Context) -> anyhow::Result<()> {
+    let resource = ApiResource {
+        group: KUEUE_GROUP.into(),
+        version: KUEUE_VERSION.into(),
+        api_version: format!("{KUEUE_GROUP}/{KUEUE_VERSION}"),
+        kind: "MultiKueueCluster".into(),
+        plural: "multikueueclusters".into(),
+    };
+    let api: Api<DynamicObject> = Api::all_with(manager.client.clone(), &resource);
+    match api.get_opt(&worker.name).await {
+        Ok(Some(_)) => Ok(()),
+        Ok(None) => Err(anyhow::anyhow!(
+            "the manager ({}) has no MultiKueueCluster {:?} for --worker-context {}: pass NAME={} where NAME is \
+             the MultiKueueCluster that reaches it",
+            manager.name,
+            worker.name,
+            worker.context,
+            worker.context
+        )),
+        Err(e) => {
+            Err(anyhow::anyhow!("cannot read MultiKueueClusters on the manager ({}): {}", manager.name, in_words(&e)))
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_cluster_without_kueue_or_with_an_old_one_is_refused_by_name() {
+        let cluster = Context { name: "manager".into(), context: "prod".into() };
+        let missing = kueue_served(&cluster, &[]).unwrap_err();
+        assert!(missing.starts_with("cluster manager (context prod) has no Kueue"), "{missing}");
+        let old = kueue_served(&cluster, &["v1beta1".into(), "v1alpha1".into()]).unwrap_err();
+        assert!(old.contains("serves kueue.x-k8s.io v1beta1, v1alpha1"), "{old}");
+        assert!(old.contains("need kueue.x-k8s.io/v1beta2"), "{old}");
+        assert!(kueue_served(&cluster, &["v1beta2".into(), "v1beta1".into()]).is_ok());
     }
 }
