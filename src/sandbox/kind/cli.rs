@@ -19,7 +19,8 @@ pub trait Kind {
     /// Names of the existing kind clusters.
     fn clusters(&self) -> impl Future<Output = Result<Vec<String>, KindError>>;
     /// Creates a cluster from a config; kind writes its context into `kubeconfig` (never the
-    /// user's own kubeconfig).
+    /// user's own kubeconfig). A cluster that fails is kept for [`Kind::export_logs`]; deleting
+    /// it is the caller's.
     fn create_cluster(
         &self,
         name: &str,
@@ -32,6 +33,8 @@ pub trait Kind {
     /// Loads an image archive (`docker save` format) into every node of the cluster.
     fn load_image_archive(&self, name: &str, archive: &Path) -> impl Future<Output = Result<(), KindError>>;
     fn delete_cluster(&self, name: &str, kubeconfig: &Path) -> impl Future<Output = Result<(), KindError>>;
+    /// Copies the logs of the cluster's nodes (kubelet, containerd, control-plane pods) into `dir`.
+    fn export_logs(&self, name: &str, dir: &Path) -> impl Future<Output = Result<(), KindError>>;
 }
 
 /// The first executable called `name` in the `PATH`-style list `path`.
@@ -131,7 +134,8 @@ impl Kind for KindCli {
         let args =
             ["create", "cluster", "--name", name, "--image", image, "--config", "-", "--kubeconfig", &kubeconfig];
         // kind waits for the node to be Ready only when asked; Kueue's pods need a Ready node.
-        let args: Vec<&str> = args.into_iter().chain(["--wait", "3m"]).collect();
+        // A node that never gets there is retained, so that its logs can be read.
+        let args: Vec<&str> = args.into_iter().chain(["--wait", "3m", "--retain"]).collect();
         self.run(&args, Some(config)).await.map(drop)
     }
 
@@ -145,6 +149,10 @@ impl Kind for KindCli {
 
     async fn delete_cluster(&self, name: &str, kubeconfig: &Path) -> Result<(), KindError> {
         self.run(&["delete", "cluster", "--name", name, "--kubeconfig", &path_arg(kubeconfig)], None).await.map(drop)
+    }
+
+    async fn export_logs(&self, name: &str, dir: &Path) -> Result<(), KindError> {
+        self.run(&["export", "logs", &path_arg(dir), "--name", name], None).await.map(drop)
     }
 }
 
@@ -192,7 +200,7 @@ mod tests {
         let err = kind.create_cluster("c", "kind: Cluster", "img", Path::new("/k")).await.unwrap_err();
         let message = err.to_string();
         assert!(
-            message.contains("create cluster --name c --image img --config - --kubeconfig /k --wait 3m"),
+            message.contains("create cluster --name c --image img --config - --kubeconfig /k --wait 3m --retain"),
             "{message}"
         );
         assert!(message.contains("ERROR: failed to create cluster"), "{message}");

@@ -37,6 +37,11 @@ pub enum KindError {
         #[source]
         source: std::io::Error,
     },
+    #[error(
+        "kind could not create cluster {cluster} (a node that never becomes Ready within 3 minutes ends so): {detail}\n{}",
+        where_logs_are(.logs)
+    )]
+    ClusterCreate { cluster: String, detail: String, logs: Result<PathBuf, String> },
     #[error("building the controller image {image} failed: {detail}")]
     ImageBuild { image: String, detail: String },
     #[error("saving the controller image {image} to {path} failed: {detail}")]
@@ -73,6 +78,13 @@ pub enum KindError {
         #[source]
         source: std::io::Error,
     },
+}
+
+fn where_logs_are(logs: &Result<PathBuf, String>) -> String {
+    match logs {
+        Ok(dir) => format!("its nodes' logs (kubelet, containerd, control-plane pods) are in {}", dir.display()),
+        Err(e) => format!("its nodes' logs could not be exported: {e}"),
+    }
 }
 
 impl KindError {

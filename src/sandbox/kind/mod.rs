@@ -115,6 +115,8 @@ pub async fn images_for(
 
 /// kind's own kubeconfig of a cluster, kept in the cluster's dir so the user's is never touched.
 const KIND_KUBECONFIG: &str = "kind.kubeconfig";
+/// Where a cluster that kind could not create leaves its nodes' logs, in the cluster's dir.
+const KIND_LOGS: &str = "kind-logs";
 
 /// Everything `prepare` readied for the clusters.
 struct Prepared {
@@ -217,7 +219,12 @@ impl<K: Kind, D: Docker> KindRuntime<K, D> {
         let name = config::cluster_name(&plan.name);
         let kubeconfig = dir.join(KIND_KUBECONFIG);
         let config = config::cluster_config(plan, prepared.local_images);
-        self.kind.create_cluster(&name, &config, &prepared.node_image, &kubeconfig).await?;
+        if let Err(e) = self.kind.create_cluster(&name, &config, &prepared.node_image, &kubeconfig).await {
+            let logs = dir.join(KIND_LOGS);
+            let exported = self.kind.export_logs(&name, &logs).await;
+            let logs = exported.map(|()| logs).map_err(|e| e.to_string());
+            return Err(KindError::ClusterCreate { cluster: name, detail: e.to_string(), logs });
+        }
         let text = self.kind.kubeconfig(&name).await?;
         let admin = kubeconfig::admin_access(&text, &name)
             .map_err(|detail| KindError::Kubeconfig { cluster: name.clone(), detail })?;

@@ -15,6 +15,8 @@ struct FakeKind {
     version: String,
     existing: Vec<String>,
     fail_load: bool,
+    /// Node that never becomes Ready: `create` fails as kind does when its wait runs out.
+    never_ready: bool,
     calls: Mutex<Vec<String>>,
 }
 
@@ -60,6 +62,13 @@ impl Kind for FakeKind {
     async fn create_cluster(&self, name: &str, config: &str, image: &str, kubeconfig: &Path) -> Result<(), KindError> {
         let nodes = config.matches("role:").count();
         self.record(format!("create {name} image={image} nodes={nodes} kubeconfig={}", kubeconfig.display()));
+        if self.never_ready {
+            return Err(KindError::Command {
+                command: format!("kind create cluster --name {name}"),
+                status: "exit status: 1".into(),
+                output: "ERROR: failed to create cluster: timed out waiting for the condition".into(),
+            });
+        }
         Ok(())
     }
 
@@ -82,6 +91,11 @@ impl Kind for FakeKind {
 
     async fn delete_cluster(&self, name: &str, kubeconfig: &Path) -> Result<(), KindError> {
         self.record(format!("delete {name} kubeconfig={}", kubeconfig.display()));
+        Ok(())
+    }
+
+    async fn export_logs(&self, name: &str, dir: &Path) -> Result<(), KindError> {
+        self.record(format!("export logs {name} {}", dir.display()));
         Ok(())
     }
 }
@@ -391,6 +405,23 @@ async fn a_failed_image_load_names_the_image_and_the_cluster() {
         "{message}"
     );
     assert!(message.contains("no space left on device"), "{message}");
+}
+
+#[tokio::test]
+async fn a_node_that_never_becomes_ready_leaves_its_logs_and_says_where() {
+    let inputs = inputs();
+    let kind = FakeKind { never_ready: true, ..FakeKind::new("v0.32.0") };
+    let runtime = prepare(kind, FakeDocker::answering(), &inputs).await.unwrap();
+    let prepared = runtime.prepared.as_ref().unwrap();
+    let plan = &ClusterPlan::all(0, &NodePool::default(), None)[0];
+    let dir = inputs.dir.path().join("state/manager");
+    let err = runtime.boot(plan, &dir, prepared).await.unwrap_err();
+    let logs = dir.join("kind-logs");
+    assert_eq!(runtime.kind.calls()[1..], [format!("export logs kueue-ext-manager {}", logs.display())]);
+    let message = err.to_string();
+    assert!(message.starts_with("kind could not create cluster kueue-ext-manager"), "{message}");
+    assert!(message.contains("timed out waiting for the condition"), "{message}");
+    assert!(message.ends_with(&format!("control-plane pods) are in {}", logs.display())), "{message}");
 }
 
 // --- down ---

@@ -203,4 +203,18 @@ mod tests {
         assert_ne!(key, cache_key("go1.26.9"));
         assert!(node_image(&key).starts_with(&format!("kueue-ext.local/kind-node:{KUBERNETES}-")));
     }
+
+    #[tokio::test]
+    async fn a_failed_build_step_names_the_step_its_log_and_the_logs_end() {
+        let dir = tempfile::tempdir().unwrap();
+        let log = dir.path().join("build.log");
+        let mut failing = Command::new("sh");
+        failing.args(["-c", "echo compiling kubelet; echo 'cannot find module' >&2; exit 3"]);
+        let err = run_logged(failing, "go build kubelet", &log).await.unwrap_err().to_string();
+        assert!(err.starts_with(&format!("go build kubelet failed; see {}:", log.display())), "{err}");
+        assert!(err.ends_with("compiling kubelet\ncannot find module"), "{err}");
+
+        let missing = run_logged(Command::new("debootstrap-not-installed"), "rootfs", &log).await.unwrap_err();
+        assert!(missing.to_string().starts_with("cannot run `debootstrap-not-installed`"), "{missing}");
+    }
 }
