@@ -65,7 +65,6 @@ pub async fn abandon(recorder: &Recorder, runtime: &impl ClusterRuntime) {
     }
     let _ = std::fs::remove_file(recorder.dir.join(KUBECONFIG_FILE));
     // Keep a record with no processes, so `status` explains and `down` cleans up.
-    state.external_files.clear();
     state.merged_kubeconfig = None;
     for cluster in &mut state.clusters {
         cluster.components.clear();
@@ -76,13 +75,9 @@ pub async fn abandon(recorder: &Recorder, runtime: &impl ClusterRuntime) {
     let _ = state.save(&recorder.dir);
 }
 
-/// Undoes what the sandbox changed outside its state dir: the files, then the (then empty)
-/// directories it created — a directory someone else filled meanwhile stays — and the contexts
-/// it merged into the user's kubeconfig.
+/// Undoes what the sandbox changed outside its state dir: the contexts it merged into the
+/// user's kubeconfig.
 fn undo_outside_changes(state: &SandboxState) {
-    for path in &state.external_files {
-        let _ = if path.is_dir() { std::fs::remove_dir(path) } else { std::fs::remove_file(path) };
-    }
     if let Some(path) = &state.merged_kubeconfig {
         let contexts: Vec<String> = state.clusters.iter().map(|c| c.context.clone()).collect();
         if let Err(err) = super::kubeconfig::unmerge(path, &contexts) {

@@ -166,11 +166,9 @@ async fn start_cluster(
             kube_util::apply(&client, &node).await.map_err(|e| SandboxError::step(name, "creating kwok nodes", e))?;
         }
     }
-    let created =
-        kueue::install(&client, layout, &toolchain.kueue_components(), plan.multikueue_manager, &plan.integrations)
-            .await
-            .map_err(|e| SandboxError::step(name, "installing Kueue", e))?;
-    recorder.add_external_files(created)?;
+    kueue::install(&client, layout, &toolchain.kueue_components(), plan.multikueue_manager, &plan.integrations)
+        .await
+        .map_err(|e| SandboxError::step(name, "installing Kueue", e))?;
     integration::install(&client, layout, &plan.integrations, &plan.crds)
         .await
         .map_err(|e| SandboxError::step(name, "installing kueue-ext", e))?;

@@ -24,7 +24,6 @@ impl Recorder {
             workers,
             kubeconfig: dir.join(KUBECONFIG_FILE),
             clusters: Vec::new(),
-            external_files: Vec::new(),
             merged_kubeconfig: None,
             integrations: integrations.to_vec(),
             crds: crds.to_vec(),
@@ -57,10 +56,6 @@ impl Recorder {
                 c.components.push(component);
             }
         })
-    }
-
-    pub fn add_external_files(&self, files: Vec<PathBuf>) -> Result<(), SandboxError> {
-        self.update(|s| s.external_files.extend(files))
     }
 
     pub fn finish(&self) -> Result<SandboxState, SandboxError> {

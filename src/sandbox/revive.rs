@@ -7,7 +7,6 @@ use std::path::Path;
 use super::error::SandboxError;
 use super::health::Prober;
 use super::kueue;
-use super::pki::PkiPaths;
 use super::process::{self, Launch};
 use super::process_runtime::wait_ready;
 use super::progress::Progress;
@@ -35,10 +34,8 @@ pub async fn revive(dir: &Path, state: &mut SandboxState, progress: &Progress) -
             let what = format!("{} of cluster {cluster_name}", component.name);
             let step = progress.step(format!("restarting {what}, which had stopped"));
             if component.name == "kueue" {
-                let pki = PkiPaths::in_dir(&cluster_dir.join("pki"));
-                let created = kueue::ensure_metrics_cert(&pki)
+                kueue::ensure_metrics_cert()
                     .map_err(|e| SandboxError::step(&cluster_name, "restoring Kueue's metrics certificate", e))?;
-                state.external_files.extend(created);
             }
             let launch = Launch {
                 program: Path::new(program),

@@ -87,9 +87,6 @@ pub struct SandboxState {
     pub workers: u32,
     pub kubeconfig: PathBuf,
     pub clusters: Vec<Cluster>,
-    /// Files outside the state dir that this sandbox created and `down` must remove.
-    #[serde(default)]
-    pub external_files: Vec<PathBuf>,
     /// The user's kubeconfig into which `up --merge-kubeconfig` merged the sandbox contexts.
     #[serde(default)]
     pub merged_kubeconfig: Option<PathBuf>,
@@ -186,7 +183,6 @@ mod tests {
             workers: 1,
             kubeconfig: PathBuf::from("kubeconfig"),
             clusters: vec![cluster("manager", Role::Manager), cluster("worker1", Role::Worker)],
-            external_files: vec![],
             merged_kubeconfig: None,
             integrations: vec![],
             crds: vec![],

@@ -446,7 +446,6 @@ async fn teardown_deletes_exactly_the_recorded_clusters() {
         kubeconfig: PathBuf::from("/state/kubeconfig"),
         // worker2 never got as far as kind: nothing of it to delete.
         clusters: vec![cluster("manager", Some("kueue-ext-manager")), cluster("worker2", None)],
-        external_files: Vec::new(),
         merged_kubeconfig: None,
         integrations: vec![],
         crds: vec![],
@@ -495,7 +494,6 @@ async fn status_checks_node_containers_and_in_cluster_deployments() {
         // No kubeconfig: the API server cannot be reached.
         kubeconfig: dir.path().join("kubeconfig"),
         clusters: vec![cluster.clone()],
-        external_files: Vec::new(),
         merged_kubeconfig: None,
         integrations: vec![],
         crds: vec![],

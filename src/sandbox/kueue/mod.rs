@@ -12,7 +12,7 @@ use serde_json::{Value, json};
 use super::fsutil::write_private;
 use super::kubeconfig::{self, Credentials, Entry};
 use super::layout::Layout;
-use super::pki::PkiPaths;
+use super::pki::Pki;
 use super::runtime::MultiKueueManager;
 use crate::integrations::declarative::config::Integration;
 use crate::kube_util;
@@ -22,7 +22,7 @@ use crate::manifests::external_frameworks;
 
 /// Kueue reads its metrics serving certificate from this fixed path whenever its internal
 /// certificate management is off, even with metrics disabled (cmd/kueue/main.go in v0.19).
-pub const METRICS_CERT_DIR: &str = "/etc/kueue/metrics/certs";
+const METRICS_CERT_DIR: &str = "/etc/kueue/metrics/certs";
 
 /// A year: the sandbox is short-lived, and a token that expires mid-run would stall Kueue.
 const TOKEN_SECONDS: i64 = 365 * 24 * 3600;
@@ -45,7 +45,7 @@ pub enum KueueError {
          {source}. Run as a user who may write it, or create tls.crt and tls.key there once"
     )]
     MetricsCert {
-        dir: &'static str,
+        dir: String,
         version: &'static str,
         #[source]
         source: std::io::Error,
@@ -141,15 +141,14 @@ fn built_in_kind(framework: &str) -> Option<&'static str> {
     }
 }
 
-/// Applies Kueue's objects and writes the files the `kueue` process needs. Returns the files
-/// created outside the state dir (for `down` to remove).
+/// Applies Kueue's objects and writes the files the `kueue` process needs.
 pub async fn install(
     client: &Client,
     layout: &Layout,
     components: &Path,
     multikueue_manager: Option<MultiKueueManager>,
     integrations: &[Integration],
-) -> Result<Vec<PathBuf>, KueueError> {
+) -> Result<(), KueueError> {
     kube_util::apply_crds(client, &manifests::crds(components)?).await?;
     let namespace = json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": manifests::NAMESPACE}});
     kube_util::apply(client, &namespace).await?;
@@ -184,32 +183,66 @@ pub async fn install(
     std::fs::write(&config_path, config).map_err(io(&config_path))?;
     let certs = dir.join("certs");
     layout.pki.copy_serving_pair(&certs).map_err(io(&certs))?;
-    ensure_metrics_cert(&layout.pki)
+    ensure_metrics_cert()
 }
 
 /// Puts a certificate at Kueue's fixed metrics path when none is there. The metrics endpoint
-/// is disabled, so any valid pair serves; an existing pair is left alone. Called again before
-/// Kueue is restarted: another sandbox's `down` may have removed the pair this one used.
-pub fn ensure_metrics_cert(pki: &PkiPaths) -> Result<Vec<PathBuf>, KueueError> {
-    let dir = Path::new(METRICS_CERT_DIR);
-    let (crt, key) = (dir.join("tls.crt"), dir.join("tls.key"));
-    if crt.exists() && key.exists() {
-        return Ok(Vec::new());
+/// is disabled, so a throwaway self-signed pair serves; it is shared by every sandbox on the
+/// machine and left in place, since one sandbox's `down` must not take away what another's Kueue
+/// reads as it starts. The pair appears at once (written beside, then renamed into place), so
+/// two sandboxes starting together never mix one's certificate with the other's key.
+pub fn ensure_metrics_cert() -> Result<(), KueueError> {
+    ensure_metrics_cert_in(Path::new(METRICS_CERT_DIR))
+}
+
+fn ensure_metrics_cert_in(dir: &Path) -> Result<(), KueueError> {
+    let complete = || dir.join("tls.crt").exists() && dir.join("tls.key").exists();
+    if complete() {
+        return Ok(());
     }
-    let fail =
-        |source| KueueError::MetricsCert { dir: METRICS_CERT_DIR, version: super::toolchain::versions::KUEUE, source };
-    // Directories this call creates are recorded too (deepest first), so `down` leaves none.
-    let created_dirs: Vec<PathBuf> = dir.ancestors().take_while(|d| !d.exists()).map(Path::to_path_buf).collect();
-    for (from, to) in [(&pki.serving_cert, &crt), (&pki.serving_key, &key)] {
-        let bytes = std::fs::read(from).map_err(io(from))?;
-        write_private(to, &bytes).map_err(fail)?;
+    let fail = |source| KueueError::MetricsCert {
+        dir: dir.display().to_string(),
+        version: super::toolchain::versions::KUEUE,
+        source,
+    };
+    let parent = dir.parent().unwrap_or(Path::new("/"));
+    let staging = parent.join(format!(".kueue-ext-{}", std::process::id()));
+    let pair =
+        Pki::service_certificate("kueue-metrics", &["localhost".into()]).map_err(|e| fail(std::io::Error::other(e)))?;
+    let written = write_private(&staging.join("tls.crt"), pair.cert_pem.as_bytes())
+        .and_then(|()| write_private(&staging.join("tls.key"), pair.key_pem.as_bytes()))
+        .and_then(|()| std::fs::rename(&staging, dir));
+    let _ = std::fs::remove_dir_all(&staging);
+    match written {
+        Ok(()) => Ok(()),
+        // Another sandbox put its pair there first.
+        Err(_) if complete() => Ok(()),
+        Err(e) => Err(fail(e)),
     }
-    Ok([crt, key].into_iter().chain(created_dirs).collect())
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_metrics_pair_appears_whole_once_and_is_then_left_alone() {
+        let root = tempfile::tempdir().unwrap();
+        let dir = root.path().join("etc/kueue/metrics/certs");
+        ensure_metrics_cert_in(&dir).unwrap();
+        let crt = std::fs::read_to_string(dir.join("tls.crt")).unwrap();
+        assert!(crt.starts_with("-----BEGIN CERTIFICATE-----"), "{crt}");
+        assert!(std::fs::read_to_string(dir.join("tls.key")).unwrap().contains("PRIVATE KEY"));
+        ensure_metrics_cert_in(&dir).unwrap();
+        assert_eq!(std::fs::read_to_string(dir.join("tls.crt")).unwrap(), crt, "an existing pair stays");
+        let parent = dir.parent().unwrap();
+        let names: Vec<_> = std::fs::read_dir(parent).unwrap().map(|e| e.unwrap().file_name()).collect();
+        assert_eq!(names, ["certs"], "no staging dir is left");
+
+        std::fs::remove_file(dir.join("tls.key")).unwrap();
+        let err = ensure_metrics_cert_in(&dir).unwrap_err().to_string();
+        assert!(err.contains(&format!("metrics certificate at {}", dir.display())), "a half pair is named: {err}");
+    }
     use crate::integrations::declarative::config::IntegrationConfig;
 
     #[test]
