@@ -64,6 +64,7 @@ fn unfinished(row: &JobRow, model: &Model, out: &mut Vec<String>) {
     if let Some(evicted) = wl.eviction() {
         eviction(wl, evicted, out);
     }
+    out_of_sync(wl, out);
     reservation(row, wl, queue, model, out);
     // Admission checks start once quota is reserved; before that their state says nothing.
     if wl.is(QUOTA_RESERVED) {
@@ -142,6 +143,26 @@ fn eviction(wl: &WorkloadFacts, evicted: &Condition, out: &mut Vec<String>) {
         _ if !requeue.is_empty() => out.push(format!("Kueue requeues it{requeue}.")),
         _ => {}
     }
+}
+
+/// MultiKueue's words for a copy whose prebuilt Workload the worker's controller found to
+/// describe another job (its Workload `Finished` with reason `OutOfSync`).
+const OUT_OF_SYNC: &str = "is out of sync with its user job";
+
+/// A copy MultiKueue gave up on because it was out of sync: the job then waits on the manager
+/// with its quota reserved while MultiKueue dispatches it again, and again.
+fn out_of_sync(wl: &WorkloadFacts, out: &mut Vec<String>) {
+    let Some(said) = wl.conditions.iter().find(|c| c.type_ == "Evicted" && c.message.contains(OUT_OF_SYNC)) else {
+        return;
+    };
+    let worker = said.message.split("cluster \"").nth(1).and_then(|rest| rest.split('"').next()).unwrap_or("a worker");
+    out.push(format!(
+        "Its copy on {worker} was out of sync: the worker's controller found that the prebuilt Workload MultiKueue \
+         sent does not describe the job's pod templates, marked it Finished (reason OutOfSync), and MultiKueue \
+         dispatches the job again. Compare the job's templates with the Workload's on {worker} \
+         (kubectl get workload {} -o yaml); a controller that compares them differently from Kueue keeps it stuck.",
+        wl.name
+    ));
 }
 
 fn reservation(row: &JobRow, wl: &WorkloadFacts, queue: &str, model: &Model, out: &mut Vec<String>) {

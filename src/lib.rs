@@ -12,6 +12,7 @@ pub mod integrations;
 pub mod jobframework;
 pub mod kube_util;
 pub mod manifests;
+pub mod quantity;
 pub mod sandbox;
 pub mod submit;
 #[cfg(test)]

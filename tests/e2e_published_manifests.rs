@@ -1,6 +1,7 @@
 //! End-to-end: what a new user meets with manifests nobody on the team wrote (issue 29) —
 //! `spec.managedBy` naming another controller, Kueue's getting-started Job with its
-//! `generateName`, and a WrappedJob of a kind the cluster does not serve.
+//! `generateName`, a WrappedJob of a kind the cluster does not serve, and templates the API
+//! server would refuse as pods or components.
 
 mod common;
 
@@ -245,4 +246,72 @@ async fn a_wrapped_kind_the_cluster_does_not_serve_is_named_as_submit_names_it()
     assert!(denied.contains(said) && !denied.contains("Internal error"), "{denied}");
     let wrapped_jobs = objects(&client, "kueue-ext.dev/v1alpha1", "WrappedJob", "wrappedjobs");
     assert!(wrapped_jobs.get_opt("lws-wrapper").await.unwrap().is_none());
+}
+
+/// An ExternalJob whose container asks for more CPU than its limit: no pod of it could exist.
+const REQUESTS_OVER_LIMITS: &str = r#"
+apiVersion: kueue-ext.dev/v1alpha1
+kind: ExternalJob
+metadata:
+  name: over-limit
+  namespace: default
+  labels: {kueue.x-k8s.io/queue-name: user-queue}
+spec:
+  podSets:
+  - name: main
+    count: 1
+    template:
+      spec:
+        containers:
+        - name: main
+          image: registry.invalid/work
+          resources: {requests: {cpu: "2"}, limits: {cpu: "1"}}
+"#;
+
+/// A WrappedJob of a Job whose 64-character name its pods could not carry as a label.
+fn long_named_component() -> String {
+    let name = "a".repeat(64);
+    wrapped_job("long-name", "user-queue", "", "", &[job_component(&name, 1, "100m", "5s", "")])
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn templates_the_api_server_would_refuse_are_refused_at_admission_by_their_field() {
+    let sandbox = Sandbox::up(&["--workers", "0"]);
+    let client = sandbox.client("manager").await;
+    let dir = tempfile::tempdir().unwrap();
+    let cases = [
+        (
+            "over-limit",
+            REQUESTS_OVER_LIMITS.to_string(),
+            "ExternalJob",
+            "externaljobs",
+            "spec.podSets[0].template.spec.containers[0].resources.requests: Invalid value: \"2\": must be less than or equal to cpu limit",
+        ),
+        (
+            "long-name",
+            long_named_component(),
+            "WrappedJob",
+            "wrappedjobs",
+            "spec.components[0].template.",
+        ),
+    ];
+    for (name, yaml, kind, plural, said) in cases {
+        let file = dir.path().join(format!("{name}.yaml"));
+        std::fs::write(&file, &yaml).unwrap();
+        let refused = sandbox.run("submit", &[file.to_str().unwrap()]);
+        let out = text(&refused);
+        assert_eq!(refused.status.code(), Some(1), "{name}: {out}");
+        assert!(out.contains(said), "{name}: {out}");
+        assert!(out.contains("nothing was applied"), "{name}: {out}");
+
+        let object: Value = serde_saphyr::from_str(&yaml).unwrap();
+        let denied = kueue_ext::kube_util::apply(&client, &object).await.expect_err("refused").to_string();
+        assert!(denied.contains(said), "{name}: {denied}");
+        let jobs = objects(&client, "kueue-ext.dev/v1alpha1", kind, plural);
+        assert!(jobs.get_opt(name).await.unwrap().is_none(), "{name} was created");
+    }
+    let long = text(&sandbox.run("submit", &[dir.path().join("long-name.yaml").to_str().unwrap()]));
+    assert!(long.contains("63"), "the label limit is named: {long}");
+    let pods: Api<Pod> = Api::namespaced(client, "default");
+    assert!(pods.list(&ListParams::default()).await.unwrap().items.is_empty(), "a dry run leaves no pod");
 }

@@ -16,7 +16,7 @@ use crate::integrations::declarative::ConfiguredJob;
 use crate::jobframework::generic_job::GenericJob;
 use crate::jobframework::podset::PODSET_LABEL;
 use crate::jobframework::workload;
-use crate::tui::quantity;
+use crate::quantity;
 
 pub type Verdict = Result<(), Evidence>;
 

@@ -12,6 +12,7 @@ use kube::core::DynamicObject;
 use kube::core::admission::{AdmissionRequest, AdmissionResponse, Operation};
 use serde_json::Value;
 
+use super::dry_run;
 use super::queues::QueueCache;
 use crate::api::external_job::ExternalJob;
 use crate::api::wrapped_job::WrappedJob;
@@ -68,6 +69,17 @@ pub trait JobWebhook: GenericJob {
     ) -> impl Future<Output = Vec<FieldError>> + Send + 'a {
         std::future::ready(Vec::new())
     }
+
+    /// What the API server's own validation refuses in what the job will create (its pods, or
+    /// the objects it wraps) in `namespace`; `old` is set on UPDATE.
+    fn dry_run<'a>(
+        _old: Option<&'a Self>,
+        _new: &'a Self,
+        _namespace: &'a str,
+        _authorizer: &'a dyn Authorizer,
+    ) -> impl Future<Output = Vec<FieldError>> + Send + 'a {
+        std::future::ready(Vec::new())
+    }
 }
 
 impl JobWebhook for ExternalJob {
@@ -96,6 +108,22 @@ impl JobWebhook for ExternalJob {
 
     fn validate_update(old: &Self, new: &Self) -> Vec<FieldError> {
         external_job::validate_update(old, new)
+    }
+
+    /// A Pod made from each pod set's template, at creation: the templates cannot change later.
+    async fn dry_run<'a>(
+        old: Option<&'a Self>,
+        new: &'a Self,
+        namespace: &'a str,
+        authorizer: &'a dyn Authorizer,
+    ) -> Vec<FieldError> {
+        if old.is_some() {
+            return Vec::new();
+        }
+        let templates: Vec<(String, &_)> = (new.spec.pod_sets.iter().enumerate())
+            .map(|(i, pod_set)| (format!("spec.podSets[{i}].template"), &pod_set.template))
+            .collect();
+        dry_run::pod_templates(&templates, namespace, authorizer).await
     }
 }
 
@@ -142,6 +170,19 @@ impl JobWebhook for WrappedJob {
             return vec![FieldError::new("metadata.namespace", "Required value")];
         };
         authz::authorize(new, &namespace, &request.user_info, authorizer).await
+    }
+
+    /// Each component as itself, whenever what it wraps is new.
+    async fn dry_run<'a>(
+        old: Option<&'a Self>,
+        new: &'a Self,
+        namespace: &'a str,
+        authorizer: &'a dyn Authorizer,
+    ) -> Vec<FieldError> {
+        if old.is_some_and(|old| !authz::needs_review(old, new)) {
+            return Vec::new();
+        }
+        dry_run::components(new, namespace, authorizer).await
     }
 }
 
@@ -271,5 +312,11 @@ async fn validate<K: JobWebhook>(
         None => new.validate_create(),
     };
     errors.extend(K::authorize(old.as_ref(), &new, request, authorizer).await);
+    // Only a job valid by its own rules is worth a round trip per template.
+    if errors.is_empty()
+        && let Some(namespace) = request.namespace.clone().or_else(|| new.namespace())
+    {
+        errors.extend(K::dry_run(old.as_ref(), &new, &namespace, authorizer).await);
+    }
     Ok(errors)
 }

@@ -2,6 +2,7 @@
 //! clean-up loop, and the HTTPS server with the admission webhooks, health and metrics.
 
 pub mod admission;
+mod dry_run;
 #[cfg(any(test, fuzzing))]
 pub mod fuzz;
 pub mod leader;

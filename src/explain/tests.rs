@@ -218,6 +218,21 @@ fn the_copy_on_the_chosen_worker_tells_its_own_state() {
 }
 
 #[test]
+fn a_copy_out_of_sync_on_its_worker_is_named_as_why_the_job_waits() {
+    let stuck = single(|_, _, w| {
+        let message = "Previously: Evicted due to AdmissionCheck in Retry state: \"multikueue\" (Remote workload on \
+                       worker cluster \"worker1\" is out of sync with its user job, resetting for re-dispatch)";
+        set_condition(w, condition("Evicted", false, "QuotaReserved", message));
+    });
+    let lines = explain_job(&stuck, "train");
+    let said = lines.iter().find(|l| l.starts_with("Its copy on worker1 was out of sync")).unwrap_or_else(|| panic!("{lines:?}"));
+    assert!(said.contains("marked it Finished (reason OutOfSync)"), "{said}");
+    assert!(said.contains("kubectl get workload externaljob-train-12345 -o yaml"), "{said}");
+    let fine = explain_job(&single(|_, _, _| {}), "train");
+    assert!(!fine.iter().any(|l| l.contains("out of sync")), "{fine:?}");
+}
+
+#[test]
 fn evictions_say_why_and_when_the_job_returns() {
     let timeout = single(|_, _, w| {
         set_condition(

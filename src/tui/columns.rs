@@ -2,7 +2,7 @@
 //! script reads the same words a user sees.
 
 use super::model::{ClusterRow, JobRow, QueueRow};
-use super::quantity;
+use crate::quantity;
 use super::snapshot::PodCounts;
 
 pub const JOB_HEADERS: [&str; 12] =

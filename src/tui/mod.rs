@@ -11,7 +11,6 @@ pub mod fixtures;
 #[cfg(test)]
 mod frame_tests;
 pub mod model;
-pub mod quantity;
 pub mod run;
 pub mod snapshot;
 pub mod source;

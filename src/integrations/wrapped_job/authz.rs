@@ -4,9 +4,10 @@
 //! `userRBACAdmissionCheck`). The controller's own rights are checked too, so that a kind its
 //! ClusterRole does not cover is refused at admission rather than stuck in `Resuming`.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::fmt;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::{Duration, Instant};
 
 use futures::future::{BoxFuture, join_all};
 use k8s_openapi::api::authentication::v1::UserInfo;
@@ -14,8 +15,9 @@ use k8s_openapi::api::authorization::v1::{
     ResourceAttributes, SelfSubjectAccessReview, SelfSubjectAccessReviewSpec, SubjectAccessReview,
     SubjectAccessReviewSpec, SubjectAccessReviewStatus,
 };
-use kube::api::{Api, PostParams};
+use kube::api::{Api, ApiResource, DynamicObject, PostParams};
 use kube::{Client, Resource};
+use serde_json::Value;
 
 use super::kinds::{Kinds, Served};
 use crate::api::wrapped_job::WrappedJob;
@@ -73,6 +75,17 @@ pub trait Authorizer: Send + Sync {
         resource: &'a ServedResource,
         namespace: &'a str,
     ) -> BoxFuture<'a, Result<Verdict, String>>;
+
+    /// What the API server's own validation refuses in `object`, were it created as `resource`
+    /// in `namespace` (a server-side dry run): the `(field, message)` causes of an `Invalid`
+    /// answer. Nothing when it would be created, or is refused for a reason that may change
+    /// before it really is (quota, policy, a ServiceAccount not created yet).
+    fn invalid_fields<'a>(
+        &'a self,
+        resource: &'a ServedResource,
+        namespace: &'a str,
+        object: &'a Value,
+    ) -> BoxFuture<'a, Result<Vec<(String, String)>, String>>;
 }
 
 /// Whether an update must be authorized again: a changed template is a new object to create,
@@ -140,7 +153,7 @@ pub async fn authorize(
 }
 
 /// The apiVersion and kind a template names, if both are non-empty strings.
-fn type_of(template: &serde_json::Value) -> Option<(&str, &str)> {
+pub fn type_of(template: &serde_json::Value) -> Option<(&str, &str)> {
     let api_version = template["apiVersion"].as_str().filter(|s| !s.is_empty())?;
     let kind = template["kind"].as_str().filter(|s| !s.is_empty())?;
     Some((api_version, kind))
@@ -148,7 +161,7 @@ fn type_of(template: &serde_json::Value) -> Option<(&str, &str)> {
 
 /// `(group, version)` of a well-formed apiVersion. Discovery puts it in a URL path, so nothing
 /// else may reach it.
-fn group_version(api_version: &str) -> Option<(&str, &str)> {
+pub fn group_version(api_version: &str) -> Option<(&str, &str)> {
     let (group, version) = match api_version.split_once('/') {
         Some((group, version)) => (dns1123_subdomain(group).ok().map(|()| group)?, version),
         None => ("", api_version),
@@ -248,11 +261,39 @@ pub fn verdict(status: Option<&SubjectAccessReviewStatus>) -> Verdict {
 pub struct ApiAuthorizer {
     client: Client,
     kinds: Arc<Kinds>,
+    dry_runs: DryRunCache,
+}
+
+/// Recent dry-run answers by what was asked: the same template submitted again (the common
+/// case: many jobs of one shape) costs no round trip. Answers expire, since a LimitRange or
+/// an API server upgrade can change them.
+#[derive(Default)]
+struct DryRunCache(Mutex<HashMap<String, (Instant, Vec<(String, String)>)>>);
+
+impl DryRunCache {
+    const TTL: Duration = Duration::from_secs(30);
+    const CAPACITY: usize = 1024;
+
+    fn get(&self, key: &str) -> Option<Vec<(String, String)>> {
+        let entries = self.0.lock().unwrap_or_else(PoisonError::into_inner);
+        entries.get(key).filter(|(at, _)| at.elapsed() < Self::TTL).map(|(_, causes)| causes.clone())
+    }
+
+    fn put(&self, key: String, causes: Vec<(String, String)>) {
+        let mut entries = self.0.lock().unwrap_or_else(PoisonError::into_inner);
+        if entries.len() >= Self::CAPACITY {
+            entries.retain(|_, (at, _)| at.elapsed() < Self::TTL);
+            if entries.len() >= Self::CAPACITY {
+                entries.clear();
+            }
+        }
+        entries.insert(key, (Instant::now(), causes));
+    }
 }
 
 impl ApiAuthorizer {
     pub fn new(client: Client, kinds: Arc<Kinds>) -> Self {
-        ApiAuthorizer { client, kinds }
+        ApiAuthorizer { client, kinds, dry_runs: DryRunCache::default() }
     }
 
     async fn discover(&self, api_version: &str, kind: &str) -> Result<Option<ServedResource>, String> {
@@ -268,6 +309,38 @@ impl ApiAuthorizer {
         }))
     }
 
+    async fn dry_run(
+        &self,
+        resource: &ServedResource,
+        namespace: &str,
+        object: &Value,
+    ) -> Result<Vec<(String, String)>, String> {
+        let kind = object.get("kind").and_then(Value::as_str).unwrap_or_default();
+        let api_version =
+            if resource.group.is_empty() { resource.version.clone() } else { format!("{}/{}", resource.group, resource.version) };
+        let api_resource = ApiResource {
+            group: resource.group.clone(),
+            version: resource.version.clone(),
+            api_version,
+            kind: kind.to_string(),
+            plural: resource.plural.clone(),
+        };
+        let key = format!("{resource} {namespace} {object}");
+        if let Some(causes) = self.dry_runs.get(&key) {
+            return Ok(causes);
+        }
+        let candidate: DynamicObject = serde_json::from_value(object.clone()).map_err(|e| e.to_string())?;
+        let api: Api<DynamicObject> = Api::namespaced_with(self.client.clone(), namespace, &api_resource);
+        let causes = match api.create(&PostParams { dry_run: true, ..Default::default() }, &candidate).await {
+            Ok(_) => Vec::new(),
+            Err(kube::Error::Api(status)) if status.code == 422 => invalid_causes(&status),
+            Err(kube::Error::Api(_)) => Vec::new(),
+            Err(e) => return Err(api_error::in_words(&e)),
+        };
+        self.dry_runs.put(key, causes.clone());
+        Ok(causes)
+    }
+
     async fn review<K>(&self, review: K) -> Result<Verdict, String>
     where
         K: Resource<DynamicType = ()> + Clone + fmt::Debug + serde::Serialize + serde::de::DeserializeOwned,
@@ -279,6 +352,15 @@ impl ApiAuthorizer {
             .map_err(|e| api_error::in_words(&e))?;
         Ok(verdict(answer.status()))
     }
+}
+
+/// The fields an `Invalid` answer names, or its message alone when it names none.
+fn invalid_causes(status: &kube::core::Status) -> Vec<(String, String)> {
+    let causes = status.details.as_ref().map(|d| d.causes.as_slice()).unwrap_or_default();
+    if causes.is_empty() {
+        return vec![(String::new(), status.message.clone())];
+    }
+    causes.iter().map(|c| (c.field.clone(), c.message.clone())).collect()
 }
 
 /// The status both review kinds answer with.
@@ -324,6 +406,15 @@ impl Authorizer for ApiAuthorizer {
     ) -> BoxFuture<'a, Result<Verdict, String>> {
         Box::pin(self.review(controller_review(verb, resource, namespace)))
     }
+
+    fn invalid_fields<'a>(
+        &'a self,
+        resource: &'a ServedResource,
+        namespace: &'a str,
+        object: &'a Value,
+    ) -> BoxFuture<'a, Result<Vec<(String, String)>, String>> {
+        Box::pin(self.dry_run(resource, namespace, object))
+    }
 }
 
 /// An authorizer for tests and the fuzz target: an API server in memory.
@@ -345,6 +436,10 @@ pub mod fake {
         /// Every review fails, as when the API server cannot be reached.
         unreachable: bool,
         user_checks: Mutex<Vec<String>>,
+        /// `(plural, field, message)`: what validation refuses in every object of that plural.
+        invalid: Vec<(String, String, String)>,
+        /// `plural name-or-generateName namespace` of every dry run so far.
+        dry_runs: Mutex<Vec<String>>,
     }
 
     impl FakeAuthorizer {
@@ -381,6 +476,16 @@ pub mod fake {
         pub fn unreachable(mut self) -> Self {
             self.unreachable = true;
             self
+        }
+
+        /// Every object of `plural` is refused as invalid, `field` with `message`.
+        pub fn refuse(mut self, plural: &str, field: &str, message: &str) -> Self {
+            self.invalid.push((plural.into(), field.into(), message.into()));
+            self
+        }
+
+        pub fn dry_runs(&self) -> Vec<String> {
+            self.dry_runs.lock().unwrap_or_else(PoisonError::into_inner).clone()
         }
 
         /// `user resource namespace` of every user check so far.
@@ -428,6 +533,21 @@ pub mod fake {
         ) -> BoxFuture<'a, Result<Verdict, String>> {
             let denied = self.controller_lacks.contains(&resource.plural);
             Box::pin(std::future::ready(self.answer(denied)))
+        }
+
+        fn invalid_fields<'a>(
+            &'a self,
+            resource: &'a ServedResource,
+            namespace: &'a str,
+            object: &'a Value,
+        ) -> BoxFuture<'a, Result<Vec<(String, String)>, String>> {
+            let metadata = &object["metadata"];
+            let name = metadata["name"].as_str().or(metadata["generateName"].as_str()).unwrap_or_default();
+            let run = format!("{} {name} {namespace}", resource.plural);
+            self.dry_runs.lock().unwrap_or_else(PoisonError::into_inner).push(run);
+            let found = self.invalid.iter().filter(|(plural, _, _)| *plural == resource.plural);
+            let causes = found.map(|(_, field, message)| (field.clone(), message.clone())).collect();
+            Box::pin(std::future::ready(if self.unreachable { Err("connection refused".into()) } else { Ok(causes) }))
         }
     }
 }

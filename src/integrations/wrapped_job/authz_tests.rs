@@ -196,3 +196,20 @@ fn only_template_changes_need_a_new_review() {
     grown.spec.components.push(old.spec.components[0].clone());
     assert!(needs_review(&old, &grown));
 }
+
+#[test]
+fn dry_run_answers_are_reused_until_they_expire_and_the_cache_stays_bounded() {
+    let cache = DryRunCache::default();
+    let refused = vec![("spec.containers[0].image".to_string(), "Required value".to_string())];
+    cache.put("pods ns {}".into(), refused.clone());
+    assert_eq!(cache.get("pods ns {}"), Some(refused));
+    assert_eq!(cache.get("pods other {}"), None);
+    for i in 0..DryRunCache::CAPACITY {
+        cache.put(format!("pods ns {i}"), Vec::new());
+    }
+    let size = cache.0.lock().unwrap().len();
+    assert!(size <= DryRunCache::CAPACITY, "{size}");
+    let stale = Instant::now().checked_sub(DryRunCache::TTL + Duration::from_secs(1)).unwrap();
+    cache.0.lock().unwrap().insert("old".into(), (stale, Vec::new()));
+    assert_eq!(cache.get("old"), None, "an expired answer is asked again");
+}

@@ -12,6 +12,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use k8s_openapi::api::core::v1::{PodSchedulingGate, PodTemplateSpec, Toleration};
 
+mod semantic;
 #[cfg(test)]
 mod tests;
 
@@ -253,6 +254,7 @@ pub fn restore_templates(templates: &mut [PodTemplateSpec], infos: &[PodSetInfo]
 /// Whether a job's pod sets still match its Workload's (Kueue's ComparePodSetSlices). Each entry is
 /// `(count, min_count, template)`. Only what affects scheduling is compared: labels, annotations and node
 /// selectors change when the job starts, and tolerations may too, hence `compare_tolerations`.
+/// Containers compare as Go compares them ([`semantic`]).
 pub fn equivalent_pod_sets(
     a: &[(i32, Option<i32>, &PodTemplateSpec)],
     b: &[(i32, Option<i32>, &PodTemplateSpec)],
@@ -265,17 +267,17 @@ pub fn equivalent_pod_sets(
             count_a == count_b
                 && min_a == min_b
                 && (!compare_tolerations
-                    || equal_lists(
-                        spec_a.and_then(|spec| spec.tolerations.as_deref()),
-                        spec_b.and_then(|spec| spec.tolerations.as_deref()),
+                    || semantic::equal(
+                        &spec_a.and_then(|spec| spec.tolerations.as_deref()),
+                        &spec_b.and_then(|spec| spec.tolerations.as_deref()),
                     ))
-                && equal_lists(
-                    spec_a.and_then(|spec| spec.init_containers.as_deref()),
-                    spec_b.and_then(|spec| spec.init_containers.as_deref()),
+                && semantic::equal(
+                    &spec_a.and_then(|spec| spec.init_containers.as_deref()),
+                    &spec_b.and_then(|spec| spec.init_containers.as_deref()),
                 )
-                && equal_lists(
-                    spec_a.map(|spec| spec.containers.as_slice()),
-                    spec_b.map(|spec| spec.containers.as_slice()),
+                && semantic::equal(
+                    &spec_a.map(|spec| spec.containers.as_slice()),
+                    &spec_b.map(|spec| spec.containers.as_slice()),
                 )
         })
 }
@@ -348,10 +350,6 @@ fn same_map(have: Option<&StringMap>, want: &StringMap) -> bool {
 /// Go's slices.Equal, where an unset slice equals an empty one.
 fn same_list<T: PartialEq>(have: Option<&[T]>, want: &[T]) -> bool {
     have.unwrap_or_default() == want
-}
-
-fn equal_lists<T: PartialEq>(a: Option<&[T]>, b: Option<&[T]>) -> bool {
-    same_list(a, b.unwrap_or_default())
 }
 
 /// The API omits empty fields, so an empty value is stored as unset.

@@ -13,7 +13,7 @@ use super::{AdmissionCheckFacts, FlavorQuota, JobCopy, LocalQueueFacts, QueueRow
 use crate::api::condition::{self, Condition};
 use crate::api::kueue::{Admission, AdmissionCheckState, QUOTA_RESERVED};
 use crate::jobframework::generic_job::Finished;
-use crate::tui::quantity;
+use crate::quantity;
 use crate::tui::snapshot::{JobObject, PodCounts};
 
 fn created(object: &DynamicObject) -> Option<i64> {

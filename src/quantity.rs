@@ -1,4 +1,4 @@
-//! Kubernetes quantities (`500m`, `32Gi`, `1e3`) as numbers, so quota and usage can be
+//! Kubernetes quantities (`500m`, `32Gi`, `1e3`) as numbers, so quota, usage and templates can be
 //! compared and a shortfall told in the units a user wrote.
 
 /// The value of a quantity in base units (cores, bytes), or `None` if it is not one.

@@ -1,0 +1,146 @@
+//! The API server's own validation of what an admitted job will create — its pods, or the
+//! objects it wraps — asked by server-side dry runs: a template no pod (or component) could be
+//! made from is refused at admission with its field path, instead of being admitted and then
+//! stuck (Kueue holds a pod set whose requests exceed its limits; a Job named too long for its
+//! pods' labels fails once created).
+
+use futures::future::join_all;
+use k8s_openapi::api::core::v1::PodTemplateSpec;
+use serde_json::{Value, json};
+
+use crate::api::wrapped_job::WrappedJob;
+use crate::integrations::wrapped_job::authz::{Authorizer, ServedResource, group_version, type_of};
+use crate::jobframework::webhook::FieldError;
+
+/// What the dry runs ask for in place of a real name.
+const GENERATE_NAME: &str = "kueue-ext-dry-run-";
+
+fn pods() -> ServedResource {
+    ServedResource { group: String::new(), version: "v1".into(), plural: "pods".into(), namespaced: true }
+}
+
+/// A Pod made from `template`, as its controller would make it.
+fn pod_of(template: &PodTemplateSpec, namespace: &str) -> Value {
+    let metadata = template.metadata.clone().unwrap_or_default();
+    json!({
+        "apiVersion": "v1", "kind": "Pod",
+        "metadata": {
+            "generateName": GENERATE_NAME, "namespace": namespace,
+            "labels": metadata.labels, "annotations": metadata.annotations,
+        },
+        "spec": template.spec,
+    })
+}
+
+/// Every field of every `(path, template)` the API server would refuse in a Pod made from it,
+/// under `path` (the template's own field path).
+pub async fn pod_templates(
+    templates: &[(String, &PodTemplateSpec)],
+    namespace: &str,
+    authorizer: &dyn Authorizer,
+) -> Vec<FieldError> {
+    let resource = pods();
+    let checks = templates.iter().map(|(path, template)| {
+        let pod = pod_of(template, namespace);
+        let resource = &resource;
+        async move { refused(path, resource, namespace, &pod, authorizer).await }
+    });
+    join_all(checks).await.concat()
+}
+
+/// Every field of every component of `job` the API server would refuse, were the component
+/// created in `namespace`. Components of kinds nothing serves are left to the authorization
+/// check, which names them.
+pub async fn components(job: &WrappedJob, namespace: &str, authorizer: &dyn Authorizer) -> Vec<FieldError> {
+    let checks = job.spec.components.iter().enumerate().map(|(i, component)| async move {
+        let Some((api_version, kind)) = type_of(&component.template) else { return Vec::new() };
+        if group_version(api_version).is_none() {
+            return Vec::new();
+        }
+        let Ok(Some(resource)) = authorizer.resource(api_version, kind).await else { return Vec::new() };
+        if !resource.namespaced {
+            return Vec::new();
+        }
+        let mut object = component.template.clone();
+        object["metadata"]["namespace"] = json!(namespace);
+        refused(&format!("spec.components[{i}].template"), &resource, namespace, &object, authorizer).await
+    });
+    join_all(checks).await.concat()
+}
+
+async fn refused(
+    path: &str,
+    resource: &ServedResource,
+    namespace: &str,
+    object: &Value,
+    authorizer: &dyn Authorizer,
+) -> Vec<FieldError> {
+    match authorizer.invalid_fields(resource, namespace, object).await {
+        Ok(causes) => causes
+            .into_iter()
+            .map(|(field, message)| {
+                let at = if field.is_empty() { path.to_string() } else { format!("{path}.{field}") };
+                FieldError::new(at, message)
+            })
+            .collect(),
+        // The dry run is a second opinion: a failure to get it never blocks a job.
+        Err(why) => {
+            tracing::warn!(%path, %why, "no dry run of a job's template");
+            Vec::new()
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::integrations::wrapped_job::authz::fake::FakeAuthorizer;
+
+    fn template() -> PodTemplateSpec {
+        serde_json::from_value(json!({
+            "metadata": {"labels": {"app": "a"}},
+            "spec": {"containers": [{"name": "main", "image": "i",
+                     "resources": {"requests": {"cpu": "2"}, "limits": {"cpu": "1"}}}]},
+        }))
+        .unwrap()
+    }
+
+    #[tokio::test]
+    async fn a_refused_pod_field_is_named_under_its_template() {
+        let message = "Invalid value: \"2\": must be less than or equal to cpu limit of 1";
+        let fake = FakeAuthorizer::new().refuse("pods", "spec.containers[0].resources.requests", message);
+        let template = template();
+        let templates = [("spec.podSets[0].template".to_string(), &template)];
+        let errors = pod_templates(&templates, "team-a", &fake).await;
+        assert_eq!(
+            errors.iter().map(ToString::to_string).collect::<Vec<_>>(),
+            [format!("spec.podSets[0].template.spec.containers[0].resources.requests: {message}")]
+        );
+        assert_eq!(fake.dry_runs(), ["pods kueue-ext-dry-run- team-a"]);
+        assert!(pod_templates(&templates, "team-a", &FakeAuthorizer::new()).await.is_empty());
+    }
+
+    #[tokio::test]
+    async fn components_are_dry_run_as_themselves_and_unserved_kinds_are_skipped() {
+        let job: WrappedJob = serde_json::from_value(json!({
+            "apiVersion": "kueue-ext.dev/v1alpha1", "kind": "WrappedJob",
+            "metadata": {"name": "w", "namespace": "team-a"},
+            "spec": {"components": [
+                {"template": {"apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": "a".repeat(64)}}},
+                {"template": {"apiVersion": "example.com/v1", "kind": "Unknown", "metadata": {"name": "u"}}},
+            ]},
+        }))
+        .unwrap();
+        let fake = FakeAuthorizer::new().refuse("jobs", "metadata.name", "must be no more than 63 characters");
+        let errors: Vec<String> = components(&job, "team-a", &fake).await.iter().map(ToString::to_string).collect();
+        assert_eq!(errors, ["spec.components[0].template.metadata.name: must be no more than 63 characters"]);
+        assert_eq!(fake.dry_runs(), [format!("jobs {} team-a", "a".repeat(64))]);
+    }
+
+    #[tokio::test]
+    async fn an_unanswered_dry_run_blocks_nothing() {
+        let template = template();
+        let templates = [("t".to_string(), &template)];
+        assert!(pod_templates(&templates, "ns", &FakeAuthorizer::new().unreachable()).await.is_empty());
+    }
+}
