@@ -89,8 +89,8 @@ pub fn crds() -> Vec<Value> {
 }
 
 /// Exactly what the controller does: its jobs and their status, Workloads, pods of its jobs,
-/// the components of wrapped jobs, reads of queues and priorities, the authorization checks of
-/// its webhook, and events. No secrets, no wildcards.
+/// the components of wrapped jobs, reads of queues and priorities, the authorization checks and
+/// dry runs of its webhook, and events. No secrets, no wildcards.
 pub fn controller_rules() -> Value {
     let mut rules = vec![
         rule(&["kueue-ext.dev"], &["externaljobs", "wrappedjobs"], &["get", "list", "watch", "update", "patch"]),
@@ -106,6 +106,8 @@ pub fn controller_rules() -> Value {
         rule(&["events.k8s.io"], &["events"], &["create", "patch"]),
         // The webhook asks whether the submitting user may create each wrapped component.
         rule(&["authorization.k8s.io"], &["subjectaccessreviews"], &["create"]),
+        // The webhook dry-runs a PodTemplate of each ExternalJob pod set (never stored).
+        rule(&[""], &["podtemplates"], &["create"]),
     ];
     // Pods of ExternalJobs and every wrappable kind: create, watch and delete, never update.
     let mut groups: Vec<&str> = WRAPPABLE.iter().map(|(group, _)| *group).collect();

@@ -287,13 +287,7 @@ async fn templates_the_api_server_would_refuse_are_refused_at_admission_by_their
             "externaljobs",
             "spec.podSets[0].template.spec.containers[0].resources.requests: Invalid value: \"2\": must be less than or equal to cpu limit",
         ),
-        (
-            "long-name",
-            long_named_component(),
-            "WrappedJob",
-            "wrappedjobs",
-            "spec.components[0].template.",
-        ),
+        ("long-name", long_named_component(), "WrappedJob", "wrappedjobs", "spec.components[0].template."),
     ];
     for (name, yaml, kind, plural, said) in cases {
         let file = dir.path().join(format!("{name}.yaml"));

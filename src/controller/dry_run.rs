@@ -1,5 +1,5 @@
 //! The API server's own validation of what an admitted job will create — its pods, or the
-//! objects it wraps — asked by server-side dry runs: a template no pod (or component) could be
+//! objects it wraps — asked by server-side dry runs (of PodTemplates, for pods): a template no pod (or component) could be
 //! made from is refused at admission with its field path, instead of being admitted and then
 //! stuck (Kueue holds a pod set whose requests exceed its limits; a Job named too long for its
 //! pods' labels fails once created).
@@ -15,35 +15,35 @@ use crate::jobframework::webhook::FieldError;
 /// What the dry runs ask for in place of a real name.
 const GENERATE_NAME: &str = "kueue-ext-dry-run-";
 
-fn pods() -> ServedResource {
-    ServedResource { group: String::new(), version: "v1".into(), plural: "pods".into(), namespaced: true }
+/// A PodTemplate is validated as a pod is (the same pod-spec rules) but skips the admission
+/// only a Pod meets, which refuses while the namespace's ServiceAccount does not exist yet.
+fn pod_templates_resource() -> ServedResource {
+    ServedResource { group: String::new(), version: "v1".into(), plural: "podtemplates".into(), namespaced: true }
 }
 
-/// A Pod made from `template`, as its controller would make it.
-fn pod_of(template: &PodTemplateSpec, namespace: &str) -> Value {
-    let metadata = template.metadata.clone().unwrap_or_default();
+/// Where a PodTemplate keeps the pod template, as its validation names fields.
+const POD_TEMPLATE_FIELD: &str = "template.";
+
+fn pod_template_of(template: &PodTemplateSpec, namespace: &str) -> Value {
     json!({
-        "apiVersion": "v1", "kind": "Pod",
-        "metadata": {
-            "generateName": GENERATE_NAME, "namespace": namespace,
-            "labels": metadata.labels, "annotations": metadata.annotations,
-        },
-        "spec": template.spec,
+        "apiVersion": "v1", "kind": "PodTemplate",
+        "metadata": {"generateName": GENERATE_NAME, "namespace": namespace},
+        "template": template,
     })
 }
 
-/// Every field of every `(path, template)` the API server would refuse in a Pod made from it,
+/// Every field of every `(path, template)` the API server would refuse in a pod made from it,
 /// under `path` (the template's own field path).
 pub async fn pod_templates(
     templates: &[(String, &PodTemplateSpec)],
     namespace: &str,
     authorizer: &dyn Authorizer,
 ) -> Vec<FieldError> {
-    let resource = pods();
+    let resource = pod_templates_resource();
     let checks = templates.iter().map(|(path, template)| {
-        let pod = pod_of(template, namespace);
+        let object = pod_template_of(template, namespace);
         let resource = &resource;
-        async move { refused(path, resource, namespace, &pod, authorizer).await }
+        async move { refused(path, resource, namespace, &object, authorizer, POD_TEMPLATE_FIELD).await }
     });
     join_all(checks).await.concat()
 }
@@ -63,22 +63,25 @@ pub async fn components(job: &WrappedJob, namespace: &str, authorizer: &dyn Auth
         }
         let mut object = component.template.clone();
         object["metadata"]["namespace"] = json!(namespace);
-        refused(&format!("spec.components[{i}].template"), &resource, namespace, &object, authorizer).await
+        refused(&format!("spec.components[{i}].template"), &resource, namespace, &object, authorizer, "").await
     });
     join_all(checks).await.concat()
 }
 
+/// The refusals of a dry run of `object`, each at `path` plus its field less `strip`.
 async fn refused(
     path: &str,
     resource: &ServedResource,
     namespace: &str,
     object: &Value,
     authorizer: &dyn Authorizer,
+    strip: &str,
 ) -> Vec<FieldError> {
     match authorizer.invalid_fields(resource, namespace, object).await {
         Ok(causes) => causes
             .into_iter()
             .map(|(field, message)| {
+                let field = field.strip_prefix(strip).unwrap_or(&field);
                 let at = if field.is_empty() { path.to_string() } else { format!("{path}.{field}") };
                 FieldError::new(at, message)
             })
@@ -108,7 +111,8 @@ mod tests {
     #[tokio::test]
     async fn a_refused_pod_field_is_named_under_its_template() {
         let message = "Invalid value: \"2\": must be less than or equal to cpu limit of 1";
-        let fake = FakeAuthorizer::new().refuse("pods", "spec.containers[0].resources.requests", message);
+        let fake =
+            FakeAuthorizer::new().refuse("podtemplates", "template.spec.containers[0].resources.requests", message);
         let template = template();
         let templates = [("spec.podSets[0].template".to_string(), &template)];
         let errors = pod_templates(&templates, "team-a", &fake).await;
@@ -116,7 +120,7 @@ mod tests {
             errors.iter().map(ToString::to_string).collect::<Vec<_>>(),
             [format!("spec.podSets[0].template.spec.containers[0].resources.requests: {message}")]
         );
-        assert_eq!(fake.dry_runs(), ["pods kueue-ext-dry-run- team-a"]);
+        assert_eq!(fake.dry_runs(), ["podtemplates kueue-ext-dry-run- team-a"]);
         assert!(pod_templates(&templates, "team-a", &FakeAuthorizer::new()).await.is_empty());
     }
 

@@ -225,7 +225,10 @@ fn a_copy_out_of_sync_on_its_worker_is_named_as_why_the_job_waits() {
         set_condition(w, condition("Evicted", false, "QuotaReserved", message));
     });
     let lines = explain_job(&stuck, "train");
-    let said = lines.iter().find(|l| l.starts_with("Its copy on worker1 was out of sync")).unwrap_or_else(|| panic!("{lines:?}"));
+    let said = lines
+        .iter()
+        .find(|l| l.starts_with("Its copy on worker1 was out of sync"))
+        .unwrap_or_else(|| panic!("{lines:?}"));
     assert!(said.contains("marked it Finished (reason OutOfSync)"), "{said}");
     assert!(said.contains("kubectl get workload externaljob-train-12345 -o yaml"), "{said}");
     let fine = explain_job(&single(|_, _, _| {}), "train");

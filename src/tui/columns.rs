@@ -2,8 +2,8 @@
 //! script reads the same words a user sees.
 
 use super::model::{ClusterRow, JobRow, QueueRow};
-use crate::quantity;
 use super::snapshot::PodCounts;
+use crate::quantity;
 
 pub const JOB_HEADERS: [&str; 12] =
     ["NAMESPACE", "NAME", "KIND", "STATUS", "QUEUE", "SUSP", "WORKLOAD", "CHECKS", "CLUSTER", "MIRROR", "PODS", "AGE"];

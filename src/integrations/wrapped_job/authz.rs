@@ -50,6 +50,9 @@ pub enum Verdict {
     Denied(String),
 }
 
+/// `(field, message)` of each field the API server's validation refuses.
+pub type InvalidFields = Vec<(String, String)>;
+
 /// What admission asks the API server. A trait so admission is tested without a cluster.
 /// `Err` means the question could not be answered; callers deny then (fail closed).
 pub trait Authorizer: Send + Sync {
@@ -85,7 +88,7 @@ pub trait Authorizer: Send + Sync {
         resource: &'a ServedResource,
         namespace: &'a str,
         object: &'a Value,
-    ) -> BoxFuture<'a, Result<Vec<(String, String)>, String>>;
+    ) -> BoxFuture<'a, Result<InvalidFields, String>>;
 }
 
 /// Whether an update must be authorized again: a changed template is a new object to create,
@@ -268,18 +271,18 @@ pub struct ApiAuthorizer {
 /// case: many jobs of one shape) costs no round trip. Answers expire, since a LimitRange or
 /// an API server upgrade can change them.
 #[derive(Default)]
-struct DryRunCache(Mutex<HashMap<String, (Instant, Vec<(String, String)>)>>);
+struct DryRunCache(Mutex<HashMap<String, (Instant, InvalidFields)>>);
 
 impl DryRunCache {
     const TTL: Duration = Duration::from_secs(30);
     const CAPACITY: usize = 1024;
 
-    fn get(&self, key: &str) -> Option<Vec<(String, String)>> {
+    fn get(&self, key: &str) -> Option<InvalidFields> {
         let entries = self.0.lock().unwrap_or_else(PoisonError::into_inner);
         entries.get(key).filter(|(at, _)| at.elapsed() < Self::TTL).map(|(_, causes)| causes.clone())
     }
 
-    fn put(&self, key: String, causes: Vec<(String, String)>) {
+    fn put(&self, key: String, causes: InvalidFields) {
         let mut entries = self.0.lock().unwrap_or_else(PoisonError::into_inner);
         if entries.len() >= Self::CAPACITY {
             entries.retain(|_, (at, _)| at.elapsed() < Self::TTL);
@@ -314,10 +317,13 @@ impl ApiAuthorizer {
         resource: &ServedResource,
         namespace: &str,
         object: &Value,
-    ) -> Result<Vec<(String, String)>, String> {
+    ) -> Result<InvalidFields, String> {
         let kind = object.get("kind").and_then(Value::as_str).unwrap_or_default();
-        let api_version =
-            if resource.group.is_empty() { resource.version.clone() } else { format!("{}/{}", resource.group, resource.version) };
+        let api_version = if resource.group.is_empty() {
+            resource.version.clone()
+        } else {
+            format!("{}/{}", resource.group, resource.version)
+        };
         let api_resource = ApiResource {
             group: resource.group.clone(),
             version: resource.version.clone(),
@@ -355,7 +361,7 @@ impl ApiAuthorizer {
 }
 
 /// The fields an `Invalid` answer names, or its message alone when it names none.
-fn invalid_causes(status: &kube::core::Status) -> Vec<(String, String)> {
+fn invalid_causes(status: &kube::core::Status) -> InvalidFields {
     let causes = status.details.as_ref().map(|d| d.causes.as_slice()).unwrap_or_default();
     if causes.is_empty() {
         return vec![(String::new(), status.message.clone())];
@@ -412,7 +418,7 @@ impl Authorizer for ApiAuthorizer {
         resource: &'a ServedResource,
         namespace: &'a str,
         object: &'a Value,
-    ) -> BoxFuture<'a, Result<Vec<(String, String)>, String>> {
+    ) -> BoxFuture<'a, Result<InvalidFields, String>> {
         Box::pin(self.dry_run(resource, namespace, object))
     }
 }
@@ -430,7 +436,7 @@ pub mod fake {
         /// `(apiVersion, kind, resource)`.
         served: Vec<(String, String, ServedResource)>,
         /// `(user, plural)` pairs denied.
-        denied: Vec<(String, String)>,
+        denied: InvalidFields,
         /// Plurals the controller has no RBAC for.
         controller_lacks: Vec<String>,
         /// Every review fails, as when the API server cannot be reached.
@@ -540,7 +546,7 @@ pub mod fake {
             resource: &'a ServedResource,
             namespace: &'a str,
             object: &'a Value,
-        ) -> BoxFuture<'a, Result<Vec<(String, String)>, String>> {
+        ) -> BoxFuture<'a, Result<InvalidFields, String>> {
             let metadata = &object["metadata"];
             let name = metadata["name"].as_str().or(metadata["generateName"].as_str()).unwrap_or_default();
             let run = format!("{} {name} {namespace}", resource.plural);
