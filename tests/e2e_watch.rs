@@ -197,6 +197,10 @@ async fn watch_follows_jobs_across_clusters_and_restores_the_terminal() {
     let explained = explain_lines(&sandbox, "externaljob/watch-ext");
     assert!(explained[0].starts_with("LocalQueue user-queue is stopped (stopPolicy Hold)"), "{explained:?}");
     assert!(detail.contains(&format!("• {}", explained[0])), "the detail view says what explain says:\n{detail}");
+    let as_json: Value =
+        serde_json::from_slice(&run(&sandbox, "explain", &["externaljob/watch-ext", "-o", "json"]).stdout).unwrap();
+    assert_eq!((as_json["kind"].as_str(), as_json["name"].as_str()), (Some("ExternalJob"), Some("watch-ext")));
+    assert_eq!(as_json["reasons"][0].as_str(), Some(explained[0].as_str()), "the same reasons as JSON");
     tmux.keys(&["Escape"]);
 
     set_stop_policy(&manager, Value::Null).await;

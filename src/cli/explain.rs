@@ -20,6 +20,26 @@ pub struct Args {
     /// Namespace [default: the context's, else default]
     #[arg(short, long)]
     pub namespace: Option<String>,
+    /// Output format: the reasons as lines, or with the job they explain as JSON or YAML.
+    #[arg(short, long, value_enum, default_value_t = Output::Text)]
+    pub output: Output,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Output {
+    Text,
+    Json,
+    Yaml,
+}
+
+/// What `-o json|yaml` prints.
+#[derive(serde::Serialize)]
+struct Explained<'a> {
+    kind: &'a str,
+    namespace: &'a str,
+    name: &'a str,
+    cluster: &'a str,
+    reasons: Vec<String>,
 }
 
 /// The kind and name of a job reference, among the kinds the cluster runs.
@@ -60,8 +80,17 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
         }
         return Ok(ExitCode::FAILURE);
     };
-    for line in explain(row, &model) {
-        println!("{line}");
+    let explained = Explained {
+        kind: kind.name(),
+        namespace: &namespace,
+        name,
+        cluster: &row.key.cluster,
+        reasons: explain(row, &model),
+    };
+    match args.output {
+        Output::Text => explained.reasons.iter().for_each(|line| println!("{line}")),
+        Output::Json => println!("{}", serde_json::to_string_pretty(&explained)?),
+        Output::Yaml => print!("{}", serde_saphyr::to_string(&explained)?),
     }
     Ok(ExitCode::SUCCESS)
 }
