@@ -1,6 +1,7 @@
 //! `conformance`: Kueue's jobframework contract, checked against any integrated kind on a
-//! sandbox or on clusters of one's own. The checks create the kind's sample in namespaces of their own and judge what the
-//! cluster does with it; the verdicts are pure functions of the objects they observed.
+//! sandbox or on clusters of one's own. The checks create the kind's sample in namespaces of
+//! their own and judge what the cluster does with it; the verdicts are pure functions of the
+//! objects they observed.
 
 pub mod catalog;
 mod checks;
