@@ -1,10 +1,10 @@
 //! End-to-end: a job and the prebuilt Workload MultiKueue hands its copy on a worker stay
 //! equivalent for pod templates with every field the API server or the Workload CRD defaults
 //! (init containers, sidecars, ports, probes, env from fields and resources, volumes, security
-//! contexts, quantities in any notation). Each template runs through MultiKueue as an ExternalJob, as a
-//! WrappedJob of a Pod, of a Job and of a Job beside a Deployment, and as a batch Job integrated
-//! by configuration, and every one of them must finish: an out-of-sync copy would leave it
-//! Pending on the manager for good.
+//! contexts, quantities in any notation). Each template runs through MultiKueue as an
+//! ExternalJob, as a WrappedJob of a Pod, of a Job and of a Job beside a Deployment, and as a
+//! batch Job integrated by configuration, and every one of them must finish: an out-of-sync
+//! copy would leave it Pending on the manager for good.
 
 mod common;
 

@@ -1,8 +1,8 @@
 //! The API server's own validation of what an admitted job will create — its pods, or the
-//! objects it wraps — asked by server-side dry runs (of PodTemplates, for pods): a template no pod (or component) could be
-//! made from is refused at admission with its field path, instead of being admitted and then
-//! stuck (Kueue holds a pod set whose requests exceed its limits; a Job named too long for its
-//! pods' labels fails once created).
+//! objects it wraps — asked by server-side dry runs (of PodTemplates, for pods): a template no
+//! pod (or component) could be made from is refused at admission with its field path, instead
+//! of being admitted and then stuck (Kueue holds a pod set whose requests exceed its limits; a
+//! Job named too long for its pods' labels fails once created).
 
 use futures::future::join_all;
 use k8s_openapi::api::core::v1::PodTemplateSpec;
