@@ -148,14 +148,7 @@ async fn create_queues(target: &Target, run: &Run) -> Result<(), String> {
 
 /// What `--keep` left, and how to remove it.
 fn kept(target: &Target, run: &Run) -> String {
-    let mut clusters = vec![target.single.name.as_str()];
-    if let Some(multikueue) = &target.multikueue {
-        for cluster in multikueue.workers.iter().chain([&multikueue.manager]) {
-            if !clusters.contains(&cluster.name.as_str()) {
-                clusters.push(&cluster.name);
-            }
-        }
-    }
+    let clusters: Vec<&str> = target.clusters().iter().map(|c| c.name.as_str()).collect();
     format!(
         "kept on {}: the run's namespaces and queues, labelled {RUN_LABEL}={id}. Remove them on each cluster with \
          `kubectl delete namespace,clusterqueue,resourceflavor,admissioncheck,multikueueconfig -l {RUN_LABEL}={id}`",
@@ -178,10 +171,7 @@ async fn clean_up(target: &Target, run: &Run) {
         }
     }
     delete_namespace(single, &run.probe_namespace()).await;
-    run.delete_queues(single).await;
-    if let Some(multikueue) = &target.multikueue {
-        for cluster in multikueue.workers.iter().chain([&multikueue.manager]) {
-            run.delete_queues(&cluster.client).await;
-        }
+    for cluster in target.clusters() {
+        run.delete_queues(&cluster.client).await;
     }
 }

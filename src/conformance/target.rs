@@ -58,6 +58,22 @@ impl Target {
     }
 }
 
+impl Target {
+    /// Every cluster the run touches, each once: the single-cluster one, then the workers and
+    /// the manager.
+    pub fn clusters(&self) -> Vec<&Named> {
+        let mut all = vec![&self.single];
+        if let Some(multikueue) = &self.multikueue {
+            for cluster in multikueue.workers.iter().chain([&multikueue.manager]) {
+                if !all.iter().any(|seen| seen.name == cluster.name) {
+                    all.push(cluster);
+                }
+            }
+        }
+        all
+    }
+}
+
 async fn connect(kubeconfig: &Kubeconfig, cluster: &Context) -> anyhow::Result<Named> {
     let client = crate::kube_util::client_from(kubeconfig.clone(), &cluster.context).await?;
     let groups = client.list_api_groups().await.map_err(|e| {
