@@ -1,7 +1,8 @@
 //! kueue-ext: a kubectl plugin with a local Kueue + MultiKueue sandbox and a Rust counterpart of
 //! Kueue's job integration framework.
 //!
-//! Data flows one way: `cli` → `sandbox` → `kube_util`.
+//! Data flows one way: `cli` → `sandbox`, `controller`, `tui`, `explain`, `submit`,
+//! `conformance` → `model` → `integrations` (one registry of job kinds) → `jobframework` → `api`.
 
 pub mod api;
 pub mod cli;
@@ -12,6 +13,7 @@ pub mod integrations;
 pub mod jobframework;
 pub mod kube_util;
 pub mod manifests;
+pub mod model;
 pub mod quantity;
 pub mod sandbox;
 pub mod submit;

@@ -8,7 +8,7 @@ use std::process::ExitCode;
 use crate::conformance::report::{json, table};
 use crate::conformance::target::{Context, Target};
 use crate::conformance::{self, Options};
-use crate::tui::snapshot::Role;
+use crate::model::snapshot::Role;
 
 use super::watch::Clusters;
 

@@ -9,6 +9,7 @@ mod explain;
 mod manifests;
 mod status;
 mod submit;
+mod targets;
 mod toolchain;
 mod up;
 mod version;

@@ -11,9 +11,10 @@ use serde::Serialize;
 use super::SandboxArgs;
 use crate::explain::explain;
 use crate::tui::columns::{self, CLUSTER_HEADERS, JOB_HEADERS, QUEUE_HEADERS};
-use crate::tui::model::{ClusterRow, JobRow, Model, QueueRow, join};
+use crate::model::{ClusterRow, JobRow, Model, QueueRow, join};
 use crate::tui::run;
-use crate::tui::source::{Selection, Source, Targets};
+use super::targets::{self, Selection};
+use crate::model::source::{Source, Targets};
 
 /// How long `--once` (and `explain`) wait for every cluster to answer its first list.
 pub const SETTLE: Duration = Duration::from_secs(15);
@@ -37,7 +38,7 @@ pub struct Clusters {
 
 impl Clusters {
     pub fn targets(&self) -> anyhow::Result<Targets> {
-        Targets::resolve(&Selection {
+        targets::resolve(&Selection {
             state_dir: self.sandbox.dir(),
             kubeconfig: self.kubeconfig.clone(),
             context: self.context.clone(),
@@ -172,7 +173,7 @@ fn tables(model: &Model, now: i64, wide: bool) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::tui::fixtures::{NOW, scene};
+    use crate::model::fixtures::{NOW, scene};
 
     #[test]
     fn the_table_lines_up_and_explains_in_wide() {

@@ -2,7 +2,7 @@
 //! Workload, and from the ClusterQueue's reservations against its quota.
 
 use crate::quantity;
-use crate::tui::model::{QueueRow, Shortfall, WorkloadFacts};
+use crate::model::{QueueRow, Shortfall, WorkloadFacts};
 
 /// The shortfalls Kueue named, one sentence each.
 pub fn kueue_sentences(workload: &WorkloadFacts) -> Vec<String> {

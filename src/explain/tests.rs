@@ -3,9 +3,9 @@
 use serde_json::{Value, json};
 
 use super::explain;
-use crate::tui::fixtures::*;
-use crate::tui::model::join;
-use crate::tui::snapshot::Snapshot;
+use crate::model::fixtures::*;
+use crate::model::join;
+use crate::model::snapshot::Snapshot;
 
 fn explain_job(snapshot: &Snapshot, name: &str) -> Vec<String> {
     let model = join(snapshot);
@@ -288,7 +288,7 @@ fn admitted_jobs_on_one_cluster_report_pods_and_readiness() {
         set_condition(w, condition("PodsReady", false, "WaitForStart", "Not all pods are ready or succeeded"));
         s.clusters[0]
             .pods
-            .insert(crate::tui::snapshot::ObjectKey::new("ExternalJob", "default", "train"), pods(1, 1, 0, 0));
+            .insert(crate::model::snapshot::ObjectKey::new("ExternalJob", "default", "train"), pods(1, 1, 0, 0));
     });
     assert_eq!(
         explain_job(&snapshot, "train"),

@@ -6,7 +6,7 @@ use kube::api::{Api, DeleteParams, DynamicObject, Patch, PatchParams};
 use serde_json::json;
 
 use super::app::Command;
-use super::model::JobKey;
+use crate::model::JobKey;
 use crate::jobframework::api_error;
 
 fn api(client: Client, key: &JobKey) -> Api<DynamicObject> {

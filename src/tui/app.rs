@@ -9,7 +9,7 @@ use std::ops::Range;
 use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 
 use super::columns;
-use super::model::{JobKey, JobRow, Model};
+use crate::model::{JobKey, JobRow, Model};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum View {
@@ -166,11 +166,11 @@ impl App {
         self.visible[start..end].iter().filter_map(|&i| self.model.jobs.get(i))
     }
 
-    pub fn visible_queues(&self) -> Vec<&super::model::QueueRow> {
+    pub fn visible_queues(&self) -> Vec<&crate::model::QueueRow> {
         self.model.queues.iter().filter(|q| self.matches(&columns::queue_cells(q))).collect()
     }
 
-    pub fn visible_clusters(&self) -> Vec<&super::model::ClusterRow> {
+    pub fn visible_clusters(&self) -> Vec<&crate::model::ClusterRow> {
         self.model.clusters.iter().filter(|c| self.matches(&columns::cluster_cells(c))).collect()
     }
 

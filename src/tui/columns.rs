@@ -1,8 +1,8 @@
 //! The cells of each table, as text: one definition for the TUI and for `watch --once`, so a
 //! script reads the same words a user sees.
 
-use super::model::{ClusterRow, JobRow, QueueRow};
-use super::snapshot::PodCounts;
+use crate::model::{ClusterRow, JobRow, QueueRow};
+use crate::model::snapshot::PodCounts;
 use crate::quantity;
 
 pub const JOB_HEADERS: [&str; 12] =
@@ -116,8 +116,8 @@ pub fn connection(cluster: &ClusterRow) -> String {
 
 pub fn cluster_cells(cluster: &ClusterRow) -> [String; 7] {
     let role = match cluster.role {
-        super::snapshot::Role::Manager => "manager",
-        super::snapshot::Role::Worker => "worker",
+        crate::model::snapshot::Role::Manager => "manager",
+        crate::model::snapshot::Role::Worker => "worker",
     };
     let problems: Vec<String> = cluster.problems.iter().map(|(kind, why)| format!("{kind}: {why}")).collect();
     [

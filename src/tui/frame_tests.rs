@@ -6,8 +6,8 @@ use ratatui::Terminal;
 use ratatui::backend::TestBackend;
 
 use super::app::App;
-use super::fixtures::{NOW, scene};
-use super::model::join;
+use crate::model::fixtures::{NOW, scene};
+use crate::model::join;
 use super::view;
 
 fn app() -> App {

@@ -13,8 +13,8 @@ use tokio::sync::mpsc;
 use tokio::time::{Instant, sleep_until};
 
 use super::app::{App, Command};
-use super::model::join;
-use super::source::Source;
+use crate::model::join;
+use crate::model::source::Source;
 use super::{actions, view};
 
 /// How long watch events are gathered before the model is joined again.

@@ -13,7 +13,7 @@ use ratatui::widgets::{Block, Cell, Clear, Paragraph, Row, Table, Wrap};
 
 use super::app::{App, Mode, View};
 use super::columns;
-use super::model::RowStatus;
+use crate::model::RowStatus;
 
 /// Colours of states, as kdash and k9s use them: green runs, dim is done, amber waits, red
 /// needs a human.

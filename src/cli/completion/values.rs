@@ -17,8 +17,8 @@ use kube::api::{Api, DynamicObject, ListParams};
 use crate::integrations::registry::{JobKind, KindRegistry};
 use crate::kube_util::{client_from, read_kubeconfig};
 use crate::manifests;
-use crate::tui::snapshot::Role;
-use crate::tui::source::{Selection, Targets};
+use crate::model::snapshot::Role;
+use crate::cli::targets::{self, Selection};
 
 /// Long enough for a local or nearby API server, short enough that a TAB on a train is no wait.
 const CLUSTER_TIMEOUT: Duration = Duration::from_secs(2);
@@ -178,7 +178,7 @@ where
     F: FnOnce(Client, String) -> Fut,
     Fut: Future<Output = Option<Vec<(String, Option<String>)>>>,
 {
-    let Ok(targets) = Targets::resolve(&scope.selection()) else { return Vec::new() };
+    let Ok(targets) = targets::resolve(&scope.selection()) else { return Vec::new() };
     let Some(manager) = targets.clusters.iter().find(|c| c.role == Role::Manager) else { return Vec::new() };
     let namespace = scope.namespace.clone().or_else(|| targets.manager_namespace()).unwrap_or_else(|| "default".into());
     let Ok(runtime) = tokio::runtime::Builder::new_current_thread().enable_all().build() else { return Vec::new() };

@@ -3,8 +3,8 @@
 use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 
 use super::*;
-use crate::tui::fixtures::{NOW, scene};
-use crate::tui::model::join;
+use crate::model::fixtures::{NOW, scene};
+use crate::model::join;
 
 fn app() -> App {
     let mut app = App::new("sandbox kueue-ext (/state)".into(), false);

@@ -12,7 +12,7 @@ use crate::api::condition::Condition;
 use crate::explain::explain;
 use crate::tui::app::{App, Detail, Tab};
 use crate::tui::columns;
-use crate::tui::model::{JobCopy, JobRow, Mirror, WorkloadFacts};
+use crate::model::{JobCopy, JobRow, Mirror, WorkloadFacts};
 
 pub fn render(frame: &mut Frame, area: Rect, app: &App, detail: &Detail) {
     let tab =

@@ -13,7 +13,7 @@ use super::{
 use crate::api::condition::Condition;
 use crate::api::kueue::{FINISHED, MULTIKUEUE_ORIGIN_LABEL, PREBUILT_WORKLOAD_LABEL, QUEUE_NAME_LABEL, QUOTA_RESERVED};
 use crate::api::wrapped_job::WRAPPED_JOB_LABEL;
-use crate::tui::snapshot::{ClusterSnapshot, EventLine, JobKind, JobObject, ObjectKey, PodCounts, Role, Snapshot};
+use crate::model::snapshot::{ClusterSnapshot, EventLine, JobKind, JobObject, ObjectKey, PodCounts, Role, Snapshot};
 
 /// Events kept per job, newest first.
 const EVENTS_PER_JOB: usize = 20;

@@ -4,9 +4,13 @@
 //! [`Snapshot`], so every state has a fixture test and the TUI, `watch --once` and `explain`
 //! agree by construction.
 
+#[cfg(test)]
+pub mod fixtures;
 mod join;
 mod read;
 mod shortfall;
+pub mod snapshot;
+pub mod source;
 #[cfg(test)]
 mod tests;
 
@@ -23,7 +27,7 @@ pub use shortfall::Shortfall;
 
 use crate::api::condition::{self, Condition};
 use crate::api::kueue::{ADMITTED, Admission, AdmissionCheckState, EVICTED, FINISHED, QUOTA_RESERVED};
-use crate::tui::snapshot::{EventLine, JobKind, PodCounts, Role};
+use crate::model::snapshot::{EventLine, JobKind, PodCounts, Role};
 
 /// A job by where it lives.
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]

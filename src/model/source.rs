@@ -6,7 +6,6 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Debug;
 use std::hash::Hash;
-use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -24,10 +23,7 @@ use tokio::task::JoinHandle;
 use super::snapshot::{ClusterSnapshot, JobKind, JobObject, Role, Snapshot, event_line, pod_counts};
 use crate::integrations::registry::KindRegistry;
 use crate::jobframework::api_error;
-use crate::kube_util::read_kubeconfig;
 use crate::manifests;
-use crate::sandbox::state::SandboxState;
-use crate::sandbox::{KUBECONFIG_FILE, context_name};
 
 /// One cluster to watch.
 #[derive(Clone, Debug, PartialEq)]
@@ -47,72 +43,12 @@ pub struct Targets {
     pub clusters: Vec<Target>,
 }
 
-/// How the user chose the clusters; flags win over a running sandbox.
-#[derive(Clone, Debug, Default)]
-pub struct Selection {
-    pub state_dir: PathBuf,
-    pub kubeconfig: Option<PathBuf>,
-    pub context: Option<String>,
-    /// `CONTEXT` or `NAME=CONTEXT` (NAME: the MultiKueueCluster the context reaches).
-    pub worker_contexts: Vec<String>,
-}
-
-/// The MultiKueueCluster name of a worker context given without one: the sandbox's contexts
-/// (`kueue-ext-worker1`) name `worker1`; other contexts name themselves.
-fn worker_target(spec: &str) -> Target {
-    let (name, context) = match spec.split_once('=') {
-        Some((name, context)) => (name.to_string(), context.to_string()),
-        None => (spec.strip_prefix(&context_name("")).unwrap_or(spec).to_string(), spec.to_string()),
-    };
-    Target { name, context, role: Role::Worker }
-}
-
 impl Targets {
-    pub fn resolve(selection: &Selection) -> anyhow::Result<Targets> {
-        let flags =
-            selection.kubeconfig.is_some() || selection.context.is_some() || !selection.worker_contexts.is_empty();
-        if !flags && let Some(state) = SandboxState::load(&selection.state_dir)? {
-            return Targets::sandbox(&selection.state_dir, &state);
-        }
-        let (kubeconfig, origin) = match &selection.kubeconfig {
-            Some(path) => (read_kubeconfig(Some(path))?, format!("kubeconfig {}", path.display())),
-            None => (read_kubeconfig(None)?, "kubeconfig (default)".to_string()),
-        };
-        let context = selection
-            .context
-            .clone()
-            .or_else(|| kubeconfig.current_context.clone())
-            .ok_or_else(|| anyhow::anyhow!("no context: pass --context or set a current context"))?;
-        let mut clusters = vec![Target { name: "manager".into(), context, role: Role::Manager }];
-        clusters.extend(selection.worker_contexts.iter().map(|spec| worker_target(spec)));
-        Ok(Targets { origin, kubeconfig, clusters })
-    }
-
     /// The namespace the manager's context names, if it names one.
     pub fn manager_namespace(&self) -> Option<String> {
         let manager = self.clusters.iter().find(|c| c.role == Role::Manager)?;
         let context = self.kubeconfig.contexts.iter().find(|c| c.name == manager.context)?;
         context.context.as_ref()?.namespace.clone()
-    }
-
-    fn sandbox(dir: &Path, state: &SandboxState) -> anyhow::Result<Targets> {
-        let path =
-            if state.kubeconfig.as_os_str().is_empty() { dir.join(KUBECONFIG_FILE) } else { state.kubeconfig.clone() };
-        let kubeconfig = read_kubeconfig(Some(&path))
-            .map_err(|e| anyhow::anyhow!("{e} (is the sandbox up? kubectl kueue-ext status)"))?;
-        let clusters = state
-            .clusters
-            .iter()
-            .map(|c| Target {
-                name: c.name.clone(),
-                context: c.context.clone(),
-                role: match c.role {
-                    crate::sandbox::state::Role::Manager => Role::Manager,
-                    crate::sandbox::state::Role::Worker => Role::Worker,
-                },
-            })
-            .collect();
-        Ok(Targets { origin: format!("sandbox {} ({})", state.name, dir.display()), kubeconfig, clusters })
     }
 }
 
@@ -469,66 +405,5 @@ mod tests {
         assert_eq!(short_error(&unserved), "the cluster does not serve it: is its CRD installed (kubectl get crds)?");
         let forbidden = watcher::Error::WatchFailed(status(403, "Forbidden", "workloads is forbidden: no RBAC"));
         assert_eq!(short_error(&forbidden), "workloads is forbidden: no RBAC");
-    }
-
-    #[test]
-    fn worker_contexts_name_their_multikueue_cluster() {
-        assert_eq!(worker_target("kueue-ext-worker1").name, "worker1");
-        assert_eq!(
-            worker_target("gpu=kind-gpu-east"),
-            Target { name: "gpu".into(), context: "kind-gpu-east".into(), role: Role::Worker }
-        );
-        assert_eq!(worker_target("kind-east").name, "kind-east");
-    }
-
-    #[test]
-    fn a_sandbox_names_its_clusters_and_contexts() {
-        let dir = tempfile::tempdir().unwrap();
-        std::fs::write(
-            dir.path().join(KUBECONFIG_FILE),
-            "apiVersion: v1\nkind: Config\nclusters: []\nusers: []\ncontexts: []\n",
-        )
-        .unwrap();
-        std::fs::write(
-            dir.path().join("state.json"),
-            serde_json::json!({
-                "name": "kueue-ext", "runtime": "process", "phase": "up", "workers": 1,
-                "kubeconfig": dir.path().join(KUBECONFIG_FILE),
-                "clusters": [
-                    {"name": "manager", "role": "manager", "context": "kueue-ext-manager", "dir": "m", "api_server_port": 1, "components": []},
-                    {"name": "worker1", "role": "worker", "context": "kueue-ext-worker1", "dir": "w", "api_server_port": 2, "components": []},
-                ],
-            })
-            .to_string(),
-        )
-        .unwrap();
-        let targets = Targets::resolve(&Selection { state_dir: dir.path().into(), ..Default::default() }).unwrap();
-        assert!(targets.origin.starts_with("sandbox kueue-ext"), "{}", targets.origin);
-        let names: Vec<(&str, &str, Role)> =
-            targets.clusters.iter().map(|c| (c.name.as_str(), c.context.as_str(), c.role)).collect();
-        assert_eq!(
-            names,
-            [("manager", "kueue-ext-manager", Role::Manager), ("worker1", "kueue-ext-worker1", Role::Worker)]
-        );
-    }
-
-    #[test]
-    fn flags_win_over_a_sandbox() {
-        let dir = tempfile::tempdir().unwrap();
-        let kubeconfig = dir.path().join("config");
-        std::fs::write(
-            &kubeconfig,
-            "apiVersion: v1\nkind: Config\ncurrent-context: dev\nclusters: []\nusers: []\ncontexts: []\n",
-        )
-        .unwrap();
-        let selection = Selection {
-            state_dir: dir.path().into(),
-            kubeconfig: Some(kubeconfig),
-            worker_contexts: vec!["kind-w1".into()],
-            ..Default::default()
-        };
-        let targets = Targets::resolve(&selection).unwrap();
-        assert_eq!(targets.clusters[0], Target { name: "manager".into(), context: "dev".into(), role: Role::Manager });
-        assert_eq!(targets.clusters[1].context, "kind-w1");
     }
 }

@@ -3,8 +3,8 @@
 use serde_json::{Value, json};
 
 use super::*;
-use crate::tui::fixtures::*;
-use crate::tui::snapshot::{ObjectKey, Snapshot};
+use crate::model::fixtures::*;
+use crate::model::snapshot::{ObjectKey, Snapshot};
 
 fn row<'a>(model: &'a Model, cluster: &str, name: &str) -> &'a JobRow {
     model
