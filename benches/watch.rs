@@ -22,9 +22,11 @@ use std::time::Instant;
 use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 use kube::api::DynamicObject;
 use kueue_ext::integrations::registry::KindRegistry;
-use kueue_ext::tui::app::App;
+use kueue_ext::model::snapshot::{
+    ClusterSnapshot, EventLine, JobKind, JobObject, ObjectKey, PodCounts, Role, Snapshot,
+};
 use kueue_ext::model::{Model, join};
-use kueue_ext::model::snapshot::{ClusterSnapshot, EventLine, JobKind, JobObject, ObjectKey, PodCounts, Role, Snapshot};
+use kueue_ext::tui::app::App;
 use kueue_ext::tui::view;
 use ratatui::Terminal;
 use ratatui::backend::TestBackend;

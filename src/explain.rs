@@ -10,8 +10,8 @@ mod tests;
 use crate::api::condition::Condition;
 use crate::api::kueue::{FINISHED, MULTIKUEUE_CONTROLLER, PODS_READY, QUOTA_RESERVED};
 use crate::jobframework::managed_by::Runner;
-use crate::model::{JobRow, Mirror, Model, WorkloadFacts, WorkloadState, message_or_reason};
 use crate::model::snapshot::PodCounts;
+use crate::model::{JobRow, Mirror, Model, WorkloadFacts, WorkloadState, message_or_reason};
 
 /// The explanation, most important sentence first.
 pub fn explain(row: &JobRow, model: &Model) -> Vec<String> {

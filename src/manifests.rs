@@ -3,19 +3,16 @@
 //! controller's Deployment and webhook Service, and the webhook configurations. `manifests/`
 //! holds the same YAML; a test keeps them in sync.
 
-use kube::CustomResourceExt;
 use kube::api::GroupVersionKind;
 use serde_json::{Value, json};
 
-use crate::api::external_job::ExternalJob;
-use crate::api::wrapped_job::WrappedJob;
 use crate::integrations::declarative::config::{self, Integration};
+use crate::integrations::registry;
 use crate::jobframework::webhook::Hook;
 
 pub const NAMESPACE: &str = "kueue-ext-system";
 pub const SERVICE_ACCOUNT: &str = "kueue-ext-controller";
-/// The ClusterRole with the controller's rights.
-pub const CONTROLLER_ROLE: &str = "kueue-ext-controller";
+pub use crate::api::CONTROLLER_ROLE;
 /// The controller's and Kueue's rights on kinds integrated by configuration.
 pub const CONFIGURED_CONTROLLER_ROLE: &str = "kueue-ext-controller-configured";
 const CONFIGURED_KUEUE_ROLE: &str = "kueue-ext-kueue-access-configured";
@@ -40,10 +37,6 @@ pub const MUTATING_WEBHOOK: &str = "kueue-ext-mutating-webhook-configuration";
 pub const CONFIGURED_MUTATING_WEBHOOK: &str = "kueue-ext-configured-mutating-webhook-configuration";
 pub const CONFIGURED_VALIDATING_WEBHOOK: &str = "kueue-ext-configured-validating-webhook-configuration";
 pub const VALIDATING_WEBHOOK: &str = "kueue-ext-validating-webhook-configuration";
-pub const MUTATE_EXTERNAL_JOB: &str = "/mutate-kueue-ext-dev-v1alpha1-externaljob";
-pub const VALIDATE_EXTERNAL_JOB: &str = "/validate-kueue-ext-dev-v1alpha1-externaljob";
-pub const MUTATE_WRAPPED_JOB: &str = "/mutate-kueue-ext-dev-v1alpha1-wrappedjob";
-pub const VALIDATE_WRAPPED_JOB: &str = "/validate-kueue-ext-dev-v1alpha1-wrappedjob";
 
 /// The path of a webhook for a kind, as Kueue names its own: `/mutate-<group>-<version>-<kind>`
 /// with the group's dots as dashes.
@@ -55,25 +48,43 @@ pub fn webhook_path(hook: Hook, gvk: &GroupVersionKind) -> String {
     format!("/{verb}-{}-{}-{}", gvk.group.replace('.', "-"), gvk.version, gvk.kind.to_lowercase())
 }
 
-/// How Kueue's Configuration names our kinds (`Kind.version.group`).
-pub const EXTERNAL_FRAMEWORKS: [&str; 2] = ["ExternalJob.v1alpha1.kueue-ext.dev", "WrappedJob.v1alpha1.kueue-ext.dev"];
+/// Each compiled kind's API group and resource.
+fn compiled_resources() -> Vec<(String, String)> {
+    registry::compiled().into_iter().map(|(description, _)| (description.gvk().group, description.resource)).collect()
+}
 
-/// The kinds the controller may create and delete for WrappedJobs, `(API group, resource)`.
-/// The webhook asks the API server whether the controller may, so extending the ClusterRole
-/// lets a cluster wrap more kinds; the CRD kinds need their CRDs installed to be used.
-pub const WRAPPABLE: [(&str, &str); 11] = [
-    ("", "pods"),
-    ("", "services"),
-    ("", "configmaps"),
-    ("apps", "deployments"),
-    ("apps", "statefulsets"),
-    ("batch", "jobs"),
-    ("jobset.x-k8s.io", "jobsets"),
-    ("kubeflow.org", "pytorchjobs"),
-    ("ray.io", "rayclusters"),
-    ("ray.io", "rayjobs"),
-    ("leaderworkerset.x-k8s.io", "leaderworkersets"),
-];
+/// Rules of `verbs` on the compiled kinds' jobs, `suffix` added to each resource (`/status`).
+fn compiled_job_rules(suffix: &str, verbs: &[&str]) -> Vec<Value> {
+    let resources: Vec<(String, String)> =
+        compiled_resources().into_iter().map(|(group, resource)| (group, format!("{resource}{suffix}"))).collect();
+    let mut groups: Vec<&str> = resources.iter().map(|(group, _)| group.as_str()).collect();
+    groups.dedup();
+    let rules = groups.into_iter().map(|group| {
+        let of_group: Vec<&str> = resources.iter().filter(|(g, _)| g == group).map(|(_, r)| r.as_str()).collect();
+        rule(&[group], &of_group, verbs)
+    });
+    rules.collect()
+}
+
+/// `rules` with those of the same groups and verbs made one, in the order they first appear.
+fn merged(rules: Vec<Value>) -> Vec<Value> {
+    let mut out: Vec<Value> = Vec::new();
+    for rule in rules {
+        let same = out.iter_mut().find(|r| r["apiGroups"] == rule["apiGroups"] && r["verbs"] == rule["verbs"]);
+        match (same, rule["resources"].as_array()) {
+            (Some(existing), Some(resources)) => {
+                let known = existing["resources"].as_array_mut().expect("rules list resources");
+                for resource in resources {
+                    if !known.contains(resource) {
+                        known.push(resource.clone());
+                    }
+                }
+            }
+            _ => out.push(rule),
+        }
+    }
+    out
+}
 
 fn rule(groups: &[&str], resources: &[&str], verbs: &[&str]) -> Value {
     json!({"apiGroups": groups, "resources": resources, "verbs": verbs})
@@ -82,19 +93,16 @@ fn rule(groups: &[&str], resources: &[&str], verbs: &[&str]) -> Value {
 const READ: [&str; 3] = ["get", "list", "watch"];
 
 pub fn crds() -> Vec<Value> {
-    vec![
-        serde_json::to_value(ExternalJob::crd()).expect("CRD serializes"),
-        serde_json::to_value(WrappedJob::crd()).expect("CRD serializes"),
-    ]
+    registry::COMPILED.iter().map(|kind| serde_json::to_value((kind.crd)()).expect("CRD serializes")).collect()
 }
 
-/// Exactly what the controller does: its jobs and their status, Workloads, pods of its jobs,
-/// the components of wrapped jobs, reads of queues and priorities, the authorization checks and
-/// dry runs of its webhook, and events. No secrets, no wildcards.
+/// Exactly what the controller does: its jobs and their status, Workloads, reads of queues
+/// and priorities, events, and what each kind's controller and webhook need besides (pods,
+/// the components of wrapped jobs, authorization checks, dry runs). No secrets, no wildcards.
 pub fn controller_rules() -> Value {
-    let mut rules = vec![
-        rule(&["kueue-ext.dev"], &["externaljobs", "wrappedjobs"], &["get", "list", "watch", "update", "patch"]),
-        rule(&["kueue-ext.dev"], &["externaljobs/status", "wrappedjobs/status"], &["get", "update", "patch"]),
+    let mut rules = compiled_job_rules("", &["get", "list", "watch", "update", "patch"]);
+    rules.extend(compiled_job_rules("/status", &["get", "update", "patch"]));
+    rules.extend([
         rule(&["kueue.x-k8s.io"], &["workloads"], &["get", "list", "watch", "create", "update", "patch", "delete"]),
         rule(&["kueue.x-k8s.io"], &["workloads/status"], &["get", "update", "patch"]),
         rule(
@@ -104,26 +112,15 @@ pub fn controller_rules() -> Value {
         ),
         rule(&["scheduling.k8s.io"], &["priorityclasses"], &READ),
         rule(&["events.k8s.io"], &["events"], &["create", "patch"]),
-        // The webhook asks whether the submitting user may create each wrapped component.
-        rule(&["authorization.k8s.io"], &["subjectaccessreviews"], &["create"]),
-        // The webhook dry-runs a PodTemplate of each ExternalJob pod set (never stored).
-        rule(&[""], &["podtemplates"], &["create"]),
-    ];
-    // Pods of ExternalJobs and every wrappable kind: create, watch and delete, never update.
-    let mut groups: Vec<&str> = WRAPPABLE.iter().map(|(group, _)| *group).collect();
-    groups.dedup();
-    for group in groups {
-        let resources: Vec<&str> = WRAPPABLE.iter().filter(|(g, _)| *g == group).map(|(_, r)| *r).collect();
-        rules.push(rule(&[group], &resources, &["get", "list", "watch", "create", "delete"]));
-    }
-    Value::Array(rules)
+    ]);
+    rules.extend(registry::COMPILED.iter().flat_map(|kind| (kind.controller_rules)()));
+    Value::Array(merged(rules))
 }
 
 pub fn kueue_rules() -> Value {
-    json!([
-        rule(&["kueue-ext.dev"], &["externaljobs", "wrappedjobs"], &["get", "list", "watch", "update", "patch"]),
-        rule(&["kueue-ext.dev"], &["externaljobs/status", "wrappedjobs/status"], &["get", "update", "patch"]),
-    ])
+    let mut rules = compiled_job_rules("", &["get", "list", "watch", "update", "patch"]);
+    rules.extend(compiled_job_rules("/status", &["get", "update", "patch"]));
+    Value::Array(rules)
 }
 
 fn binding(name: &str, role: &str, (namespace, account): (&str, &str)) -> Value {
@@ -280,25 +277,27 @@ fn client_config(endpoint: &Endpoint<'_>, path: &str) -> Value {
 /// The webhooks. failurePolicy is Fail on purpose: a job admitted while the webhook is down
 /// would not be suspended and would run without Kueue's admission.
 pub fn webhooks(endpoint: &Endpoint<'_>) -> Vec<Value> {
-    let webhook = |name: &str, path: &str, resource: &str, operations: &[&str]| {
-        webhook_entry(endpoint, name, path, ("kueue-ext.dev", "v1alpha1", resource), operations)
+    let compiled = registry::compiled();
+    let entries = |hook: Hook, prefix: &str, operations: &[&str]| -> Vec<Value> {
+        let entry = |(description, _): &(Integration, _)| {
+            let gvk = description.gvk();
+            let name = format!("{prefix}{}.{}", gvk.kind.to_lowercase(), gvk.group);
+            let path = webhook_path(hook, &gvk);
+            let resource = (gvk.group.as_str(), gvk.version.as_str(), description.resource.as_str());
+            webhook_entry(endpoint, &name, &path, resource, operations)
+        };
+        compiled.iter().map(entry).collect()
     };
     vec![
         json!({
             "apiVersion": "admissionregistration.k8s.io/v1", "kind": "MutatingWebhookConfiguration",
             "metadata": {"name": MUTATING_WEBHOOK},
-            "webhooks": [
-                webhook("mexternaljob.kueue-ext.dev", MUTATE_EXTERNAL_JOB, "externaljobs", &["CREATE"]),
-                webhook("mwrappedjob.kueue-ext.dev", MUTATE_WRAPPED_JOB, "wrappedjobs", &["CREATE"]),
-            ],
+            "webhooks": entries(Hook::Mutate, "m", &["CREATE"]),
         }),
         json!({
             "apiVersion": "admissionregistration.k8s.io/v1", "kind": "ValidatingWebhookConfiguration",
             "metadata": {"name": VALIDATING_WEBHOOK},
-            "webhooks": [
-                webhook("vexternaljob.kueue-ext.dev", VALIDATE_EXTERNAL_JOB, "externaljobs", &["CREATE", "UPDATE"]),
-                webhook("vwrappedjob.kueue-ext.dev", VALIDATE_WRAPPED_JOB, "wrappedjobs", &["CREATE", "UPDATE"]),
-            ],
+            "webhooks": entries(Hook::Validate, "v", &["CREATE", "UPDATE"]),
         }),
     ]
 }
@@ -362,7 +361,8 @@ pub fn configured_webhooks(endpoint: &Endpoint<'_>, integrations: &[Integration]
 
 /// How Kueue's Configuration names every kind this install integrates.
 pub fn external_frameworks(integrations: &[Integration]) -> Vec<String> {
-    EXTERNAL_FRAMEWORKS.iter().map(|s| s.to_string()).chain(integrations.iter().map(|i| i.kind.clone())).collect()
+    let compiled = registry::compiled().into_iter().map(|(description, _)| description.kind);
+    compiled.chain(integrations.iter().map(|i| i.kind.clone())).collect()
 }
 
 /// One webhook of a configuration: `(group, version, resource)` it admits, on `operations`.
@@ -434,7 +434,7 @@ mod tests {
         let hooks = webhooks(&Endpoint::Url { base: "https://127.0.0.1:9".into(), ca_bundle_b64: "Q0E=" });
         let mutating = &hooks[0]["webhooks"][0];
         assert_eq!(mutating["failurePolicy"], "Fail");
-        assert_eq!(mutating["clientConfig"]["url"], format!("https://127.0.0.1:9{MUTATE_EXTERNAL_JOB}"));
+        assert_eq!(mutating["clientConfig"]["url"], "https://127.0.0.1:9/mutate-kueue-ext-dev-v1alpha1-externaljob");
         assert_eq!(hooks[1]["webhooks"][0]["rules"][0]["operations"], json!(["CREATE", "UPDATE"]));
         let in_cluster = webhooks(&Endpoint::Service { ca_bundle_b64: Some("Q0E=") });
         let config = &in_cluster[1]["webhooks"][1]["clientConfig"];

@@ -47,8 +47,8 @@ pub async fn bench(runs: usize, rate: usize, admissions: usize) -> Vec<Row> {
         target(
             &api,
             Kind::External,
-            kueue_ext::manifests::MUTATE_EXTERNAL_JOB,
-            kueue_ext::manifests::VALIDATE_EXTERNAL_JOB,
+            "/mutate-kueue-ext-dev-v1alpha1-externaljob",
+            "/validate-kueue-ext-dev-v1alpha1-externaljob",
         )
         .await,
     );

@@ -11,3 +11,6 @@ pub use external_job::{ExternalJob, ExternalJobSpec, ExternalJobStatus, External
 pub const GROUP: &str = "kueue-ext.dev";
 /// API version of this project's kinds.
 pub const VERSION: &str = "v1alpha1";
+
+/// The ClusterRole with the controller's rights, named in the errors that ask for more of them.
+pub const CONTROLLER_ROLE: &str = "kueue-ext-controller";

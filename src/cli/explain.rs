@@ -6,9 +6,9 @@ use std::process::ExitCode;
 use super::watch::{Clusters, SETTLE};
 use crate::explain::explain;
 use crate::integrations::registry::{JobKind, KindRegistry};
-use crate::model::{join, problems_text};
 use crate::model::snapshot::Role;
 use crate::model::source::Source;
+use crate::model::{join, problems_text};
 
 #[derive(Debug, clap::Args)]
 pub struct Args {
@@ -62,9 +62,8 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
     source.settle(SETTLE).await;
     let snapshot = source.snapshot();
     let model = join(&snapshot);
-    let matching = |row: &&crate::model::JobRow| {
-        row.key.kind == kind && row.key.namespace == namespace && row.key.name == name
-    };
+    let matching =
+        |row: &&crate::model::JobRow| row.key.kind == kind && row.key.namespace == namespace && row.key.name == name;
     // The user's copy on the manager first; a job that lives only on a worker otherwise.
     let manager = model.clusters.iter().find(|c| c.role == Role::Manager).map(|c| c.name.as_str());
     let row = model

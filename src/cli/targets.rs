@@ -31,8 +31,7 @@ fn worker_target(spec: &str) -> Target {
 
 /// The clusters `selection` names.
 pub fn resolve(selection: &Selection) -> anyhow::Result<Targets> {
-    let flags =
-        selection.kubeconfig.is_some() || selection.context.is_some() || !selection.worker_contexts.is_empty();
+    let flags = selection.kubeconfig.is_some() || selection.context.is_some() || !selection.worker_contexts.is_empty();
     if !flags && let Some(state) = SandboxState::load(&selection.state_dir)? {
         return sandbox(&selection.state_dir, &state);
     }

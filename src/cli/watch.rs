@@ -9,12 +9,12 @@ use std::time::Duration;
 use serde::Serialize;
 
 use super::SandboxArgs;
-use crate::explain::explain;
-use crate::tui::columns::{self, CLUSTER_HEADERS, JOB_HEADERS, QUEUE_HEADERS};
-use crate::model::{ClusterRow, JobRow, Model, QueueRow, join};
-use crate::tui::run;
 use super::targets::{self, Selection};
+use crate::explain::explain;
 use crate::model::source::{Source, Targets};
+use crate::model::{ClusterRow, JobRow, Model, QueueRow, join};
+use crate::tui::columns::{self, CLUSTER_HEADERS, JOB_HEADERS, QUEUE_HEADERS};
+use crate::tui::run;
 
 /// How long `--once` (and `explain`) wait for every cluster to answer its first list.
 pub const SETTLE: Duration = Duration::from_secs(15);

@@ -21,11 +21,11 @@ use tower::ServiceExt;
 
 use super::metrics::Metrics;
 use super::server::{ServerState, router};
-use crate::integrations::wrapped_job::authz::fake::FakeAuthorizer;
+use crate::integrations::registry;
+use crate::jobframework::authorizer::fake::FakeAuthorizer;
 use crate::jobframework::reconciler::Config;
-use crate::manifests::{MUTATE_EXTERNAL_JOB, MUTATE_WRAPPED_JOB, VALIDATE_EXTERNAL_JOB, VALIDATE_WRAPPED_JOB};
-
-const PATHS: [&str; 4] = [MUTATE_EXTERNAL_JOB, VALIDATE_EXTERNAL_JOB, MUTATE_WRAPPED_JOB, VALIDATE_WRAPPED_JOB];
+use crate::jobframework::webhook::Hook;
+use crate::manifests::webhook_path;
 
 /// Longer than any answer should take on a loaded machine: past it the server is hung.
 const HUNG: Duration = Duration::from_secs(60);
@@ -59,7 +59,7 @@ impl Harness {
     /// Sends the request `data` describes and panics if the answer is not clean.
     pub fn check(&self, data: &[u8]) {
         let (path, body) = request_from(data);
-        let request = Request::post(path).header("content-type", "application/json").body(Body::from(body.clone()));
+        let request = Request::post(&path).header("content-type", "application/json").body(Body::from(body.clone()));
         let request = request.expect("a well-formed HTTP request");
         let (status, answer) = self.runtime.block_on(async {
             let answered = tokio::time::timeout(HUNG, async {
@@ -73,7 +73,7 @@ impl Harness {
                 Err(_) => panic!("{path}: no answer within {HUNG:?}"),
             }
         });
-        check_answer(path, &body, status, &answer);
+        check_answer(&path, &body, status, &answer);
     }
 }
 
@@ -143,10 +143,18 @@ impl Decisions<'_> {
     }
 }
 
+/// The paths of every compiled kind's webhooks.
+fn webhook_paths() -> Vec<String> {
+    let hooks = [Hook::Mutate, Hook::Validate];
+    let kinds = registry::compiled().into_iter().map(|(description, _)| description.gvk());
+    kinds.flat_map(|gvk| hooks.map(|hook| webhook_path(hook, &gvk))).collect()
+}
+
 /// The endpoint and body an input stands for.
-pub fn request_from(data: &[u8]) -> (&'static str, Vec<u8>) {
+pub fn request_from(data: &[u8]) -> (String, Vec<u8>) {
     let mut d = Decisions { data, at: 0 };
-    let path = PATHS[d.below(PATHS.len())];
+    let paths = webhook_paths();
+    let path = paths[d.below(paths.len())].clone();
     if d.below(4) == 0 {
         return (path, d.rest().to_vec());
     }
@@ -365,7 +373,7 @@ mod tests {
 
     #[test]
     fn every_endpoint_and_mode_is_reachable_from_bytes() {
-        let paths: std::collections::BTreeSet<&str> = (0..4u8).map(|b| request_from(&[b]).0).collect();
+        let paths: std::collections::BTreeSet<String> = (0..4u8).map(|b| request_from(&[b]).0).collect();
         assert_eq!(paths.len(), 4);
         let (_, raw) = request_from(&[0, 0, b'{', b'x']);
         assert_eq!(raw, b"{x", "mode 0 sends the rest as the body");

@@ -1,63 +1,41 @@
-//! The controller process: the ExternalJob and WrappedJob controllers on the jobframework, the Workload
+//! The controller process: the controllers of every kind of the registry and of the integrations
+//! file, on the jobframework; the Workload
 //! clean-up loop, and the HTTPS server with the admission webhooks, health and metrics.
 
-pub mod admission;
-mod dry_run;
+pub mod api_authorizer;
 #[cfg(any(test, fuzzing))]
 pub mod fuzz;
 pub mod leader;
 pub mod metrics;
-pub mod queues;
 pub mod server;
-pub mod workloads;
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
-use std::time::{Duration, Instant};
 
-use futures::{Stream, StreamExt};
-use kube::api::{Api, ApiResource, DynamicObject};
-use kube::runtime::controller::{self as runtime_controller, Action, Controller};
+use futures::StreamExt;
+use kube::api::{Api, ApiResource};
+use kube::runtime::controller::{Action, Controller};
 use kube::runtime::events::Reporter;
 use kube::runtime::reflector::{self, Store};
 use kube::runtime::{WatchStreamExt, watcher};
 use kube::{Client, Resource};
 use tokio::sync::watch;
-use tracing::{info, warn};
+use tracing::info;
 
-use crate::api::external_job::ExternalJob;
 use crate::api::kueue::{AdmissionCheck, ClusterQueue, LocalQueue, ResourceFlavor, Workload};
-use crate::api::wrapped_job::WrappedJob;
-use crate::integrations::declarative::config::Integration;
-use crate::integrations::wrapped_job::authz::ApiAuthorizer;
+use crate::integrations::declarative::{self, config::Integration};
+use crate::integrations::registry;
 use crate::integrations::wrapped_job::kinds::Kinds;
-use crate::integrations::{declarative, external_job, wrapped_job};
 use crate::jobframework::events::EventSink;
-use crate::jobframework::reconciler::{self, Config, Context, Error};
-use crate::jobframework::watches;
+use crate::jobframework::queue_cache::QueueCache;
+use crate::jobframework::reconciler::{self, Config, Context};
+use crate::jobframework::setup::{Record, Setup, bounded, error_policy};
+use crate::jobframework::{our_workloads, watches};
+use api_authorizer::ApiAuthorizer;
 use metrics::Metrics;
-use queues::QueueCache;
 use server::ServerState;
-
-/// The metrics label of reconciles of kinds integrated by configuration.
-const CONFIGURED: &str = "configured";
-
-/// The metrics label of the ExternalJob runtime's reconciles (pods and status).
-const EXTERNAL_JOB_PODS: &str = "ExternalJob pods";
-
-/// Reconciles in flight per controller. Unbounded, a burst of a thousand jobs queued our
-/// requests behind the API server's priority-and-fairness seats (seconds per call, 429s) and
-/// slowed Kueue's own requests in the same priority level; a few dozen keep the server busy.
-const CONCURRENT_RECONCILES: u16 = 32;
-
-/// Reconciles in flight in the ExternalJob runtime. Fewer than the jobframework's: pods wait a
-/// little (kube-controller-manager's Job controller runs 5), Workloads of new jobs do not.
-const CONCURRENT_POD_RECONCILES: u16 = 8;
-
-/// Jobs a shared watch holds for a controller that has not taken them yet.
-const SHARED_FEED_BUFFER: usize = 1024;
 
 /// Name under which the controller writes events.
 pub const MANAGER: &str = "kueue-ext-controller";
@@ -86,57 +64,6 @@ where
     reader
 }
 
-/// A controller of the jobs of one kind whose cache leaves managedFields out: no reconcile reads
-/// them, and a job written back without them keeps its own on the server.
-fn jobs_controller<K>(api: Api<K>, kind: K::DynamicType) -> Controller<K>
-where
-    K: Resource + Clone + std::fmt::Debug + serde::de::DeserializeOwned + Send + Sync + 'static,
-    K::DynamicType: Eq + std::hash::Hash + Clone + Send + Sync,
-{
-    let writer = reflector::store::Writer::new(kind.clone());
-    let reader = writer.as_reader();
-    Controller::for_stream_with(reflector::reflector(writer, job_events(api)).applied_objects(), reader, kind)
-        .with_config(bounded())
-}
-
-/// A watch of jobs for several controllers: its store, and the feed to subscribe them to and
-/// then run. Its managedFields are left out, as in [`jobs_controller`].
-fn shared_jobs<K>(api: Api<K>) -> (Store<K>, SharedFeed<K>)
-where
-    K: Resource<DynamicType = ()> + Clone + std::fmt::Debug + serde::de::DeserializeOwned + Send + Sync + 'static,
-{
-    let (store, writer) = reflector::store_shared(SHARED_FEED_BUFFER);
-    (store, SharedFeed { api, writer })
-}
-
-struct SharedFeed<K: Resource<DynamicType = ()> + Clone + 'static> {
-    api: Api<K>,
-    writer: reflector::store::Writer<K>,
-}
-
-impl<K> SharedFeed<K>
-where
-    K: Resource<DynamicType = ()> + Clone + std::fmt::Debug + serde::de::DeserializeOwned + Send + Sync + 'static,
-{
-    /// A stream of the jobs that changed, for one more controller; subscribe all before [`Self::run`].
-    fn subscribe(&self) -> reflector::ReflectHandle<K> {
-        self.writer.subscribe().expect("a store made by store_shared dispatches")
-    }
-
-    /// Watches until the process ends. A subscriber that does not keep up holds the others back.
-    async fn run(self) {
-        reflector::reflector(self.writer, job_events(self.api)).for_each(|_| async {}).await;
-    }
-}
-
-/// The watch of the jobs of one kind, managedFields left out.
-fn job_events<K>(api: Api<K>) -> impl Stream<Item = watcher::Result<watcher::Event<K>>> + Send
-where
-    K: Resource + Clone + std::fmt::Debug + serde::de::DeserializeOwned + Send + 'static,
-{
-    watches::retrying(api, watcher::Config::default()).modify(|job: &mut K| job.meta_mut().managed_fields = None)
-}
-
 /// Runs until SIGINT/SIGTERM.
 pub async fn run(options: Options) -> anyhow::Result<()> {
     let client = options.client;
@@ -149,21 +76,18 @@ pub async fn run(options: Options) -> anyhow::Result<()> {
         client: client.clone(),
     };
     // The Workloads of the kinds this process integrates; nothing here acts on others.
-    let orphan_kinds: Vec<ApiResource> =
-        [ApiResource::erase::<ExternalJob>(&()), ApiResource::erase::<WrappedJob>(&())]
-            .into_iter()
-            .chain(integrations.iter().map(|i| i.api_resource()))
-            .collect();
-    let our_workloads = workloads::watch(client.clone(), orphan_kinds.clone());
+    let orphan_kinds: Vec<ApiResource> = (registry::compiled().iter().map(|(description, _)| description))
+        .chain(integrations.iter().map(|i| i.as_ref()))
+        .map(Integration::api_resource)
+        .collect();
+    let our_workloads = our_workloads::watch(client.clone(), orphan_kinds.clone());
     let workloads = our_workloads.store.clone();
     let workload_changes = our_workloads.changes.clone();
-    // Component kinds, looked up by the webhook and the controller alike.
-    let kinds = Arc::new(Kinds::new(client.clone()));
     let state = Arc::new(ServerState {
         config: options.config.clone(),
         queues: Some(queues.clone()),
         metrics: metrics.clone(),
-        authorizer: Arc::new(ApiAuthorizer::new(client.clone(), kinds.clone())),
+        authorizer: Arc::new(ApiAuthorizer::new(client.clone(), Arc::new(Kinds::new(client.clone())))),
         ready: Default::default(),
         integrations: integrations.clone(),
     });
@@ -215,109 +139,17 @@ pub async fn run(options: Options) -> anyhow::Result<()> {
         events: EventSink::start(client.clone(), Reporter { controller: MANAGER.into(), instance: None }),
         multikueue: Default::default(),
     });
-    let reconciled = {
+    let record: Record = {
         let metrics = metrics.clone();
-        move |kind: &'static str, result: &Result<Action, Error>, started: Instant| {
-            metrics.reconciled(kind, result.is_ok(), started.elapsed());
-        }
+        Arc::new(move |label, ok, took| metrics.reconciled(label, ok, took))
     };
-    // One watch of ExternalJobs feeds two controllers, as kube-controller-manager's Job
-    // controller and Kueue's job reconciler run apart: the jobframework keeps the Workloads, the
-    // runtime runs the pods. With slots of their own, a burst of jobs gets its Workloads (and
-    // its place in the queues) without waiting behind the pods of those already admitted.
-    let (external_job_store, external_job_feed) = shared_jobs(Api::<ExternalJob>::all(client.clone()));
-    let integration = Controller::for_shared_stream(external_job_feed.subscribe(), external_job_store.clone())
-        .with_config(bounded())
-        .owns_stream(workload_changes.subscribe(ApiResource::erase::<ExternalJob>(&())))
-        .graceful_shutdown_on(stopped(stop_rx.clone()))
-        .run(
-            {
-                let reconciled = reconciled.clone();
-                move |job: Arc<ExternalJob>, ctx: Arc<Context>| {
-                    let reconciled = reconciled.clone();
-                    async move {
-                        let started = Instant::now();
-                        let result = reconciler::reconcile(job.as_ref(), &ctx).await;
-                        reconciled("ExternalJob", &result, started);
-                        result
-                    }
-                }
-            },
-            error_policy,
-            ctx.clone(),
-        )
-        .for_each(|_| async {});
-    let runtime = Controller::for_shared_stream(external_job_feed.subscribe(), external_job_store)
-        .with_config(runtime_controller::Config::default().concurrency(CONCURRENT_POD_RECONCILES));
-    let (runtime, pod_cache) = external_job::pod_cache::watch(runtime, &client);
-    let pod_cache = Arc::new(pod_cache);
-    tokio::spawn(external_job_feed.run());
-    let runtime = runtime
-        .graceful_shutdown_on(stopped(stop_rx.clone()))
-        .run(
-            {
-                let reconciled = reconciled.clone();
-                move |job: Arc<ExternalJob>, ctx: Arc<Context>| {
-                    let (reconciled, pod_cache) = (reconciled.clone(), pod_cache.clone());
-                    async move {
-                        let started = Instant::now();
-                        let result = external_job::runtime::reconcile(&job, &ctx.client, &pod_cache).await;
-                        reconciled(EXTERNAL_JOB_PODS, &result, started);
-                        result
-                    }
-                }
-            },
-            error_policy,
-            ctx.clone(),
-        )
-        .for_each(|_| async {});
-    let reconciled_configured = reconciled.clone();
-    let wrapped_jobs = jobs_controller(Api::<WrappedJob>::all(client.clone()), ())
-        .owns_stream(workload_changes.subscribe(ApiResource::erase::<WrappedJob>(&())));
-    // Components of the kinds every cluster serves are watched; others are looked at on a timer.
-    let (wrapped_jobs, component_caches) = wrapped_job::watched::watch(wrapped_jobs, &client);
-    let wrapped_jobs = wrapped_jobs
-        .graceful_shutdown_on(stopped(stop_rx.clone()))
-        .run(
-            move |job: Arc<WrappedJob>, ctx: Arc<Context>| {
-                let (kinds, caches, reconciled) = (kinds.clone(), component_caches.clone(), reconciled.clone());
-                async move {
-                    let started = Instant::now();
-                    let result = wrapped_job::controller::reconcile(&job, &ctx, &kinds, &caches).await;
-                    reconciled("WrappedJob", &result, started);
-                    result
-                }
-            },
-            error_policy,
-            ctx.clone(),
-        )
-        .for_each(|_| async {});
-    let configured_jobs = futures::future::join_all(integrations.iter().map(|integration| {
-        let resource = integration.api_resource();
-        let kind = integration.gvk().kind;
-        info!(%kind, "integrated by configuration");
-        let (integration, reconciled) = (integration.clone(), reconciled_configured.clone());
-        jobs_controller(Api::<DynamicObject>::all_with(client.clone(), &resource), resource)
-            .owns_stream(workload_changes.subscribe(integration.api_resource()))
-            .graceful_shutdown_on(stopped(stop_rx.clone()))
-            .run(
-                move |job: Arc<DynamicObject>, ctx: Arc<Context>| {
-                    let (integration, reconciled) = (integration.clone(), reconciled.clone());
-                    async move {
-                        let started = Instant::now();
-                        let result = declarative::controller::reconcile(&job, &integration, &ctx).await;
-                        reconciled(CONFIGURED, &result, started);
-                        result
-                    }
-                },
-                error_policy,
-                ctx.clone(),
-            )
-            .for_each(|_| async {})
-    }));
+    let setup = Setup::new(ctx.clone(), workload_changes, stop_rx.clone(), record);
+    let compiled = registry::COMPILED.iter().map(|kind| (kind.start)(&setup));
+    let configured = integrations.iter().map(|integration| declarative::controller::start(&setup, integration.clone()));
+    let jobs = futures::future::join_all(compiled.chain(configured).collect::<Vec<_>>());
     let orphans = Controller::for_stream(our_workloads.deleting, our_workloads.store)
         .with_config(bounded())
-        .graceful_shutdown_on(stopped(stop_rx.clone()))
+        .graceful_shutdown_on(setup.stopped())
         .run(
             move |wl: Arc<Workload>, ctx: Arc<Context>| {
                 let orphan_kinds = orphan_kinds.clone();
@@ -346,7 +178,7 @@ pub async fn run(options: Options) -> anyhow::Result<()> {
         Ok::<_, std::io::Error>(())
     };
     let outcome = tokio::select! {
-        _ = async { tokio::join!(integration, runtime, wrapped_jobs, configured_jobs, orphans) } => Ok(()),
+        _ = async { tokio::join!(jobs, orphans) } => Ok(()),
         result = signal => { info!("shutting down"); result.map_err(anyhow::Error::from) }
         // Another replica may already be writing: stop at once, as controller-runtime does.
         _ = lease_lost => Err(anyhow::anyhow!("lost the {} Lease; exiting so another replica leads", leader::LEASE)),
@@ -369,17 +201,4 @@ fn on_own_thread(
         let _ = done.send(runtime.block_on(task));
     })?;
     Ok(finished)
-}
-
-fn bounded() -> runtime_controller::Config {
-    runtime_controller::Config::default().concurrency(CONCURRENT_RECONCILES)
-}
-
-fn error_policy<K>(_: Arc<K>, error: &Error, _: Arc<Context>) -> Action {
-    if error.is_conflict() {
-        // Someone changed the object since we read it: retry at once with the fresh copy.
-        return Action::requeue(Duration::from_millis(100));
-    }
-    warn!(%error, "reconcile failed");
-    Action::requeue(Duration::from_secs(2))
 }

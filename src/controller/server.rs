@@ -15,21 +15,19 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::{MethodRouter, get, post};
 use axum_server::accept::NoDelayAcceptor;
 use axum_server::tls_rustls::RustlsAcceptor;
+use futures::future::BoxFuture;
 use kube::core::DynamicObject;
-use kube::core::admission::{AdmissionRequest, AdmissionReview, Operation};
+use kube::core::admission::{AdmissionRequest, AdmissionResponse, AdmissionReview, Operation};
 
-use super::admission::{self, Hook, JobWebhook};
 use super::metrics::Metrics;
-use super::queues::QueueCache;
-use crate::api::external_job::ExternalJob;
-use crate::api::wrapped_job::WrappedJob;
 use crate::integrations::declarative::ConfiguredJob;
 use crate::integrations::declarative::config::Integration;
-use crate::integrations::wrapped_job::authz::Authorizer;
+use crate::integrations::registry;
+use crate::jobframework::admission::{Hook, answer};
+use crate::jobframework::authorizer::Authorizer;
+use crate::jobframework::queue_cache::QueueCache;
 use crate::jobframework::reconciler::Config;
-use crate::manifests::{
-    MUTATE_EXTERNAL_JOB, MUTATE_WRAPPED_JOB, VALIDATE_EXTERNAL_JOB, VALIDATE_WRAPPED_JOB, webhook_path,
-};
+use crate::manifests::webhook_path;
 
 /// Largest AdmissionReview accepted; the API server caps objects at 1.5 MiB (etcd's limit).
 pub const MAX_BODY_BYTES: usize = 3 * 1024 * 1024;
@@ -47,19 +45,27 @@ pub struct ServerState {
 }
 
 pub fn router(state: Arc<ServerState>) -> Router {
-    let mut router = Router::new()
-        .route(MUTATE_EXTERNAL_JOB, webhook::<ExternalJob>(Hook::Mutate))
-        .route(VALIDATE_EXTERNAL_JOB, webhook::<ExternalJob>(Hook::Validate))
-        .route(MUTATE_WRAPPED_JOB, webhook::<WrappedJob>(Hook::Mutate))
-        .route(VALIDATE_WRAPPED_JOB, webhook::<WrappedJob>(Hook::Validate));
-    for integration in &state.integrations {
-        let gvk = integration.gvk();
-        router = router
-            .route(&webhook_path(Hook::Mutate, &gvk), webhook_for::<ConfiguredJob>(Hook::Mutate, integration.clone()))
-            .route(
-                &webhook_path(Hook::Validate, &gvk),
-                webhook_for::<ConfiguredJob>(Hook::Validate, integration.clone()),
-            );
+    let mut router = Router::new();
+    for hook in [Hook::Mutate, Hook::Validate] {
+        for (description, compiled) in registry::compiled() {
+            let admit = compiled.admit;
+            let answer: Answer = Arc::new(move |state, request| {
+                admit(hook, &state.config, state.queues.as_ref(), state.authorizer.as_ref(), request)
+            });
+            router = router.route(&webhook_path(hook, &description.gvk()), webhook(answer));
+        }
+        for integration in &state.integrations {
+            let kind = integration.clone();
+            let answer: Answer = Arc::new(move |state, request| {
+                let kind = kind.clone();
+                Box::pin(async move {
+                    let authorizer = state.authorizer.as_ref();
+                    answer::<ConfiguredJob>(hook, &state.config, state.queues.as_ref(), authorizer, &kind, request)
+                        .await
+                })
+            });
+            router = router.route(&webhook_path(hook, &integration.gvk()), webhook(answer));
+        }
     }
     router
         .route("/healthz", get(|| async { "ok" }))
@@ -81,22 +87,24 @@ async fn metrics(State(state): State<Arc<ServerState>>) -> String {
     state.metrics.encode()
 }
 
-/// The route of one admission webhook of a compiled-in kind `K`.
-fn webhook<K: JobWebhook<Kind = ()>>(hook: Hook) -> MethodRouter<Arc<ServerState>> {
-    webhook_for::<K>(hook, ())
-}
+/// One kind's admission answer, its kind's type erased.
+type Answer = Arc<
+    dyn for<'a> Fn(&'a ServerState, &'a AdmissionRequest<DynamicObject>) -> BoxFuture<'a, AdmissionResponse>
+        + Send
+        + Sync,
+>;
 
-/// The route of one admission webhook of kind `K`, described by `kind`.
-fn webhook_for<K: JobWebhook>(hook: Hook, kind: K::Kind) -> MethodRouter<Arc<ServerState>> {
+/// The route of one admission webhook.
+fn webhook(answer: Answer) -> MethodRouter<Arc<ServerState>> {
     post(move |State(state): State<Arc<ServerState>>, body: Bytes| {
-        let kind = kind.clone();
-        async move { review::<K>(&state, &kind, &body, hook).await }
+        let answer = answer.clone();
+        async move { review(&state, &body, answer).await }
     })
 }
 
-/// Decodes an AdmissionReview, answers it as `K`, and records the verdict. A body that is not
-/// an AdmissionReview gets a 400: there is no request UID to answer to.
-async fn review<K: JobWebhook>(state: &ServerState, kind: &K::Kind, body: &[u8], hook: Hook) -> Response {
+/// Decodes an AdmissionReview, answers it, and records the verdict. A body that is not an
+/// AdmissionReview gets a 400: there is no request UID to answer to.
+async fn review(state: &ServerState, body: &[u8], answer: Answer) -> Response {
     let started = Instant::now();
     if !state.ready.load(Ordering::Relaxed) {
         // Defaulting reads the queue caches: answering before they sync would leave a job on a
@@ -120,9 +128,7 @@ async fn review<K: JobWebhook>(state: &ServerState, kind: &K::Kind, body: &[u8],
             return (StatusCode::BAD_REQUEST, format!("AdmissionReview without a request: {err}")).into_response();
         }
     };
-    let response =
-        admission::answer::<K>(hook, &state.config, state.queues.as_ref(), state.authorizer.as_ref(), kind, &request)
-            .await;
+    let response = answer(state, &request).await;
     let operation = match request.operation {
         Operation::Create => "CREATE",
         Operation::Update => "UPDATE",
@@ -164,9 +170,12 @@ mod tests {
     use tower::ServiceExt;
 
     use super::*;
-    use crate::controller::queues::QueueCache;
-    use crate::controller::queues::tests::unseen_multikueue_queue;
-    use crate::integrations::wrapped_job::authz::fake::FakeAuthorizer;
+    use crate::jobframework::authorizer::fake::FakeAuthorizer;
+    use crate::jobframework::queue_cache::tests::unseen_multikueue_queue;
+
+    fn path(hook: Hook, kind: &str) -> String {
+        webhook_path(hook, &kube::api::GroupVersionKind::gvk(crate::api::GROUP, crate::api::VERSION, kind))
+    }
 
     fn state_with(ready: bool, authorizer: Arc<FakeAuthorizer>) -> Arc<ServerState> {
         Arc::new(ServerState {
@@ -192,7 +201,7 @@ mod tests {
     /// The answer to creating the usual ExternalJob in queue `default/user-queue`.
     async fn mutation_with(queues: QueueCache) -> Value {
         let review = review("CREATE", job(one_pod_set()), None).to_string();
-        let (_, body) = call_with(state_with_queues(queues), MUTATE_EXTERNAL_JOB, review).await;
+        let (_, body) = call_with(state_with_queues(queues), &path(Hook::Mutate, "ExternalJob"), review).await;
         serde_json::from_slice(&body).unwrap()
     }
 
@@ -253,7 +262,8 @@ mod tests {
 
     #[tokio::test]
     async fn mutation_suspends_queued_jobs_with_a_minimal_patch() {
-        let (status, body) = call(MUTATE_EXTERNAL_JOB, review("CREATE", job(one_pod_set()), None).to_string()).await;
+        let (status, body) =
+            call(&path(Hook::Mutate, "ExternalJob"), review("CREATE", job(one_pod_set()), None).to_string()).await;
         assert_eq!(status, StatusCode::OK);
         let answer: Value = serde_json::from_slice(&body).unwrap();
         assert_eq!(answer["response"]["allowed"], true);
@@ -290,7 +300,8 @@ mod tests {
 
     #[tokio::test]
     async fn validation_denies_with_the_field_path() {
-        let (_, body) = call(VALIDATE_EXTERNAL_JOB, review("CREATE", job(json!([])), None).to_string()).await;
+        let (_, body) =
+            call(&path(Hook::Validate, "ExternalJob"), review("CREATE", job(json!([])), None).to_string()).await;
         let answer: Value = serde_json::from_slice(&body).unwrap();
         assert_eq!(answer["response"]["allowed"], false);
         assert!(answer["response"]["status"]["message"].as_str().unwrap().contains("spec.podSets"), "{answer}");
@@ -299,7 +310,8 @@ mod tests {
     #[tokio::test]
     async fn an_object_of_the_wrong_shape_is_denied_not_a_crash() {
         let wrong = json!({"apiVersion": "kueue-ext.dev/v1alpha1", "kind": "ExternalJob", "metadata": {"name": "x"}, "spec": {"podSets": "many"}});
-        let (status, body) = call(VALIDATE_EXTERNAL_JOB, review("CREATE", wrong, None).to_string()).await;
+        let (status, body) =
+            call(&path(Hook::Validate, "ExternalJob"), review("CREATE", wrong, None).to_string()).await;
         assert_eq!(status, StatusCode::OK);
         let answer: Value = serde_json::from_slice(&body).unwrap();
         assert_eq!(answer["response"]["allowed"], false);
@@ -308,13 +320,14 @@ mod tests {
 
     #[tokio::test]
     async fn a_review_of_another_kind_is_denied_by_name() {
-        let (_, body) = call(VALIDATE_WRAPPED_JOB, review("CREATE", job(one_pod_set()), None).to_string()).await;
+        let (_, body) =
+            call(&path(Hook::Validate, "WrappedJob"), review("CREATE", job(one_pod_set()), None).to_string()).await;
         let answer: Value = serde_json::from_slice(&body).unwrap();
         assert_eq!(answer["response"]["allowed"], false);
         assert_eq!(denial(&answer), "this webhook admits kueue-ext.dev/WrappedJob, not kueue-ext.dev/ExternalJob");
         let mut pod = review("CREATE", json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p"}}), None);
         pod["request"]["kind"] = json!({"group": "", "version": "v1", "kind": "Pod"});
-        let (status, body) = call(MUTATE_EXTERNAL_JOB, pod.to_string()).await;
+        let (status, body) = call(&path(Hook::Mutate, "ExternalJob"), pod.to_string()).await;
         let answer: Value = serde_json::from_slice(&body).unwrap();
         assert_eq!((status, &answer["response"]["allowed"]), (StatusCode::OK, &json!(false)), "{answer}");
         assert!(denial(&answer).ends_with("not /Pod"), "{answer}");
@@ -322,26 +335,29 @@ mod tests {
 
     #[tokio::test]
     async fn garbage_deep_nesting_and_huge_bodies_are_refused_cleanly() {
-        assert_eq!(call(MUTATE_EXTERNAL_JOB, "{not json").await.0, StatusCode::BAD_REQUEST);
-        assert_eq!(call(MUTATE_EXTERNAL_JOB, r#"{"kind": "AdmissionReview"}"#).await.0, StatusCode::BAD_REQUEST);
+        assert_eq!(call(&path(Hook::Mutate, "ExternalJob"), "{not json").await.0, StatusCode::BAD_REQUEST);
+        assert_eq!(
+            call(&path(Hook::Mutate, "ExternalJob"), r#"{"kind": "AdmissionReview"}"#).await.0,
+            StatusCode::BAD_REQUEST
+        );
         let mut other_types = review("CREATE", job(one_pod_set()), None);
         other_types["kind"] = json!("spec.template[0]");
-        assert_eq!(call(MUTATE_EXTERNAL_JOB, other_types.to_string()).await.0, StatusCode::BAD_REQUEST);
+        assert_eq!(call(&path(Hook::Mutate, "ExternalJob"), other_types.to_string()).await.0, StatusCode::BAD_REQUEST);
         other_types["kind"] = json!("AdmissionReview");
         other_types["apiVersion"] = json!("admission.k8s.io/v1beta1");
-        assert_eq!(call(MUTATE_EXTERNAL_JOB, other_types.to_string()).await.0, StatusCode::BAD_REQUEST);
+        assert_eq!(call(&path(Hook::Mutate, "ExternalJob"), other_types.to_string()).await.0, StatusCode::BAD_REQUEST);
         let deep = format!("{}{}", "[".repeat(100_000), "]".repeat(100_000));
-        assert_eq!(call(VALIDATE_EXTERNAL_JOB, deep).await.0, StatusCode::BAD_REQUEST);
+        assert_eq!(call(&path(Hook::Validate, "ExternalJob"), deep).await.0, StatusCode::BAD_REQUEST);
         let huge = vec![b' '; MAX_BODY_BYTES + 1];
-        assert_eq!(call(VALIDATE_EXTERNAL_JOB, huge).await.0, StatusCode::PAYLOAD_TOO_LARGE);
+        assert_eq!(call(&path(Hook::Validate, "ExternalJob"), huge).await.0, StatusCode::PAYLOAD_TOO_LARGE);
     }
 
     #[tokio::test]
     async fn admission_waits_for_the_caches() {
         let body = review("CREATE", job(one_pod_set()), None).to_string();
-        let (status, _) = call_with(state(false), MUTATE_EXTERNAL_JOB, body.clone()).await;
+        let (status, _) = call_with(state(false), &path(Hook::Mutate, "ExternalJob"), body.clone()).await;
         assert_eq!(status, StatusCode::SERVICE_UNAVAILABLE, "no defaulting from empty caches");
-        assert_eq!(call_with(state(true), MUTATE_EXTERNAL_JOB, body).await.0, StatusCode::OK);
+        assert_eq!(call_with(state(true), &path(Hook::Mutate, "ExternalJob"), body).await.0, StatusCode::OK);
     }
 
     #[tokio::test]
@@ -372,7 +388,8 @@ mod tests {
     #[tokio::test]
     async fn a_wrapped_job_is_suspended_with_a_minimal_patch() {
         let (_, body) =
-            call(MUTATE_WRAPPED_JOB, review("CREATE", wrapped(vec![batch_job("x")]), None).to_string()).await;
+            call(&path(Hook::Mutate, "WrappedJob"), review("CREATE", wrapped(vec![batch_job("x")]), None).to_string())
+                .await;
         let answer: Value = serde_json::from_slice(&body).unwrap();
         assert_eq!(answer["response"]["allowed"], true, "{answer}");
         assert_eq!(patch_of(&answer), json!([{"op": "add", "path": "/spec/suspend", "value": true}]));
@@ -381,7 +398,7 @@ mod tests {
     #[tokio::test]
     async fn a_nested_wrapped_job_is_denied_with_its_field_path() {
         let nested = wrapped(vec![batch_job("x"), wrapped(vec![batch_job("y")])]);
-        let (_, body) = call(VALIDATE_WRAPPED_JOB, review("CREATE", nested, None).to_string()).await;
+        let (_, body) = call(&path(Hook::Validate, "WrappedJob"), review("CREATE", nested, None).to_string()).await;
         let answer: Value = serde_json::from_slice(&body).unwrap();
         assert_eq!(answer["response"]["allowed"], false);
         assert!(denial(&answer).contains("spec.components[1].template"), "{answer}");
@@ -393,7 +410,7 @@ mod tests {
         let job = wrapped(vec![batch_job("x")]);
         let (_, body) = call_with(
             state_with(true, fake.clone()),
-            VALIDATE_WRAPPED_JOB,
+            &path(Hook::Validate, "WrappedJob"),
             review_by("bob", "CREATE", job.clone(), None).to_string(),
         )
         .await;
@@ -405,8 +422,12 @@ mod tests {
             ),
             "{answer}"
         );
-        let (_, body) =
-            call_with(state_with(true, fake), VALIDATE_WRAPPED_JOB, review("CREATE", job, None).to_string()).await;
+        let (_, body) = call_with(
+            state_with(true, fake),
+            &path(Hook::Validate, "WrappedJob"),
+            review("CREATE", job, None).to_string(),
+        )
+        .await;
         let answer: Value = serde_json::from_slice(&body).unwrap();
         assert_eq!(answer["response"]["allowed"], true, "alice may: {answer}");
     }
@@ -416,7 +437,8 @@ mod tests {
         let fake = Arc::new(FakeAuthorizer::new().deny_user("bob", "jobs"));
         let (old, new) = (wrapped(vec![batch_job("x")]), wrapped(vec![batch_job("y")]));
         let request = review_by("bob", "UPDATE", new, Some(old));
-        let (_, body) = call_with(state_with(true, fake.clone()), VALIDATE_WRAPPED_JOB, request.to_string()).await;
+        let (_, body) =
+            call_with(state_with(true, fake.clone()), &path(Hook::Validate, "WrappedJob"), request.to_string()).await;
         let answer: Value = serde_json::from_slice(&body).unwrap();
         assert_eq!(answer["response"]["allowed"], false);
         assert!(denial(&answer).contains(r#"user "bob" may not create jobs.batch"#), "{answer}");
@@ -433,7 +455,8 @@ mod tests {
         admitted["spec"]["suspend"] = json!(false);
         admitted["spec"]["components"][0]["podSetInfos"] = json!([{"nodeSelector": {"pool": "gpu"}}]);
         let request = review_by(kueue, "UPDATE", admitted, Some(old));
-        let (_, body) = call_with(state_with(true, fake.clone()), VALIDATE_WRAPPED_JOB, request.to_string()).await;
+        let (_, body) =
+            call_with(state_with(true, fake.clone()), &path(Hook::Validate, "WrappedJob"), request.to_string()).await;
         let answer: Value = serde_json::from_slice(&body).unwrap();
         assert_eq!(answer["response"]["allowed"], true, "{answer}");
         assert!(fake.user_checks().is_empty());

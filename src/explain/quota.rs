@@ -1,8 +1,8 @@
 //! "Short by how much of which resource in which flavor": from the message Kueue wrote on the
 //! Workload, and from the ClusterQueue's reservations against its quota.
 
-use crate::quantity;
 use crate::model::{QueueRow, Shortfall, WorkloadFacts};
+use crate::quantity;
 
 /// The shortfalls Kueue named, one sentence each.
 pub fn kueue_sentences(workload: &WorkloadFacts) -> Vec<String> {

@@ -10,27 +10,23 @@ use std::sync::Arc;
 use k8s_openapi::api::core::v1::ConfigMap;
 use kube::Client;
 use kube::api::{Api, ApiResource};
-use serde::{Deserialize, Serialize, Serializer};
+use serde::{Serialize, Serializer};
 use serde_json::Value;
 
 use super::declarative::ConfiguredJob;
 use super::declarative::config::{CONFIG_MAP, CONFIG_MAP_KEY, ConfigError, Integration, IntegrationConfig};
-use crate::api::external_job::ExternalJob;
-use crate::api::wrapped_job::WrappedJob;
+use super::{external_job, wrapped_job};
 use crate::jobframework::api_error;
-use crate::jobframework::generic_job::{Finished, GenericJob};
+use crate::jobframework::generic_job::{JobReading, reading};
+use crate::jobframework::integration_callbacks::IntegrationCallbacks;
 use crate::jobframework::managed_by::KUEUE_EXT_CONTROLLER;
 
-const BUILT_IN: &str = include_str!("builtin_kinds.yaml");
+/// Kueue's batch Job, described as a configured kind is (the entries of `integrations:`).
+const BUILT_IN_ITEMS: &str = include_str!("builtin_kinds.yaml");
 
-/// How a kind's objects become a [`GenericJob`]: compiled kinds by their types, the others by
-/// their description.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Decoder {
-    ExternalJob,
-    WrappedJob,
-    Described,
-}
+/// The kinds compiled into this project, one line each: everything else about a compiled kind
+/// (its controller, webhooks, manifests, how the commands read it) is in its own module.
+pub static COMPILED: [&IntegrationCallbacks; 2] = [&external_job::INTEGRATION, &wrapped_job::INTEGRATION];
 
 /// Where a kind's description comes from.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -44,8 +40,8 @@ pub enum Origin {
 struct Entry {
     description: Arc<Integration>,
     origin: Origin,
-    decoder: Decoder,
-    short_names: &'static [&'static str],
+    /// Set for a compiled kind.
+    compiled: Option<&'static IntegrationCallbacks>,
     /// Who runs the kind's pods when `managedBy` leaves them to it, and the value naming it.
     runner: String,
     own_managed_by: &'static str,
@@ -55,46 +51,19 @@ struct Entry {
 #[derive(Clone, Debug)]
 pub struct JobKind(Arc<Entry>);
 
-/// What the commands read of a job, decided by its kind's own rules.
-#[derive(Clone, Debug, Default, PartialEq)]
-pub struct JobReading {
-    pub suspended: bool,
-    pub managed_by: Option<String>,
-    pub finished: Option<Finished>,
-}
-
-fn read<J: GenericJob>(job: &J) -> JobReading {
-    JobReading {
-        suspended: job.is_suspended(),
-        managed_by: job.managed_by().filter(|m| !m.is_empty()).map(String::from),
-        finished: job.finished(),
-    }
-}
-
 impl JobKind {
-    fn new(description: Integration, origin: Origin) -> JobKind {
-        let (decoder, short_names, runner, own_managed_by) = match description.kind.as_str() {
-            "ExternalJob.v1alpha1.kueue-ext.dev" => {
-                (Decoder::ExternalJob, &["ej"][..], "kueue-ext", KUEUE_EXT_CONTROLLER)
-            }
-            "WrappedJob.v1alpha1.kueue-ext.dev" => {
-                (Decoder::WrappedJob, &["wj"][..], "kueue-ext", KUEUE_EXT_CONTROLLER)
-            }
-            "Job.v1.batch" => (Decoder::Described, &[][..], "kube-controller-manager", "kubernetes.io/job-controller"),
-            _ => (Decoder::Described, &[][..], "", ""),
+    fn new(description: Integration, origin: Origin, compiled: Option<&'static IntegrationCallbacks>) -> JobKind {
+        let (runner, own_managed_by) = match (compiled, description.kind.as_str()) {
+            (Some(_), _) => ("kueue-ext".to_string(), KUEUE_EXT_CONTROLLER),
+            (None, "Job.v1.batch") => ("kube-controller-manager".to_string(), "kubernetes.io/job-controller"),
+            (None, _) => (format!("the {} controller", description.gvk().kind), ""),
         };
-        let runner = match runner {
-            "" => format!("the {} controller", description.gvk().kind),
-            named => named.to_string(),
-        };
-        JobKind(Arc::new(Entry {
-            description: Arc::new(description),
-            origin,
-            decoder,
-            short_names,
-            runner,
-            own_managed_by,
-        }))
+        JobKind(Arc::new(Entry { description: Arc::new(description), origin, compiled, runner, own_managed_by }))
+    }
+
+    /// The compiled kind's callbacks; `None` for a kind integrated by configuration.
+    pub fn compiled(&self) -> Option<&'static IntegrationCallbacks> {
+        self.0.compiled
     }
 
     /// `ExternalJob`, `Job`, `PipelineRun`.
@@ -139,7 +108,8 @@ impl JobKind {
         };
         let resource = self.api_resource();
         let names = [resource.kind.to_lowercase(), resource.plural.clone()];
-        let named = names.iter().any(|n| n == name) || self.0.short_names.contains(&name);
+        let short_names = self.0.compiled.map(|c| c.short_names).unwrap_or_default();
+        let named = names.iter().any(|n| n == name) || short_names.contains(&name);
         named && group.is_none_or(|g| g == resource.group || alias == self.qualified().to_lowercase())
     }
 
@@ -153,14 +123,9 @@ impl JobKind {
     /// as its type, its description otherwise (an object of another version of the CRD costs
     /// precision, never the row). `None` when the object has no readable metadata.
     pub fn read(&self, object: &Value) -> Option<JobReading> {
-        let compiled = match self.0.decoder {
-            Decoder::ExternalJob => ExternalJob::deserialize(object).ok().map(|j| read(&j)),
-            Decoder::WrappedJob => WrappedJob::deserialize(object).ok().map(|j| read(&j)),
-            Decoder::Described => None,
-        };
-        match compiled {
+        match self.0.compiled.and_then(|c| (c.read)(object)) {
             Some(reading) => Some(reading),
-            None => ConfiguredJob::new(object.clone(), self.0.description.clone()).ok().map(|j| read(&j)),
+            None => ConfiguredJob::new(object.clone(), self.0.description.clone()).ok().map(|j| reading(&j)),
         }
     }
 }
@@ -213,19 +178,21 @@ impl Default for KindRegistry {
 impl KindRegistry {
     /// This project's kinds and Kueue's batch Job.
     pub fn built_in() -> KindRegistry {
-        let config =
-            IntegrationConfig::parse("builtin_kinds.yaml", BUILT_IN).expect("the built-in descriptions are valid");
-        KindRegistry { kinds: config.integrations.into_iter().map(|i| JobKind::new(i, Origin::BuiltIn)).collect() }
+        let compiled =
+            compiled().into_iter().map(|(description, c)| JobKind::new(description, Origin::BuiltIn, Some(c)));
+        let described = descriptions("builtin_kinds.yaml", BUILT_IN_ITEMS).into_iter();
+        KindRegistry { kinds: compiled.chain(described.map(|d| JobKind::new(d, Origin::BuiltIn, None))).collect() }
     }
 
     /// The built-in kinds and those of `config`, read from `origin`.
     pub fn with_configured(config: &IntegrationConfig, origin: &str) -> KindRegistry {
         let mut registry = KindRegistry::built_in();
         for integration in &config.integrations {
-            let kind = JobKind::new(integration.clone(), Origin::Configured(origin.to_string()));
-            match registry.kinds.iter_mut().find(|k| **k == kind) {
-                Some(built_in) => *built_in = kind,
-                None => registry.kinds.push(kind),
+            let origin = Origin::Configured(origin.to_string());
+            match registry.kinds.iter_mut().find(|k| k.qualified() == integration.kind) {
+                // A compiled kind described again keeps its own code for what it describes.
+                Some(built_in) => *built_in = JobKind::new(integration.clone(), origin, built_in.compiled()),
+                None => registry.kinds.push(JobKind::new(integration.clone(), origin, None)),
             }
         }
         registry
@@ -285,3 +252,15 @@ pub fn built_in_kind(name: &str) -> JobKind {
 
 #[cfg(test)]
 mod tests;
+
+/// The entries of an integrations file's `integrations:` list, parsed as a whole file.
+fn descriptions(name: &str, items: &str) -> Vec<Integration> {
+    let text = format!("apiVersion: {}/v1alpha1\nkind: IntegrationConfig\nintegrations:\n{items}", crate::api::GROUP);
+    IntegrationConfig::parse(name, &text).expect("the built-in descriptions are valid").integrations
+}
+
+/// Each compiled kind with its description.
+pub fn compiled() -> Vec<(Integration, &'static IntegrationCallbacks)> {
+    let described = COMPILED.iter().map(|c| (descriptions("a compiled kind's description.yaml", c.description), *c));
+    described.flat_map(|(descriptions, c)| descriptions.into_iter().map(move |d| (d, c))).collect()
+}

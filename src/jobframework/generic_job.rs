@@ -19,6 +19,23 @@ pub struct Finished {
     pub message: String,
 }
 
+/// What the commands read of a job, decided by its kind's own rules.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct JobReading {
+    pub suspended: bool,
+    pub managed_by: Option<String>,
+    pub finished: Option<Finished>,
+}
+
+/// A job's reading by its [`GenericJob`] rules.
+pub fn reading<J: GenericJob>(job: &J) -> JobReading {
+    JobReading {
+        suspended: job.is_suspended(),
+        managed_by: job.managed_by().filter(|m| !m.is_empty()).map(String::from),
+        finished: job.finished(),
+    }
+}
+
 /// A job kind Kueue admits through a Workload. Mutating methods change the object in memory;
 /// the reconciler writes it back as it serializes. Kinds compiled in and kinds described by
 /// configuration alike, so the kind is asked of the job rather than of its type.

@@ -13,8 +13,8 @@ use super::{AdmissionCheckFacts, FlavorQuota, JobCopy, LocalQueueFacts, QueueRow
 use crate::api::condition::{self, Condition};
 use crate::api::kueue::{Admission, AdmissionCheckState, QUOTA_RESERVED};
 use crate::jobframework::generic_job::Finished;
-use crate::quantity;
 use crate::model::snapshot::{JobObject, PodCounts};
+use crate::quantity;
 
 fn created(object: &DynamicObject) -> Option<i64> {
     object.metadata.creation_timestamp.as_ref().map(|t| t.0.as_second())

@@ -9,9 +9,10 @@ use serde_json::{Value, json};
 use super::kubeconfig::{self, Credentials, Entry};
 use super::kueue::manifests::NAMESPACE;
 use crate::integrations::declarative::config::Integration;
+use crate::integrations::registry;
+use crate::integrations::wrapped_job::WRAPPABLE;
 use crate::jobframework::api_error::{self, in_words};
 use crate::kube_util::{self, ApplyError};
-use crate::manifests::WRAPPABLE;
 
 pub const ADMISSION_CHECK: &str = "multikueue";
 pub const CONFIG: &str = "kueue-ext";
@@ -36,9 +37,12 @@ pub fn worker_role_rules(integrations: &[Integration]) -> Value {
         json!({"apiGroups": ["kueue.x-k8s.io"], "resources": ["clusterqueues", "localqueues"], "verbs": ["get", "list", "watch"]}),
         json!({"apiGroups": ["batch"], "resources": ["jobs"], "verbs": ALL_VERBS}),
         json!({"apiGroups": ["batch"], "resources": ["jobs/status"], "verbs": ["get"]}),
-        json!({"apiGroups": ["kueue-ext.dev"], "resources": ["externaljobs", "wrappedjobs"], "verbs": ALL_VERBS}),
-        json!({"apiGroups": ["kueue-ext.dev"], "resources": ["externaljobs/status", "wrappedjobs/status"], "verbs": ["get"]}),
     ];
+    for (description, _) in registry::compiled() {
+        let (group, resource) = (description.gvk().group, &description.resource);
+        rules.push(json!({"apiGroups": [group], "resources": [resource], "verbs": ALL_VERBS}));
+        rules.push(json!({"apiGroups": [group], "resources": [format!("{resource}/status")], "verbs": ["get"]}));
+    }
     for (group, resource) in WRAPPABLE {
         rules.push(json!({"apiGroups": [group], "resources": [resource], "verbs": ["create"]}));
     }

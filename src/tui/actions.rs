@@ -6,8 +6,8 @@ use kube::api::{Api, DeleteParams, DynamicObject, Patch, PatchParams};
 use serde_json::json;
 
 use super::app::Command;
-use crate::model::JobKey;
 use crate::jobframework::api_error;
+use crate::model::JobKey;
 
 fn api(client: Client, key: &JobKey) -> Api<DynamicObject> {
     Api::namespaced_with(client, &key.namespace, &key.kind.api_resource())

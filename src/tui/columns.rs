@@ -1,8 +1,8 @@
 //! The cells of each table, as text: one definition for the TUI and for `watch --once`, so a
 //! script reads the same words a user sees.
 
-use crate::model::{ClusterRow, JobRow, QueueRow};
 use crate::model::snapshot::PodCounts;
+use crate::model::{ClusterRow, JobRow, QueueRow};
 use crate::quantity;
 
 pub const JOB_HEADERS: [&str; 12] =

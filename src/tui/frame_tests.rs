@@ -6,9 +6,9 @@ use ratatui::Terminal;
 use ratatui::backend::TestBackend;
 
 use super::app::App;
+use super::view;
 use crate::model::fixtures::{NOW, scene};
 use crate::model::join;
-use super::view;
 
 fn app() -> App {
     let mut app = App::new("sandbox kueue-ext (/state)".into(), false);

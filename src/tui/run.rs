@@ -13,9 +13,9 @@ use tokio::sync::mpsc;
 use tokio::time::{Instant, sleep_until};
 
 use super::app::{App, Command};
+use super::{actions, view};
 use crate::model::join;
 use crate::model::source::Source;
-use super::{actions, view};
 
 /// How long watch events are gathered before the model is joined again.
 const DEBOUNCE: Duration = Duration::from_millis(200);

@@ -14,11 +14,11 @@ use k8s_openapi::api::core::v1::Namespace;
 use kube::Client;
 use kube::api::{Api, DynamicObject, ListParams};
 
+use crate::cli::targets::{self, Selection};
 use crate::integrations::registry::{JobKind, KindRegistry};
 use crate::kube_util::{client_from, read_kubeconfig};
 use crate::manifests;
 use crate::model::snapshot::Role;
-use crate::cli::targets::{self, Selection};
 
 /// Long enough for a local or nearby API server, short enough that a TAB on a train is no wait.
 const CLUSTER_TIMEOUT: Duration = Duration::from_secs(2);

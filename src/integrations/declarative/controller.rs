@@ -3,12 +3,14 @@
 
 use std::sync::Arc;
 
-use kube::api::DynamicObject;
+use futures::future::BoxFuture;
+use kube::api::{Api, DynamicObject};
 use kube::runtime::controller::Action;
 
 use super::ConfiguredJob;
 use super::config::Integration;
 use crate::jobframework::reconciler::{self, Context, Error};
+use crate::jobframework::setup::{Setup, jobs_controller};
 
 pub async fn reconcile(object: &DynamicObject, integration: &Arc<Integration>, ctx: &Context) -> Result<Action, Error> {
     let name = object.metadata.name.clone().unwrap_or_default();
@@ -16,4 +18,19 @@ pub async fn reconcile(object: &DynamicObject, integration: &Arc<Integration>, c
         .and_then(|value| ConfiguredJob::new(value, integration.clone()))
         .map_err(|source| Error::Encode { name, source })?;
     reconciler::reconcile(&job, ctx).await
+}
+
+/// The metrics label of reconciles of kinds integrated by configuration.
+const CONFIGURED: &str = "configured";
+
+/// The controller of the jobs of `integration`'s kind, until the process stops.
+pub fn start(setup: &Setup, integration: Arc<Integration>) -> BoxFuture<'static, ()> {
+    let resource = integration.api_resource();
+    tracing::info!(kind = %integration.gvk().kind, "integrated by configuration");
+    let jobs = jobs_controller(Api::<DynamicObject>::all_with(setup.client.clone(), &resource), resource.clone())
+        .owns_stream(setup.workload_changes.subscribe(resource));
+    setup.run(jobs, CONFIGURED, move |job: Arc<DynamicObject>, ctx: Arc<Context>| {
+        let integration = integration.clone();
+        async move { reconcile(&job, &integration, &ctx).await }
+    })
 }

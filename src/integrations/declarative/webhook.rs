@@ -6,12 +6,16 @@ use std::collections::BTreeSet;
 use serde_json::Value;
 
 use super::ConfiguredJob;
+use super::config::Integration;
 use super::count::Count;
 use super::count::number;
 use crate::api::external_job::MAX_POD_SETS;
+use crate::jobframework::admission::JobWebhook;
 use crate::jobframework::generic_job::GenericJob;
 use crate::jobframework::reconciler::Config;
 use crate::jobframework::webhook::{self, FieldError, dns1123_label};
+use kube::api::GroupVersionKind;
+use std::sync::Arc;
 
 pub fn default(job: &mut ConfiguredJob, config: &Config, queue_uses_multikueue: bool) {
     job.prepare_copy();
@@ -118,5 +122,34 @@ fn count_errors(object: &Value, count: &Count) -> Vec<FieldError> {
             vec![FieldError::invalid(at, &shown, WHOLE)]
         }
         _ => Vec::new(),
+    }
+}
+
+impl JobWebhook for ConfiguredJob {
+    type Kind = Arc<Integration>;
+
+    fn admits(kind: &Arc<Integration>) -> GroupVersionKind {
+        kind.gvk()
+    }
+
+    fn decode(kind: &Arc<Integration>, object: Value) -> Result<Self, serde_json::Error> {
+        ConfiguredJob::new(object, kind.clone())
+    }
+
+    /// The whole object: a configured job is kept as JSON, so nothing is lost by writing it out.
+    fn defaulted(&self, _before: &Value) -> Value {
+        serde_json::to_value(self).unwrap_or_default()
+    }
+
+    fn apply_defaults(&mut self, config: &Config, queue_uses_multikueue: bool) {
+        default(self, config, queue_uses_multikueue);
+    }
+
+    fn validate_create(&self) -> Vec<FieldError> {
+        validate_create(self)
+    }
+
+    fn validate_update(old: &Self, new: &Self) -> Vec<FieldError> {
+        validate_update(old, new)
     }
 }

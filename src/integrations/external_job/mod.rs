@@ -1,9 +1,12 @@
 //! `ExternalJob` on the jobframework: the `GenericJob` adapter, its pods, its webhook rules.
 
 pub mod pod_cache;
+pub mod pod_controller;
 pub mod pods;
-pub mod runtime;
+pub mod setup;
 pub mod webhook;
+
+pub use setup::INTEGRATION;
 
 use kube::api::{ApiResource, GroupVersionKind};
 
@@ -114,6 +117,6 @@ impl GenericJob for ExternalJob {
 }
 
 #[cfg(test)]
-mod runtime_tests;
+mod pod_controller_tests;
 #[cfg(test)]
 mod tests;

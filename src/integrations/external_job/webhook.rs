@@ -6,8 +6,13 @@ use std::collections::BTreeSet;
 use kube::ResourceExt;
 
 use crate::api::external_job::{ExternalJob, MAX_POD_SETS};
+use crate::jobframework::admission::JobWebhook;
+use crate::jobframework::authorizer::Authorizer;
+use crate::jobframework::dry_run::pod_templates;
 use crate::jobframework::reconciler::Config;
 use crate::jobframework::webhook::{self, FieldError, dns1123_label};
+use kube::api::GroupVersionKind;
+use serde_json::Value;
 
 pub fn default(job: &mut ExternalJob, config: &Config, queue_uses_multikueue: bool) {
     webhook::default_suspend(job, config);
@@ -122,4 +127,49 @@ pub fn check_quantity(text: &str) -> Result<(), String> {
         || rest == "P"
         || rest == "E";
     if suffix_ok { Ok(()) } else { Err(why()) }
+}
+
+impl JobWebhook for ExternalJob {
+    type Kind = ();
+
+    fn admits(_: &()) -> GroupVersionKind {
+        let version = <ExternalJob as kube::Resource>::version(&());
+        GroupVersionKind::gvk(
+            &<ExternalJob as kube::Resource>::group(&()),
+            &version,
+            &<ExternalJob as kube::Resource>::kind(&()),
+        )
+    }
+
+    fn decode(_: &(), object: Value) -> Result<Self, serde_json::Error> {
+        serde_json::from_value(object)
+    }
+
+    fn apply_defaults(&mut self, config: &Config, queue_uses_multikueue: bool) {
+        default(self, config, queue_uses_multikueue);
+    }
+
+    fn validate_create(&self) -> Vec<FieldError> {
+        validate_create(self)
+    }
+
+    fn validate_update(old: &Self, new: &Self) -> Vec<FieldError> {
+        validate_update(old, new)
+    }
+
+    /// A Pod made from each pod set's template, at creation: the templates cannot change later.
+    async fn dry_run<'a>(
+        old: Option<&'a Self>,
+        new: &'a Self,
+        namespace: &'a str,
+        authorizer: &'a dyn Authorizer,
+    ) -> Vec<FieldError> {
+        if old.is_some() {
+            return Vec::new();
+        }
+        let templates: Vec<(String, &_)> = (new.spec.pod_sets.iter().enumerate())
+            .map(|(i, pod_set)| (format!("spec.podSets[{i}].template"), &pod_set.template))
+            .collect();
+        pod_templates(&templates, namespace, authorizer).await
+    }
 }

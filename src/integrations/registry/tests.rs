@@ -1,6 +1,7 @@
 use serde_json::json;
 
 use super::*;
+use crate::jobframework::generic_job::Finished;
 
 fn configured(file: &str) -> KindRegistry {
     let text = std::fs::read_to_string(format!("samples/third-party/{file}")).unwrap();

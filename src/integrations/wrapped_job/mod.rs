@@ -4,12 +4,16 @@
 pub mod authz;
 pub mod components;
 pub mod controller;
+mod dry_run;
 pub mod kinds;
 pub mod lifecycle;
 pub mod podsets;
 pub mod settings;
+pub mod setup;
 pub mod watched;
 pub mod webhook;
+
+pub use setup::{INTEGRATION, WRAPPABLE};
 
 use kube::ResourceExt;
 use kube::api::{ApiResource, GroupVersionKind};

@@ -5,11 +5,17 @@
 use kube::ResourceExt;
 use serde_json::Value;
 
+use super::authz;
 use super::podsets::{self, PodSetError};
 use crate::api::external_job::MAX_POD_SETS;
 use crate::api::wrapped_job::{WrappedComponent, WrappedJob};
+use crate::jobframework::admission::JobWebhook;
+use crate::jobframework::authorizer::Authorizer;
 use crate::jobframework::reconciler::Config;
 use crate::jobframework::webhook::{self, FieldError, dns1123_label};
+use kube::api::GroupVersionKind;
+use kube::core::DynamicObject;
+use kube::core::admission::AdmissionRequest;
 
 /// Longest job name: pod set `k` (at most 7) is named `<name>-<k>`, and that must be a DNS label.
 pub const MAX_NAME_LENGTH: usize = 61;
@@ -168,6 +174,65 @@ fn text(value: Option<&Value>) -> Option<&str> {
 
 fn field_error(error: PodSetError) -> FieldError {
     FieldError::new(error.path, error.message)
+}
+
+impl JobWebhook for WrappedJob {
+    type Kind = ();
+
+    fn admits(_: &()) -> GroupVersionKind {
+        let version = <WrappedJob as kube::Resource>::version(&());
+        GroupVersionKind::gvk(
+            &<WrappedJob as kube::Resource>::group(&()),
+            &version,
+            &<WrappedJob as kube::Resource>::kind(&()),
+        )
+    }
+
+    fn decode(_: &(), object: Value) -> Result<Self, serde_json::Error> {
+        serde_json::from_value(object)
+    }
+
+    fn apply_defaults(&mut self, config: &Config, queue_uses_multikueue: bool) {
+        default(self, config, queue_uses_multikueue);
+    }
+
+    fn validate_create(&self) -> Vec<FieldError> {
+        validate_create(self)
+    }
+
+    fn validate_update(old: &Self, new: &Self) -> Vec<FieldError> {
+        validate_update(old, new)
+    }
+
+    /// The controller creates the components with its own rights, so whoever creates a
+    /// WrappedJob, or later changes what it wraps, must be allowed to create them.
+    async fn authorize<'a>(
+        old: Option<&'a Self>,
+        new: &'a Self,
+        request: &'a AdmissionRequest<DynamicObject>,
+        authorizer: &'a dyn Authorizer,
+    ) -> Vec<FieldError> {
+        if old.is_some_and(|old| !authz::needs_review(old, new)) {
+            return Vec::new();
+        }
+        let Some(namespace) = request.namespace.clone().or_else(|| new.namespace()) else {
+            return vec![FieldError::new("metadata.namespace", "Required value")];
+        };
+        authz::authorize(new, &namespace, &request.user_info, authorizer).await
+    }
+
+    /// Each component as itself, whenever what it wraps is new.
+    async fn dry_run<'a>(
+        old: Option<&'a Self>,
+        new: &'a Self,
+        namespace: &'a str,
+        authorizer: &'a dyn Authorizer,
+    ) -> Vec<FieldError> {
+        if old.is_some_and(|old| !authz::needs_review(old, new)) {
+            return Vec::new();
+        }
+        super::dry_run::components(new, namespace, authorizer).await
+    }
 }
 
 #[cfg(test)]

@@ -194,7 +194,7 @@ mod tests {
         assert_eq!(manager["webhook"]["port"], 9443, "release settings stay");
         // The release's jobset framework would need JobSet's CRD on every worker.
         assert_eq!(manager["integrations"]["frameworks"], json!(["batch/job"]));
-        assert_eq!(manager["integrations"]["externalFrameworks"], json!(crate::manifests::EXTERNAL_FRAMEWORKS));
+        assert_eq!(manager["integrations"]["externalFrameworks"], json!(crate::manifests::external_frameworks(&[])));
         assert_eq!(manager["featureGates"]["MultiKueueAdaptersForCustomJobs"], true);
         assert_eq!(manager["multiKueue"]["workerLostTimeout"], "30s");
         let worker = config_of(&configured(&docs, None, &[]).unwrap());

@@ -16,8 +16,6 @@ use super::pki::Pki;
 use super::runtime::MultiKueueManager;
 use crate::integrations::declarative::config::Integration;
 use crate::kube_util;
-#[cfg(test)]
-use crate::manifests::EXTERNAL_FRAMEWORKS;
 use crate::manifests::external_frameworks;
 
 /// Kueue reads its metrics serving certificate from this fixed path whenever its internal
@@ -258,7 +256,10 @@ mod tests {
         );
         assert_eq!(config["featureGates"][IDLE_FRAMEWORK.1], true);
         let external = config["integrations"]["externalFrameworks"].as_array().unwrap();
-        assert!(external.contains(&json!("Job.v1.batch")) && external.contains(&json!(EXTERNAL_FRAMEWORKS[0])));
+        assert!(
+            external.contains(&json!("Job.v1.batch"))
+                && external.contains(&json!("ExternalJob.v1alpha1.kueue-ext.dev"))
+        );
         assert!(
             config["multiKueue"]["externalFrameworks"].as_array().unwrap().contains(&json!({"name": "Job.v1.batch"}))
         );

@@ -10,9 +10,9 @@ use ratatui::widgets::{Block, Paragraph, Wrap};
 use super::status_style;
 use crate::api::condition::Condition;
 use crate::explain::explain;
+use crate::model::{JobCopy, JobRow, Mirror, WorkloadFacts};
 use crate::tui::app::{App, Detail, Tab};
 use crate::tui::columns;
-use crate::model::{JobCopy, JobRow, Mirror, WorkloadFacts};
 
 pub fn render(frame: &mut Frame, area: Rect, app: &App, detail: &Detail) {
     let tab =

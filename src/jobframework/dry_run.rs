@@ -1,5 +1,5 @@
-//! The API server's own validation of what an admitted job will create — its pods, or the
-//! objects it wraps — asked by server-side dry runs (of PodTemplates, for pods): a template no
+//! The API server's own validation of what an admitted job will create, asked by server-side
+//! dry runs (of PodTemplates, for pods): a template no
 //! pod (or component) could be made from is refused at admission with its field path, instead
 //! of being admitted and then stuck (Kueue holds a pod set whose requests exceed its limits; a
 //! Job named too long for its pods' labels fails once created).
@@ -8,9 +8,8 @@ use futures::future::join_all;
 use k8s_openapi::api::core::v1::PodTemplateSpec;
 use serde_json::{Value, json};
 
-use crate::api::wrapped_job::WrappedJob;
-use crate::integrations::wrapped_job::authz::{Authorizer, ServedResource, group_version, type_of};
-use crate::jobframework::webhook::FieldError;
+use super::authorizer::{Authorizer, ServedResource};
+use super::webhook::FieldError;
 
 /// What the dry runs ask for in place of a real name.
 const GENERATE_NAME: &str = "kueue-ext-dry-run-";
@@ -48,28 +47,8 @@ pub async fn pod_templates(
     join_all(checks).await.concat()
 }
 
-/// Every field of every component of `job` the API server would refuse, were the component
-/// created in `namespace`. Components of kinds nothing serves are left to the authorization
-/// check, which names them.
-pub async fn components(job: &WrappedJob, namespace: &str, authorizer: &dyn Authorizer) -> Vec<FieldError> {
-    let checks = job.spec.components.iter().enumerate().map(|(i, component)| async move {
-        let Some((api_version, kind)) = type_of(&component.template) else { return Vec::new() };
-        if group_version(api_version).is_none() {
-            return Vec::new();
-        }
-        let Ok(Some(resource)) = authorizer.resource(api_version, kind).await else { return Vec::new() };
-        if !resource.namespaced {
-            return Vec::new();
-        }
-        let mut object = component.template.clone();
-        object["metadata"]["namespace"] = json!(namespace);
-        refused(&format!("spec.components[{i}].template"), &resource, namespace, &object, authorizer, "").await
-    });
-    join_all(checks).await.concat()
-}
-
 /// The refusals of a dry run of `object`, each at `path` plus its field less `strip`.
-async fn refused(
+pub async fn refused(
     path: &str,
     resource: &ServedResource,
     namespace: &str,
@@ -97,7 +76,7 @@ async fn refused(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::integrations::wrapped_job::authz::fake::FakeAuthorizer;
+    use crate::jobframework::authorizer::fake::FakeAuthorizer;
 
     fn template() -> PodTemplateSpec {
         serde_json::from_value(json!({
@@ -122,23 +101,6 @@ mod tests {
         );
         assert_eq!(fake.dry_runs(), ["podtemplates kueue-ext-dry-run- team-a"]);
         assert!(pod_templates(&templates, "team-a", &FakeAuthorizer::new()).await.is_empty());
-    }
-
-    #[tokio::test]
-    async fn components_are_dry_run_as_themselves_and_unserved_kinds_are_skipped() {
-        let job: WrappedJob = serde_json::from_value(json!({
-            "apiVersion": "kueue-ext.dev/v1alpha1", "kind": "WrappedJob",
-            "metadata": {"name": "w", "namespace": "team-a"},
-            "spec": {"components": [
-                {"template": {"apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": "a".repeat(64)}}},
-                {"template": {"apiVersion": "example.com/v1", "kind": "Unknown", "metadata": {"name": "u"}}},
-            ]},
-        }))
-        .unwrap();
-        let fake = FakeAuthorizer::new().refuse("jobs", "metadata.name", "must be no more than 63 characters");
-        let errors: Vec<String> = components(&job, "team-a", &fake).await.iter().map(ToString::to_string).collect();
-        assert_eq!(errors, ["spec.components[0].template.metadata.name: must be no more than 63 characters"]);
-        assert_eq!(fake.dry_runs(), [format!("jobs {} team-a", "a".repeat(64))]);
     }
 
     #[tokio::test]

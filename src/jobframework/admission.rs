@@ -3,28 +3,21 @@
 //! defaulting changed (a lossless defaulter: fields this version does not know survive).
 
 use std::future::Future;
-use std::sync::Arc;
 use std::time::Duration;
 
+use futures::future::BoxFuture;
 use kube::ResourceExt;
 use kube::api::GroupVersionKind;
 use kube::core::DynamicObject;
 use kube::core::admission::{AdmissionRequest, AdmissionResponse, Operation};
 use serde_json::Value;
 
-use super::dry_run;
-use super::queues::QueueCache;
-use crate::api::external_job::ExternalJob;
-use crate::api::wrapped_job::WrappedJob;
-use crate::integrations::declarative::ConfiguredJob;
-use crate::integrations::declarative::config::Integration;
-use crate::integrations::declarative::webhook as declarative;
-use crate::integrations::external_job::webhook as external_job;
-use crate::integrations::wrapped_job::authz::{self, Authorizer};
-use crate::integrations::wrapped_job::webhook as wrapped_job;
-use crate::jobframework::generic_job::GenericJob;
-use crate::jobframework::reconciler::Config;
-use crate::jobframework::webhook::{FieldError, join};
+use super::authorizer::Authorizer;
+use super::generic_job::GenericJob;
+use super::queue_cache::QueueCache;
+use super::reconciler::Config;
+pub use super::webhook::Hook;
+use super::webhook::{FieldError, join};
 
 /// A kind's admission rules (Kueue's `Default`, `ValidateCreate`, `ValidateUpdate`) and the
 /// checks it makes on behalf of the requesting user.
@@ -82,140 +75,26 @@ pub trait JobWebhook: GenericJob {
     }
 }
 
-impl JobWebhook for ExternalJob {
-    type Kind = ();
+/// A kind's admission, its type erased so that one table holds every compiled kind:
+/// [`answer`] for that kind.
+pub type Admit = for<'a> fn(
+    Hook,
+    &'a Config,
+    Option<&'a QueueCache>,
+    &'a dyn Authorizer,
+    &'a AdmissionRequest<DynamicObject>,
+) -> BoxFuture<'a, AdmissionResponse>;
 
-    fn admits(_: &()) -> GroupVersionKind {
-        let version = <ExternalJob as kube::Resource>::version(&());
-        GroupVersionKind::gvk(
-            &<ExternalJob as kube::Resource>::group(&()),
-            &version,
-            &<ExternalJob as kube::Resource>::kind(&()),
-        )
-    }
-
-    fn decode(_: &(), object: Value) -> Result<Self, serde_json::Error> {
-        serde_json::from_value(object)
-    }
-
-    fn apply_defaults(&mut self, config: &Config, queue_uses_multikueue: bool) {
-        external_job::default(self, config, queue_uses_multikueue);
-    }
-
-    fn validate_create(&self) -> Vec<FieldError> {
-        external_job::validate_create(self)
-    }
-
-    fn validate_update(old: &Self, new: &Self) -> Vec<FieldError> {
-        external_job::validate_update(old, new)
-    }
-
-    /// A Pod made from each pod set's template, at creation: the templates cannot change later.
-    async fn dry_run<'a>(
-        old: Option<&'a Self>,
-        new: &'a Self,
-        namespace: &'a str,
-        authorizer: &'a dyn Authorizer,
-    ) -> Vec<FieldError> {
-        if old.is_some() {
-            return Vec::new();
-        }
-        let templates: Vec<(String, &_)> = (new.spec.pod_sets.iter().enumerate())
-            .map(|(i, pod_set)| (format!("spec.podSets[{i}].template"), &pod_set.template))
-            .collect();
-        dry_run::pod_templates(&templates, namespace, authorizer).await
-    }
+/// [`answer`] for a compiled kind, as an [`Admit`].
+pub fn admit<'a, K: JobWebhook<Kind = ()>>(
+    hook: Hook,
+    config: &'a Config,
+    queues: Option<&'a QueueCache>,
+    authorizer: &'a dyn Authorizer,
+    request: &'a AdmissionRequest<DynamicObject>,
+) -> BoxFuture<'a, AdmissionResponse> {
+    Box::pin(answer::<K>(hook, config, queues, authorizer, &(), request))
 }
-
-impl JobWebhook for WrappedJob {
-    type Kind = ();
-
-    fn admits(_: &()) -> GroupVersionKind {
-        let version = <WrappedJob as kube::Resource>::version(&());
-        GroupVersionKind::gvk(
-            &<WrappedJob as kube::Resource>::group(&()),
-            &version,
-            &<WrappedJob as kube::Resource>::kind(&()),
-        )
-    }
-
-    fn decode(_: &(), object: Value) -> Result<Self, serde_json::Error> {
-        serde_json::from_value(object)
-    }
-
-    fn apply_defaults(&mut self, config: &Config, queue_uses_multikueue: bool) {
-        wrapped_job::default(self, config, queue_uses_multikueue);
-    }
-
-    fn validate_create(&self) -> Vec<FieldError> {
-        wrapped_job::validate_create(self)
-    }
-
-    fn validate_update(old: &Self, new: &Self) -> Vec<FieldError> {
-        wrapped_job::validate_update(old, new)
-    }
-
-    /// The controller creates the components with its own rights, so whoever creates a
-    /// WrappedJob, or later changes what it wraps, must be allowed to create them.
-    async fn authorize<'a>(
-        old: Option<&'a Self>,
-        new: &'a Self,
-        request: &'a AdmissionRequest<DynamicObject>,
-        authorizer: &'a dyn Authorizer,
-    ) -> Vec<FieldError> {
-        if old.is_some_and(|old| !authz::needs_review(old, new)) {
-            return Vec::new();
-        }
-        let Some(namespace) = request.namespace.clone().or_else(|| new.namespace()) else {
-            return vec![FieldError::new("metadata.namespace", "Required value")];
-        };
-        authz::authorize(new, &namespace, &request.user_info, authorizer).await
-    }
-
-    /// Each component as itself, whenever what it wraps is new.
-    async fn dry_run<'a>(
-        old: Option<&'a Self>,
-        new: &'a Self,
-        namespace: &'a str,
-        authorizer: &'a dyn Authorizer,
-    ) -> Vec<FieldError> {
-        if old.is_some_and(|old| !authz::needs_review(old, new)) {
-            return Vec::new();
-        }
-        dry_run::components(new, namespace, authorizer).await
-    }
-}
-
-impl JobWebhook for ConfiguredJob {
-    type Kind = Arc<Integration>;
-
-    fn admits(kind: &Arc<Integration>) -> GroupVersionKind {
-        kind.gvk()
-    }
-
-    fn decode(kind: &Arc<Integration>, object: Value) -> Result<Self, serde_json::Error> {
-        ConfiguredJob::new(object, kind.clone())
-    }
-
-    /// The whole object: a configured job is kept as JSON, so nothing is lost by writing it out.
-    fn defaulted(&self, _before: &Value) -> Value {
-        serde_json::to_value(self).unwrap_or_default()
-    }
-
-    fn apply_defaults(&mut self, config: &Config, queue_uses_multikueue: bool) {
-        declarative::default(self, config, queue_uses_multikueue);
-    }
-
-    fn validate_create(&self) -> Vec<FieldError> {
-        declarative::validate_create(self)
-    }
-
-    fn validate_update(old: &Self, new: &Self) -> Vec<FieldError> {
-        declarative::validate_update(old, new)
-    }
-}
-
-pub use crate::jobframework::webhook::Hook;
 
 /// The answer to one admission request for kind `K`; a request that cannot be read as `K` is
 /// denied, saying why. Defaulting reads `config` and `queues`; validation asks `authorizer`.

@@ -17,8 +17,8 @@ use kube::runtime::watcher;
 use kube::runtime::watcher::Event;
 use kube::{Client, ResourceExt};
 
+use super::watches;
 use crate::api::kueue::Workload;
-use crate::jobframework::watches;
 
 pub struct OurWorkloads {
     pub store: Store<Workload>,

@@ -7,8 +7,8 @@ use kube::runtime::controller::Action;
 use serde_json::json;
 
 use super::pod_cache::PodCache;
+use super::pod_controller::reconcile;
 use super::pods::{JOB_UID_LABEL, POD_INDEX_LABEL, POD_SET_LABEL};
-use super::runtime::reconcile;
 use super::tests::job;
 use crate::api::external_job::ExternalJob;
 use crate::jobframework::reconciler::Error;

@@ -1,0 +1,235 @@
+//! The [`Authorizer`] that asks the API server: discovery for the resource of a kind, access
+//! reviews for the user and for this controller, server-side dry runs for validation.
+
+use std::collections::HashMap;
+use std::fmt;
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::{Duration, Instant};
+
+use futures::future::BoxFuture;
+use k8s_openapi::api::authentication::v1::UserInfo;
+use k8s_openapi::api::authorization::v1::{
+    ResourceAttributes, SelfSubjectAccessReview, SelfSubjectAccessReviewSpec, SubjectAccessReview,
+    SubjectAccessReviewSpec, SubjectAccessReviewStatus,
+};
+use kube::api::{Api, ApiResource, DynamicObject, PostParams};
+use kube::{Client, Resource};
+use serde_json::Value;
+
+use crate::integrations::wrapped_job::authz::group_version;
+use crate::integrations::wrapped_job::kinds::{Kinds, Served};
+use crate::jobframework::api_error;
+use crate::jobframework::authorizer::{Authorizer, InvalidFields, ServedResource, Verdict};
+
+fn attributes(verb: &str, resource: &ServedResource, namespace: &str) -> ResourceAttributes {
+    ResourceAttributes {
+        verb: Some(verb.into()),
+        group: Some(resource.group.clone()),
+        version: Some(resource.version.clone()),
+        resource: Some(resource.plural.clone()),
+        namespace: Some(namespace.into()),
+        ..Default::default()
+    }
+}
+
+/// The SubjectAccessReview for `user` creating `resource` in `namespace`.
+pub fn user_review(user: &UserInfo, resource: &ServedResource, namespace: &str) -> SubjectAccessReview {
+    SubjectAccessReview {
+        spec: SubjectAccessReviewSpec {
+            user: user.username.clone(),
+            uid: user.uid.clone(),
+            groups: user.groups.clone(),
+            extra: user.extra.clone(),
+            resource_attributes: Some(attributes("create", resource, namespace)),
+            ..Default::default()
+        },
+        ..Default::default()
+    }
+}
+
+/// The SelfSubjectAccessReview for this controller doing `verb` on `resource` in `namespace`.
+pub fn controller_review(verb: &str, resource: &ServedResource, namespace: &str) -> SelfSubjectAccessReview {
+    SelfSubjectAccessReview {
+        spec: SelfSubjectAccessReviewSpec {
+            resource_attributes: Some(attributes(verb, resource, namespace)),
+            ..Default::default()
+        },
+        ..Default::default()
+    }
+}
+
+/// A review's answer; a review without status counts as denied.
+pub fn verdict(status: Option<&SubjectAccessReviewStatus>) -> Verdict {
+    match status {
+        Some(s) if s.allowed => Verdict::Allowed,
+        Some(s) => Verdict::Denied(s.reason.clone().or_else(|| s.evaluation_error.clone()).unwrap_or_default()),
+        None => Verdict::Denied("the API server returned no status".into()),
+    }
+}
+
+/// The authorizer that asks the API server.
+pub struct ApiAuthorizer {
+    client: Client,
+    kinds: Arc<Kinds>,
+    dry_runs: DryRunCache,
+}
+
+/// Recent dry-run answers by what was asked: the same template submitted again (the common
+/// case: many jobs of one shape) costs no round trip. Answers expire, since a LimitRange or
+/// an API server upgrade can change them.
+#[derive(Default)]
+struct DryRunCache(Mutex<HashMap<String, (Instant, InvalidFields)>>);
+
+impl DryRunCache {
+    const TTL: Duration = Duration::from_secs(30);
+    const CAPACITY: usize = 1024;
+
+    fn get(&self, key: &str) -> Option<InvalidFields> {
+        let entries = self.0.lock().unwrap_or_else(PoisonError::into_inner);
+        entries.get(key).filter(|(at, _)| at.elapsed() < Self::TTL).map(|(_, causes)| causes.clone())
+    }
+
+    fn put(&self, key: String, causes: InvalidFields) {
+        let mut entries = self.0.lock().unwrap_or_else(PoisonError::into_inner);
+        if entries.len() >= Self::CAPACITY {
+            entries.retain(|_, (at, _)| at.elapsed() < Self::TTL);
+            if entries.len() >= Self::CAPACITY {
+                entries.clear();
+            }
+        }
+        entries.insert(key, (Instant::now(), causes));
+    }
+}
+
+impl ApiAuthorizer {
+    pub fn new(client: Client, kinds: Arc<Kinds>) -> Self {
+        ApiAuthorizer { client, kinds, dry_runs: DryRunCache::default() }
+    }
+
+    async fn discover(&self, api_version: &str, kind: &str) -> Result<Option<ServedResource>, String> {
+        if group_version(api_version).is_none() {
+            return Ok(None);
+        }
+        let served = self.kinds.served(api_version, kind).await.map_err(|e| api_error::in_words(&e))?;
+        Ok(served.map(|Served { resource, namespaced }| ServedResource {
+            group: resource.group,
+            version: resource.version,
+            plural: resource.plural,
+            namespaced,
+        }))
+    }
+
+    async fn dry_run(
+        &self,
+        resource: &ServedResource,
+        namespace: &str,
+        object: &Value,
+    ) -> Result<InvalidFields, String> {
+        let kind = object.get("kind").and_then(Value::as_str).unwrap_or_default();
+        let api_version = if resource.group.is_empty() {
+            resource.version.clone()
+        } else {
+            format!("{}/{}", resource.group, resource.version)
+        };
+        let api_resource = ApiResource {
+            group: resource.group.clone(),
+            version: resource.version.clone(),
+            api_version,
+            kind: kind.to_string(),
+            plural: resource.plural.clone(),
+        };
+        let key = format!("{resource} {namespace} {object}");
+        if let Some(causes) = self.dry_runs.get(&key) {
+            return Ok(causes);
+        }
+        let candidate: DynamicObject = serde_json::from_value(object.clone()).map_err(|e| e.to_string())?;
+        let api: Api<DynamicObject> = Api::namespaced_with(self.client.clone(), namespace, &api_resource);
+        let causes = match api.create(&PostParams { dry_run: true, ..Default::default() }, &candidate).await {
+            Ok(_) => Vec::new(),
+            Err(kube::Error::Api(status)) if status.code == 422 => invalid_causes(&status),
+            Err(kube::Error::Api(_)) => Vec::new(),
+            Err(e) => return Err(api_error::in_words(&e)),
+        };
+        self.dry_runs.put(key, causes.clone());
+        Ok(causes)
+    }
+
+    async fn review<K>(&self, review: K) -> Result<Verdict, String>
+    where
+        K: Resource<DynamicType = ()> + Clone + fmt::Debug + serde::Serialize + serde::de::DeserializeOwned,
+        K: HasStatus,
+    {
+        let answer = Api::<K>::all(self.client.clone())
+            .create(&PostParams::default(), &review)
+            .await
+            .map_err(|e| api_error::in_words(&e))?;
+        Ok(verdict(answer.status()))
+    }
+}
+
+/// The fields an `Invalid` answer names, or its message alone when it names none.
+fn invalid_causes(status: &kube::core::Status) -> InvalidFields {
+    let causes = status.details.as_ref().map(|d| d.causes.as_slice()).unwrap_or_default();
+    if causes.is_empty() {
+        return vec![(String::new(), status.message.clone())];
+    }
+    causes.iter().map(|c| (c.field.clone(), c.message.clone())).collect()
+}
+
+/// The status both review kinds answer with.
+trait HasStatus {
+    fn status(&self) -> Option<&SubjectAccessReviewStatus>;
+}
+
+impl HasStatus for SubjectAccessReview {
+    fn status(&self) -> Option<&SubjectAccessReviewStatus> {
+        self.status.as_ref()
+    }
+}
+
+impl HasStatus for SelfSubjectAccessReview {
+    fn status(&self) -> Option<&SubjectAccessReviewStatus> {
+        self.status.as_ref()
+    }
+}
+
+impl Authorizer for ApiAuthorizer {
+    fn resource<'a>(
+        &'a self,
+        api_version: &'a str,
+        kind: &'a str,
+    ) -> BoxFuture<'a, Result<Option<ServedResource>, String>> {
+        Box::pin(self.discover(api_version, kind))
+    }
+
+    fn user_may_create<'a>(
+        &'a self,
+        user: &'a UserInfo,
+        resource: &'a ServedResource,
+        namespace: &'a str,
+    ) -> BoxFuture<'a, Result<Verdict, String>> {
+        Box::pin(self.review(user_review(user, resource, namespace)))
+    }
+
+    fn controller_may<'a>(
+        &'a self,
+        verb: &'a str,
+        resource: &'a ServedResource,
+        namespace: &'a str,
+    ) -> BoxFuture<'a, Result<Verdict, String>> {
+        Box::pin(self.review(controller_review(verb, resource, namespace)))
+    }
+
+    fn invalid_fields<'a>(
+        &'a self,
+        resource: &'a ServedResource,
+        namespace: &'a str,
+        object: &'a Value,
+    ) -> BoxFuture<'a, Result<InvalidFields, String>> {
+        Box::pin(self.dry_run(resource, namespace, object))
+    }
+}
+
+#[cfg(test)]
+#[path = "api_authorizer_tests.rs"]
+mod tests;

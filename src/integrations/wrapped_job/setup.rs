@@ -1,0 +1,69 @@
+//! WrappedJob as the registry holds it, and its controller: components of the kinds every
+//! cluster serves are watched, others are looked at on a timer.
+
+use std::sync::Arc;
+
+use futures::future::BoxFuture;
+use kube::CustomResourceExt;
+use kube::api::{Api, ApiResource};
+use serde::Deserialize;
+use serde_json::{Value, json};
+
+use super::kinds::Kinds;
+use super::{controller, watched};
+use crate::api::wrapped_job::WrappedJob;
+use crate::jobframework::admission::admit;
+use crate::jobframework::generic_job::reading;
+use crate::jobframework::integration_callbacks::IntegrationCallbacks;
+use crate::jobframework::reconciler::Context;
+use crate::jobframework::setup::{Setup, jobs_controller};
+
+/// The kinds the controller may create and delete for WrappedJobs, `(API group, resource)`.
+/// The webhook asks the API server whether the controller may, so extending the ClusterRole
+/// lets a cluster wrap more kinds; the CRD kinds need their CRDs installed to be used.
+pub const WRAPPABLE: [(&str, &str); 11] = [
+    ("", "pods"),
+    ("", "services"),
+    ("", "configmaps"),
+    ("apps", "deployments"),
+    ("apps", "statefulsets"),
+    ("batch", "jobs"),
+    ("jobset.x-k8s.io", "jobsets"),
+    ("kubeflow.org", "pytorchjobs"),
+    ("ray.io", "rayclusters"),
+    ("ray.io", "rayjobs"),
+    ("leaderworkerset.x-k8s.io", "leaderworkersets"),
+];
+
+pub const INTEGRATION: IntegrationCallbacks = IntegrationCallbacks {
+    description: include_str!("description.yaml"),
+    short_names: &["wj"],
+    read: |object| WrappedJob::deserialize(object).ok().map(|job| reading(&job)),
+    admit: admit::<WrappedJob>,
+    start,
+    crd: WrappedJob::crd,
+    controller_rules,
+};
+
+fn controller_rules() -> Vec<Value> {
+    // The webhook asks whether the submitting user may create each component.
+    let mut rules = vec![
+        json!({"apiGroups": ["authorization.k8s.io"], "resources": ["subjectaccessreviews"], "verbs": ["create"]}),
+    ];
+    // The components: create, watch and delete, never update.
+    for (group, resource) in WRAPPABLE {
+        rules.push(json!({"apiGroups": [group], "resources": [resource], "verbs": ["get", "list", "watch", "create", "delete"]}));
+    }
+    rules
+}
+
+fn start(setup: &Setup) -> BoxFuture<'static, ()> {
+    let kinds = Arc::new(Kinds::new(setup.client.clone()));
+    let jobs = jobs_controller(Api::<WrappedJob>::all(setup.client.clone()), ())
+        .owns_stream(setup.workload_changes.subscribe(ApiResource::erase::<WrappedJob>(&())));
+    let (jobs, caches) = watched::watch(jobs, &setup.client);
+    setup.run(jobs, "WrappedJob", move |job: Arc<WrappedJob>, ctx: Arc<Context>| {
+        let (kinds, caches) = (kinds.clone(), caches.clone());
+        async move { controller::reconcile(&job, &ctx, &kinds, &caches).await }
+    })
+}
