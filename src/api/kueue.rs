@@ -196,3 +196,12 @@ pub struct AdmissionCheckSpec {
     #[serde(default)]
     pub controller_name: String,
 }
+
+/// A cluster's part in MultiKueue: the manager, where jobs are queued, or a worker, where
+/// they run.
+#[derive(Clone, Copy, Debug, Serialize, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "lowercase")]
+pub enum Role {
+    Manager,
+    Worker,
+}

@@ -57,14 +57,7 @@ fn sandbox(dir: &Path, state: &SandboxState) -> anyhow::Result<Targets> {
     let clusters = state
         .clusters
         .iter()
-        .map(|c| Target {
-            name: c.name.clone(),
-            context: c.context.clone(),
-            role: match c.role {
-                crate::sandbox::state::Role::Manager => Role::Manager,
-                crate::sandbox::state::Role::Worker => Role::Worker,
-            },
-        })
+        .map(|c| Target { name: c.name.clone(), context: c.context.clone(), role: c.role })
         .collect();
     Ok(Targets { origin: format!("sandbox {} ({})", state.name, dir.display()), kubeconfig, clusters })
 }

@@ -21,7 +21,7 @@ use futures::future::join_all;
 
 use catalog::{Check, Scope};
 use checks::Suite;
-use report::{CheckResult, Evidence, Outcome, Report};
+use report::{CheckOutcome, CheckResult, Evidence, Report};
 use scene::Scene;
 use setup::{RUN_LABEL, Run, delete_namespace};
 use target::Target;
@@ -116,8 +116,8 @@ async fn run_check(suite: &Suite<'_>, target: &Target, check: Check) -> CheckRes
         check,
         title: check.title(),
         outcome: match verdict {
-            Ok(()) => Outcome::Pass,
-            Err(evidence) => Outcome::Fail { evidence },
+            Ok(()) => CheckOutcome::Pass,
+            Err(evidence) => CheckOutcome::Fail { evidence },
         },
         cluster: Some(cluster),
         namespace: Some(namespace),
@@ -129,7 +129,7 @@ fn skipped(check: Check, reason: &str) -> CheckResult {
     CheckResult {
         check,
         title: check.title(),
-        outcome: Outcome::Skipped { reason: reason.into() },
+        outcome: CheckOutcome::Skipped { reason: reason.into() },
         cluster: None,
         namespace: None,
         seconds: 0.0,

@@ -40,7 +40,7 @@ impl Evidence {
 
 #[derive(Clone, Debug, PartialEq, Serialize)]
 #[serde(tag = "result", rename_all = "lowercase")]
-pub enum Outcome {
+pub enum CheckOutcome {
     Pass,
     Fail { evidence: Evidence },
     Skipped { reason: String },
@@ -51,7 +51,7 @@ pub struct CheckResult {
     pub check: Check,
     pub title: &'static str,
     #[serde(flatten)]
-    pub outcome: Outcome,
+    pub outcome: CheckOutcome,
     /// The cluster and namespace it ran in (none when skipped).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub cluster: Option<String>,
@@ -89,11 +89,11 @@ impl Report {
     }
 
     pub fn push(&mut self, result: CheckResult) {
-        self.passed &= !matches!(result.outcome, Outcome::Fail { .. });
+        self.passed &= !matches!(result.outcome, CheckOutcome::Fail { .. });
         self.checks.push(result);
     }
 
-    fn count(&self, pick: fn(&Outcome) -> bool) -> usize {
+    fn count(&self, pick: fn(&CheckOutcome) -> bool) -> usize {
         self.checks.iter().filter(|c| pick(&c.outcome)).count()
     }
 }
@@ -113,15 +113,15 @@ pub fn table(report: &Report) -> String {
     out.push_str(&format!("{:<CHECK_WIDTH$} {:<7} {:>6}  {}\n", "CHECK", "RESULT", "TIME", "PROMISE"));
     for check in &report.checks {
         let (result, time) = match &check.outcome {
-            Outcome::Pass => ("pass", format!("{:.1}s", check.seconds)),
-            Outcome::Fail { .. } => ("FAIL", format!("{:.1}s", check.seconds)),
-            Outcome::Skipped { .. } => ("skipped", "-".to_string()),
+            CheckOutcome::Pass => ("pass", format!("{:.1}s", check.seconds)),
+            CheckOutcome::Fail { .. } => ("FAIL", format!("{:.1}s", check.seconds)),
+            CheckOutcome::Skipped { .. } => ("skipped", "-".to_string()),
         };
         out.push_str(&format!("{:<CHECK_WIDTH$} {result:<7} {time:>6}  {}\n", check.check.id(), check.title));
         match &check.outcome {
-            Outcome::Pass => {}
-            Outcome::Skipped { reason } => out.push_str(&format!("    reason:   {reason}\n")),
-            Outcome::Fail { evidence } => {
+            CheckOutcome::Pass => {}
+            CheckOutcome::Skipped { reason } => out.push_str(&format!("    reason:   {reason}\n")),
+            CheckOutcome::Fail { evidence } => {
                 out.push_str(&format!("    expected: {}\n", evidence.expected));
                 out.push_str(&format!("    observed: {}\n", indent_rest(&evidence.observed)));
                 if let (Some(cluster), Some(namespace)) = (&check.cluster, &check.namespace) {
@@ -137,12 +137,12 @@ pub fn table(report: &Report) -> String {
             }
         }
     }
-    let failed = report.count(|o| matches!(o, Outcome::Fail { .. }));
+    let failed = report.count(|o| matches!(o, CheckOutcome::Fail { .. }));
     out.push_str(&format!(
         "\n{} checks: {} passed, {failed} failed, {} skipped\n",
         report.checks.len(),
-        report.count(|o| matches!(o, Outcome::Pass)),
-        report.count(|o| matches!(o, Outcome::Skipped { .. })),
+        report.count(|o| matches!(o, CheckOutcome::Pass)),
+        report.count(|o| matches!(o, CheckOutcome::Skipped { .. })),
     ));
     out
 }
@@ -166,7 +166,7 @@ mod tests {
         report.push(CheckResult {
             check: Check::SuspendedOnCreate,
             title: Check::SuspendedOnCreate.title(),
-            outcome: Outcome::Pass,
+            outcome: CheckOutcome::Pass,
             cluster: Some("manager".into()),
             namespace: Some("conformance-00000-suspended-on-create".into()),
             seconds: 0.3,
@@ -174,7 +174,7 @@ mod tests {
         report.push(CheckResult {
             check: Check::StopAndRestore,
             title: Check::StopAndRestore.title(),
-            outcome: Outcome::Fail {
+            outcome: CheckOutcome::Fail {
                 evidence: Evidence {
                     expected: "the spec as created".into(),
                     observed: "1 field differs\nafter the stop".into(),
@@ -194,7 +194,7 @@ mod tests {
         report.push(CheckResult {
             check: Check::StatusFromWorker,
             title: Check::StatusFromWorker.title(),
-            outcome: Outcome::Skipped { reason: "no MultiKueue workers".into() },
+            outcome: CheckOutcome::Skipped { reason: "no MultiKueue workers".into() },
             cluster: None,
             namespace: None,
             seconds: 0.0,

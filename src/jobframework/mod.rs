@@ -4,12 +4,15 @@
 pub mod admission;
 pub mod api_error;
 pub mod authorizer;
-pub mod dispatch;
+pub mod decision;
 pub mod dry_run;
 pub mod events;
+#[cfg(test)]
+pub mod fixtures;
 pub mod generic_job;
 pub mod integration_callbacks;
 pub mod managed_by;
+pub mod multikueue_nudge;
 pub mod naming;
 pub mod our_workloads;
 pub mod podset;

@@ -5,8 +5,8 @@ use kube::Client;
 use kube::runtime::reflector::Store;
 
 use super::api_error;
-use super::dispatch;
 use super::events::EventSink;
+use super::multikueue_nudge;
 use crate::api::kueue::{ResourceFlavor, Workload};
 
 /// Framework settings (Kueue's Configuration fields that matter to a job reconciler).
@@ -37,7 +37,7 @@ pub struct Context {
     /// Where reconciles leave their events.
     pub events: EventSink,
     /// What MultiKueue has shown of its progress, for the nudge.
-    pub multikueue: dispatch::Progress,
+    pub multikueue: multikueue_nudge::MultiKueueProgress,
 }
 
 #[derive(Debug, thiserror::Error)]

@@ -4,7 +4,6 @@
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
-use std::time::Duration;
 
 use kube::api::{Api, ApiResource, DeleteParams, DynamicObject, GetParams, Patch, PatchParams, PostParams};
 use kube::runtime::controller::Action;
@@ -14,21 +13,19 @@ use kube::{Client, ResourceExt};
 use serde_json::{Value, json};
 use tracing::{debug, info};
 
-use super::dispatch::{self, Dispatch};
+use super::decision::{Decision, Release, WAIT, decide, recorded_infos};
 use super::generic_job::{GenericJob, object_reference};
+use super::multikueue_nudge;
 use super::podset::{self, Assignment, CheckUpdate, Flavor, PodSetInfo, PodSetInfoError};
 use super::{status, workload};
 use crate::api::condition::{self, Condition};
 use crate::api::kueue::{
-    EVICTED, FINISHED, MULTIKUEUE_CONTROLLER, MULTIKUEUE_ORIGIN_LABEL, MULTIKUEUE_WORKER_POD_LABEL, PODS_READY,
-    PRIORITY_CLASS_LABEL, PriorityClassRef, QUOTA_RESERVED, RESOURCE_IN_USE_FINALIZER, ResourceFlavor, Workload,
+    FINISHED, MULTIKUEUE_ORIGIN_LABEL, MULTIKUEUE_WORKER_POD_LABEL, PRIORITY_CLASS_LABEL, PriorityClassRef,
+    QUOTA_RESERVED, RESOURCE_IN_USE_FINALIZER, ResourceFlavor, Workload,
 };
 
 use super::reconcile_context::kube_err;
 pub use super::reconcile_context::{Config, Context, Error};
-
-/// Requeue while waiting on something no watch tells us about (pods going away, prebuilt Workloads).
-const WAIT: Duration = Duration::from_secs(2);
 
 /// Writes a job back whole (an update, so a concurrent change is a conflict, not lost), through
 /// the dynamic API: a configured kind has no Rust type to read it back into.
@@ -97,9 +94,12 @@ struct Found {
     current: bool,
 }
 
-/// Keeps the job and its Workload in step. Most passes write nothing (a job waiting for
-/// admission, or running); those are decided on the cache alone, and a pass that would write on
-/// a cached Workload returns [`Step::Confirm`] before its first write.
+/// Keeps the job and its Workload in step: a [`Decision`] on what was read, then its writes.
+/// Most passes write nothing (a job waiting for admission, or running); those are decided on
+/// the cache alone, and a pass that would write on a cached Workload returns [`Step::Confirm`]
+/// first. That read costs less than deciding on the cache and letting a pinned resourceVersion
+/// catch a stale entry: under a burst the cache lags behind our own writes and Kueue's, and each
+/// conflict costs a refused write and then this read anyway.
 async fn act<J: GenericJob>(
     job: &J,
     ctx: &Context,
@@ -108,106 +108,70 @@ async fn act<J: GenericJob>(
     wl: &Workload,
     current: bool,
 ) -> Result<Step, Error> {
-    let done = |action| Ok(Step::Done(action));
-    // Stands before every write but a finished Workload's finalizer removal. Deciding on the cache and letting
-    // a pinned resourceVersion catch a stale entry cost more than this read: under a burst the
-    // cache lags behind our own writes and Kueue's, and each conflict costs a refused write and
-    // then this read anyway.
-    macro_rules! on_current_workload {
-        () => {
-            if !current {
-                return Ok(Step::Confirm);
-            }
-        };
+    let now = time::OffsetDateTime::now_utc();
+    let decision =
+        decide(job, wl, &ctx.config, || multikueue_nudge::dispatch(wl, now, || ctx.workloads.state(), &ctx.multikueue));
+    if !current && decision.writes(job, wl) {
+        return Ok(Step::Confirm);
     }
-    if wl.is_finished() {
-        // Finished is for good, so no read first: the removal tests the uid and the finalizer it
-        // removes. A refused test means the cached copy is not what the API server holds (our
-        // own removal not seen yet, or a new Workload under the same name).
-        if has_finalizer(wl) {
+    let action = match decision {
+        Decision::Wait(action) => action,
+        Decision::RemoveFinishedFinalizer => {
+            // A refused test means the cached copy is not what the API server holds (our own
+            // removal not seen yet, or a new Workload under the same name).
             match remove_finalizer(workloads, wl).await {
                 Err(e) if !current && e.is_refused_patch_test() => return Ok(Step::Confirm),
                 other => other?,
             }
+            Action::await_change()
         }
-        return done(Action::await_change());
-    }
-    if wl.metadata.deletion_timestamp.is_some() {
-        on_current_workload!();
-        stop_job(job, ctx, jobs, Some(wl), "Workload is deleted").await?;
-        remove_finalizer(workloads, wl).await?;
-        return done(Action::await_change());
-    }
-    if let Some(end) = job.finished() {
-        on_current_workload!();
-        let conditions = with_condition(wl, status::finished(end.success, &end.message));
-        patch_conditions(workloads, wl, conditions, None).await?;
-        publish(
-            ctx,
-            job,
-            EventType::Normal,
-            "FinishedWorkload",
-            format!("Workload '{}' is declared finished", wl.name_any()),
-        );
-        return done(Action::await_change());
-    }
-    if ctx.config.wait_for_pods_ready {
-        let previous = condition::find(wl.conditions(), PODS_READY);
-        let wanted = status::pods_ready(previous, wl.is_admitted(), job.pods_ready());
-        if previous.is_none_or(|p| p.status != wanted.status || p.reason != wanted.reason) {
-            on_current_workload!();
+        Decision::StopForDeletion => {
+            stop_job(job, ctx, jobs, Some(wl), "Workload is deleted").await?;
+            remove_finalizer(workloads, wl).await?;
+            Action::await_change()
+        }
+        Decision::Finish { success, message } => {
+            patch_conditions(workloads, wl, with_condition(wl, status::finished(success, &message)), None).await?;
+            let note = format!("Workload '{}' is declared finished", wl.name_any());
+            publish(ctx, job, EventType::Normal, "FinishedWorkload", note);
+            Action::await_change()
+        }
+        Decision::SetPodsReady(wanted) => {
             patch_conditions(workloads, wl, with_condition(wl, wanted), None).await?;
-            return done(Action::await_change());
+            Action::await_change()
         }
-    }
-    if wl.is(EVICTED) {
-        // An evicted job waiting to be admitted again writes nothing here.
-        if wl.is(QUOTA_RESERVED) || stopping_writes(job, wl) {
-            on_current_workload!();
-        }
-        let message = condition::find(wl.conditions(), EVICTED).map(|c| c.message.clone()).unwrap_or_default();
-        stop_job(job, ctx, jobs, Some(wl), &message).await?;
-        if wl.is(QUOTA_RESERVED) {
-            // On a MultiKueue manager no pod of the job runs here: the activity it shows is the
-            // worker's, copied before the eviction (a lost worker never reports its end), and
-            // MultiKueue removes that copy itself.
-            if job.is_active() && job.managed_by() != Some(MULTIKUEUE_CONTROLLER) {
-                return done(Action::requeue(WAIT));
-            }
-            // Kueue's core never releases an evicted Workload's quota: the job side does,
-            // once no pod of it runs any more.
-            let conditions = status::released_after_eviction(wl.conditions(), &condition::now());
-            patch_conditions(workloads, wl, conditions, Some(serde_json::Value::Null)).await?;
-            info!(workload = %wl.name_any(), "released the quota of an evicted workload");
-        }
-        return done(Action::await_change());
-    }
-    if job.is_suspended() {
-        if wl.is_admitted() {
-            on_current_workload!();
-            start_job(job, ctx, jobs, workloads, wl).await?;
-        } else if job.queue_name() != wl.spec.queue_name && !wl.is(QUOTA_RESERVED) {
-            on_current_workload!();
-            merge_patch(workloads, wl, json!({"spec": {"queueName": job.queue_name()}}), "update queue of").await?;
-        } else if job.managed_by() == Some(MULTIKUEUE_CONTROLLER) {
-            match dispatch::dispatch(wl, time::OffsetDateTime::now_utc(), || ctx.workloads.state(), &ctx.multikueue) {
-                Dispatch::Moving => {}
-                Dispatch::Waiting(left) => return done(Action::requeue(left)),
-                Dispatch::Stranded(nudge) => {
-                    on_current_workload!();
-                    merge_patch(workloads, wl, nudge.patch(), "nudge MultiKueue about").await?;
-                    info!(workload = %wl.name_any(), nudges = nudge.count, "MultiKueue left a reserved workload on no worker; asked again");
-                    return done(Action::requeue(dispatch::STRANDED_AFTER));
+        Decision::StopEvicted { message, release } => {
+            stop_job(job, ctx, jobs, Some(wl), &message).await?;
+            match release {
+                Release::Nothing => Action::await_change(),
+                Release::WhenPodsStop => Action::requeue(WAIT),
+                Release::Now => {
+                    let conditions = status::released_after_eviction(wl.conditions(), &condition::now());
+                    patch_conditions(workloads, wl, conditions, Some(serde_json::Value::Null)).await?;
+                    info!(workload = %wl.name_any(), "released the quota of an evicted workload");
+                    Action::await_change()
                 }
             }
         }
-        return done(Action::await_change());
-    }
-    if !wl.is_admitted() {
-        on_current_workload!();
-        stop_job(job, ctx, jobs, Some(wl), "Not admitted by cluster queue").await?;
-    }
-    done(Action::await_change())
+        Decision::Start => {
+            start_job(job, ctx, jobs, workloads, wl).await?;
+            Action::await_change()
+        }
+        Decision::UpdateQueue(queue) => {
+            merge_patch(workloads, wl, json!({"spec": {"queueName": queue}}), "update queue of").await?;
+            Action::await_change()
+        }
+        Decision::NudgeMultiKueue(nudge) => {
+            merge_patch(workloads, wl, nudge.patch(), "nudge MultiKueue about").await?;
+            info!(workload = %wl.name_any(), nudges = nudge.count, "MultiKueue left a reserved workload on no worker; asked again");
+            Action::requeue(multikueue_nudge::STRANDED_AFTER)
+        }
+        Decision::StopUnadmitted => {
+            stop_job(job, ctx, jobs, Some(wl), "Not admitted by cluster queue").await?;
+            Action::await_change()
+        }
+    };
+    Ok(Step::Done(action))
 }
 
 /// Kueue's `ensureOneWorkload`: adopt the prebuilt Workload, or keep the first matching owned
@@ -539,18 +503,6 @@ async fn stop_job<J: GenericJob>(
     Ok(())
 }
 
-/// Whether stopping `job` against `wl` writes anything: it runs, or its templates still carry
-/// the admission's changes.
-fn stopping_writes<J: GenericJob>(job: &J, wl: &Workload) -> bool {
-    !job.is_suspended() || job.clone().restore_pod_sets_info(&recorded_infos(wl))
-}
-
-/// The pod sets as the Workload recorded them before admission.
-fn recorded_infos(wl: &Workload) -> Vec<PodSetInfo> {
-    let templates: Vec<_> = wl.spec.pod_sets.iter().map(|p| (p.name.clone(), p.count, p.template.clone())).collect();
-    podset::infos_from_templates(&templates)
-}
-
 fn with_condition(wl: &Workload, new: Condition) -> Vec<Condition> {
     let mut conditions = wl.conditions().to_vec();
     condition::set(&mut conditions, new, &condition::now());
@@ -576,10 +528,6 @@ async fn patch_conditions(
         "Workload",
         wl.name_any(),
     ))
-}
-
-fn has_finalizer(wl: &Workload) -> bool {
-    wl.metadata.finalizers.as_deref().unwrap_or_default().iter().any(|f| f == RESOURCE_IN_USE_FINALIZER)
 }
 
 async fn remove_finalizer(workloads: &Api<Workload>, wl: &Workload) -> Result<(), Error> {

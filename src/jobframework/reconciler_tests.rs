@@ -8,16 +8,11 @@ use kube::runtime::reflector::store::Writer;
 use kube::runtime::watcher;
 
 use super::*;
-use crate::api::external_job::{ExternalJob, ExternalJobSpec, ExternalJobStatus, ExternalPodSet, PodSetStatus};
-use crate::api::kueue::{
-    ADMITTED, Admission, AdmissionCheckState, PREBUILT_WORKLOAD_LABEL, PodSetAssignment, QUEUE_NAME_LABEL,
-    WorkloadStatus,
-};
+use crate::api::external_job::{ExternalJob, ExternalJobStatus, PodSetStatus};
+use crate::api::kueue::{AdmissionCheckState, EVICTED, MULTIKUEUE_CONTROLLER, PREBUILT_WORKLOAD_LABEL};
 use crate::jobframework::events::EventSink;
+use crate::jobframework::fixtures::{FLAVOR, suspended_job, workload};
 use crate::test_api_server::{self, Requests, requested};
-
-/// The flavor every admission here assigns; the context's cache holds it.
-const FLAVOR: &str = "default-flavor";
 
 /// A client whose API server serves `current` on GET and refuses anything else.
 fn recording_client(current: Option<Workload>) -> (Client, Requests) {
@@ -60,50 +55,6 @@ fn context(client: Client, cached: &[Workload]) -> Context {
         events: EventSink::held().0,
         multikueue: Default::default(),
     }
-}
-
-fn suspended_job() -> ExternalJob {
-    let spec = ExternalJobSpec {
-        suspend: Some(true),
-        managed_by: None,
-        pod_sets: vec![ExternalPodSet {
-            name: "workers".into(),
-            count: 1,
-            min_count: None,
-            template: serde_json::from_value(json!({"spec": {"containers": [{"name": "main", "image": "x"}]}}))
-                .unwrap(),
-        }],
-        backoff_limit: None,
-        active_deadline_seconds: None,
-    };
-    let mut job = ExternalJob::new("train", spec);
-    job.metadata.namespace = Some("default".into());
-    job.metadata.uid = Some("uid-1".into());
-    job.metadata.labels = Some([(QUEUE_NAME_LABEL.to_string(), "user-queue".to_string())].into());
-    job
-}
-
-/// The job's Workload, admitted or still queued, with the PodsReady condition the job side
-/// would write, so that only admission is left to act on.
-fn workload(job: &ExternalJob, admitted: bool) -> Workload {
-    let mut wl = workload::construct(job, None);
-    let now = condition::now();
-    let mut conditions = Vec::new();
-    for kind in [QUOTA_RESERVED, ADMITTED] {
-        condition::set(&mut conditions, Condition::new(kind, admitted, "Test", ""), &now);
-    }
-    condition::set(&mut conditions, status::pods_ready(None, admitted, false), &now);
-    let admission = admitted.then(|| Admission {
-        cluster_queue: "cq".into(),
-        pod_set_assignments: vec![PodSetAssignment {
-            name: "workers".into(),
-            flavors: [("cpu".to_string(), FLAVOR.to_string())].into(),
-            count: Some(1),
-        }],
-    });
-    wl.status = Some(WorkloadStatus { conditions, admission, ..Default::default() });
-    wl.metadata.resource_version = Some("1".into());
-    wl
 }
 
 #[tokio::test]
@@ -346,4 +297,81 @@ fn finished_with_finalizer(job: &ExternalJob) -> Workload {
     finished.metadata.finalizers = Some(vec![RESOURCE_IN_USE_FINALIZER.to_string()]);
     finished.metadata.uid = Some("wl-uid-1".into());
     finished
+}
+
+const JOB_PATH: &str = "/apis/kueue-ext.dev/v1alpha1/namespaces/default/externaljobs/train";
+
+/// The bodies of the requests made with `method`, in order.
+fn bodies(requests: &Requests, method: &str) -> Vec<Value> {
+    let log = requests.lock().unwrap();
+    log.iter().filter(|(request, _)| request.starts_with(method)).map(|(_, body)| body.clone()).collect()
+}
+
+#[tokio::test]
+async fn an_evicted_running_job_is_suspended_then_given_its_templates_back_and_keeps_its_quota_meanwhile() {
+    let mut job = suspended_job();
+    let wl = evicted_while_running(&mut job);
+    job.spec.suspend = Some(false);
+    let injected = json!({"zone": "a"});
+    job.spec.pod_sets[0].template.spec.as_mut().unwrap().node_selector =
+        Some(serde_json::from_value(injected.clone()).unwrap());
+    let (current, written) = (json!(wl), json!(job));
+    let (client, requests) = test_api_server::scripted_client(move |method, path| match (method.as_str(), path) {
+        ("GET", _) => Ok(current.clone()),
+        ("PUT", JOB_PATH) => Ok(written.clone()),
+        _ => Err(500),
+    });
+    let ctx = context(client, &[wl]);
+    assert_eq!(reconcile(&job, &ctx).await.expect("stops"), Action::requeue(WAIT), "pods still run");
+    let puts = bodies(&requests, "PUT");
+    assert_eq!(puts.len(), 2, "{puts:?}");
+    let template = |put: &Value| put["spec"]["podSets"][0]["template"]["spec"].clone();
+    // A batch/v1 Job takes template changes only once suspended: stop first, then restore.
+    assert_eq!(
+        (puts[0]["spec"]["suspend"].clone(), template(&puts[0])["nodeSelector"].clone()),
+        (json!(true), injected)
+    );
+    assert_eq!(
+        (puts[1]["spec"]["suspend"].clone(), template(&puts[1])["nodeSelector"].clone()),
+        (json!(true), Value::Null)
+    );
+    assert!(bodies(&requests, "PATCH").is_empty(), "the quota is kept while pods run");
+}
+
+#[tokio::test]
+async fn a_suspended_job_whose_pod_sets_changed_has_its_workload_updated_to_the_new_shape() {
+    let queued = workload(&suspended_job(), false);
+    let mut job = suspended_job();
+    job.spec.pod_sets[0].count = 3;
+    let mut updated = queued.clone();
+    updated.spec.pod_sets = job.pod_sets();
+    let (client, requests) =
+        scripted_client(move |method, _| if *method == Method::PUT { Ok(updated.clone()) } else { Err(500) });
+    let ctx = context(client, &[queued]);
+    assert_eq!(reconcile(&job, &ctx).await.expect("updates"), Action::await_change());
+    assert_eq!(requested(&requests), [format!("PUT {}", workload_path(&job))]);
+    let put = &bodies(&requests, "PUT")[0];
+    assert_eq!(put["spec"]["podSets"][0]["count"], 3);
+    assert_eq!(put["metadata"]["name"], json!(workload::name_for(&job)), "the same Workload, reused");
+}
+
+#[tokio::test]
+async fn a_workload_of_another_shape_beside_the_matching_one_is_removed() {
+    let job = suspended_job();
+    let matching = workload(&job, false);
+    let mut extra = matching.clone();
+    extra.metadata.name = Some("train-old".into());
+    extra.metadata.uid = Some("uid-old".into());
+    extra.spec.pod_sets[0].count = 5;
+    let answer = extra.clone();
+    let (client, requests) = scripted_client(move |method, _| match *method {
+        Method::PATCH | Method::DELETE => Ok(answer.clone()),
+        _ => Err(500),
+    });
+    let ctx = context(client, &[matching, extra]);
+    assert_eq!(reconcile(&job, &ctx).await.expect("cleans up"), Action::await_change());
+    let old = "/apis/kueue.x-k8s.io/v1beta2/namespaces/default/workloads/train-old";
+    assert_eq!(requested(&requests), [format!("PATCH {old}"), format!("DELETE {old}")]);
+    let patch = bodies(&requests, "PATCH")[0].to_string();
+    assert!(patch.contains(RESOURCE_IN_USE_FINALIZER), "the finalizer goes first: {patch}");
 }

@@ -13,12 +13,7 @@ use serde::Serialize;
 use crate::api::wrapped_job::{WRAPPED_JOB_LABEL, WrappedJob};
 pub use crate::integrations::registry::JobKind;
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Role {
-    Manager,
-    Worker,
-}
+pub use crate::api::kueue::Role;
 
 /// An object as events name it: kind, namespace, name.
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]

@@ -3,11 +3,11 @@
 //! runtime that `status` and `down` use.
 
 use super::error::SandboxError;
-use super::kind::{self, BollardDocker, KindCli, KindError, KindRuntime};
+use super::kind_runtime::{self, BollardDocker, KindCli, KindError, KindRuntime};
 use super::process_runtime::ProcessRuntime;
 use super::progress::Progress;
-use super::recorder::Recorder;
-use super::runtime::{ClusterPlan, ClusterRuntime, ComponentStatus, StartedCluster};
+use super::record::SandboxRecord;
+use super::runtime::{ClusterPlan, ClusterRuntime, ComponentHealth, StartedCluster};
 use super::state::{Cluster, RuntimeKind, SandboxState};
 
 pub enum ChosenRuntime {
@@ -19,13 +19,13 @@ impl ChosenRuntime {
     /// The runtime that made `state`, to read its health. That needs Docker and the API
     /// servers, not the kind CLI, so `kind` on the PATH stands in for a missing one.
     pub fn to_inspect(state: &SandboxState) -> Self {
-        Self::recorded(state, kind::installed_kind_cli().unwrap_or_else(kind_on_path))
+        Self::recorded(state, kind_runtime::installed_kind_cli().unwrap_or_else(kind_on_path))
     }
 
     /// The runtime that made `state`, to remove it: deleting kind clusters needs the kind CLI.
     pub fn to_remove(state: &SandboxState) -> Result<Self, KindError> {
         let clusters: Vec<&str> = state.clusters.iter().filter_map(|c| c.kind_cluster.as_deref()).collect();
-        let kind = match kind::installed_kind_cli() {
+        let kind = match kind_runtime::installed_kind_cli() {
             Some(kind) => kind,
             None if clusters.is_empty() => kind_on_path(),
             None => return Err(KindError::KindMissingForDown { clusters: clusters.join(", ") }),
@@ -56,12 +56,12 @@ impl ClusterRuntime for ChosenRuntime {
     async fn start_cluster(
         &self,
         plan: &ClusterPlan,
-        recorder: &Recorder,
+        record: &SandboxRecord,
         progress: &Progress,
     ) -> Result<StartedCluster, SandboxError> {
         match self {
-            ChosenRuntime::Process(runtime) => runtime.start_cluster(plan, recorder, progress).await,
-            ChosenRuntime::Kind(runtime) => runtime.start_cluster(plan, recorder, progress).await,
+            ChosenRuntime::Process(runtime) => runtime.start_cluster(plan, record, progress).await,
+            ChosenRuntime::Kind(runtime) => runtime.start_cluster(plan, record, progress).await,
         }
     }
 
@@ -72,7 +72,7 @@ impl ClusterRuntime for ChosenRuntime {
         }
     }
 
-    async fn components(&self, state: &SandboxState, cluster: &Cluster) -> Vec<ComponentStatus> {
+    async fn components(&self, state: &SandboxState, cluster: &Cluster) -> Vec<ComponentHealth> {
         match self {
             ChosenRuntime::Process(runtime) => runtime.components(state, cluster).await,
             ChosenRuntime::Kind(runtime) => runtime.components(state, cluster).await,

@@ -6,7 +6,7 @@ use std::path::Path;
 use super::KUBECONFIG_FILE;
 use super::chosen_runtime::ChosenRuntime;
 use super::error::SandboxError;
-use super::recorder::Recorder;
+use super::record::SandboxRecord;
 use super::runtime::ClusterRuntime;
 use super::state::{RuntimeKind, SandboxState};
 
@@ -45,8 +45,8 @@ pub async fn down(dir: &Path) -> Result<DownOutcome, SandboxError> {
 
 /// Stops everything `up` started so far and removes the state, keeping only the logs so the
 /// error message's log paths stay readable (`down` removes them).
-pub async fn abandon(recorder: &Recorder, runtime: &impl ClusterRuntime) {
-    let mut state = recorder.snapshot();
+pub async fn abandon(record: &SandboxRecord, runtime: &impl ClusterRuntime) {
+    let mut state = record.snapshot();
     let torn_down = match runtime.teardown(&state).await {
         Ok(_) => true,
         Err(err) => {
@@ -63,7 +63,7 @@ pub async fn abandon(recorder: &Recorder, runtime: &impl ClusterRuntime) {
             }
         }
     }
-    let _ = std::fs::remove_file(recorder.dir.join(KUBECONFIG_FILE));
+    let _ = std::fs::remove_file(record.dir.join(KUBECONFIG_FILE));
     // Keep a record with no processes, so `status` explains and `down` cleans up.
     state.merged_kubeconfig = None;
     for cluster in &mut state.clusters {
@@ -72,7 +72,7 @@ pub async fn abandon(recorder: &Recorder, runtime: &impl ClusterRuntime) {
             cluster.kind_cluster = None;
         }
     }
-    let _ = state.save(&recorder.dir);
+    let _ = state.save(&record.dir);
 }
 
 /// Undoes what the sandbox changed outside its state dir: the contexts it merged into the

@@ -1,6 +1,6 @@
 use std::path::PathBuf;
 
-use super::kind::error::KindError;
+use super::kind_runtime::error::KindError;
 use super::toolchain::ToolchainError;
 
 type BoxError = Box<dyn std::error::Error + Send + Sync>;

@@ -6,7 +6,7 @@ mod chosen_runtime;
 pub mod fsutil;
 pub mod health;
 pub mod integration;
-mod kind;
+mod kind_runtime;
 pub mod kubeconfig;
 pub mod kueue;
 pub mod kwok;
@@ -18,7 +18,7 @@ pub mod process;
 mod process_runtime;
 pub mod progress;
 pub mod queues;
-mod recorder;
+mod record;
 mod revive;
 mod runtime;
 pub mod state;
@@ -31,11 +31,11 @@ mod up;
 
 pub use down::{DownOutcome, down};
 pub use error::SandboxError;
-pub use kind::{
+pub use kind_runtime::{
     ImageSource, KIND_VERSION, KUEUE_MANIFESTS_SHA256, KUEUE_MANIFESTS_URL, KindError, KindOptions, NODE_IMAGE,
     kind_config, local_images::kind_cli_path,
 };
-pub use runtime::ComponentStatus;
+pub use runtime::ComponentHealth;
 pub use state::RuntimeKind;
 
 /// The label every node that runs a sandbox's pods carries, on either runtime.

@@ -15,8 +15,8 @@ use super::layout::{ADMIN_KUBECONFIG, ComponentSpec, Layout, Ports};
 use super::pki::Pki;
 use super::process::{self, Launch};
 use super::progress::Progress;
-use super::recorder::Recorder;
-use super::runtime::{AdminAccess, ClusterPlan, ClusterRuntime, ComponentStatus, StartedCluster};
+use super::record::SandboxRecord;
+use super::runtime::{AdminAccess, ClusterPlan, ClusterRuntime, ComponentHealth, StartedCluster};
 use super::state::{Cluster, Component, RuntimeKind, SandboxState};
 use super::toolchain::{self, Toolchain};
 use super::{context_name, integration, kueue, ports};
@@ -64,7 +64,7 @@ impl ClusterRuntime for ProcessRuntime {
     async fn start_cluster(
         &self,
         plan: &ClusterPlan,
-        recorder: &Recorder,
+        record: &SandboxRecord,
         progress: &Progress,
     ) -> Result<StartedCluster, SandboxError> {
         let Some(toolchain) = &self.toolchain else {
@@ -75,8 +75,8 @@ impl ClusterRuntime for ProcessRuntime {
             free[2] = port;
         }
         let ports = Ports::from_slice(free.as_slice().try_into().expect("allocated Ports::COUNT ports"));
-        let layout = Layout::new(&plan.name, &recorder.dir.join(&plan.name), toolchain, ports, &self.self_exe);
-        start_cluster(plan, &layout, toolchain, recorder, &self.component_args, progress).await
+        let layout = Layout::new(&plan.name, &record.dir.join(&plan.name), toolchain, ports, &self.self_exe);
+        start_cluster(plan, &layout, toolchain, record, &self.component_args, progress).await
     }
 
     /// Stops every recorded process (all at once: nothing is kept, so order does not matter,
@@ -88,7 +88,7 @@ impl ClusterRuntime for ProcessRuntime {
         Ok(running.len())
     }
 
-    async fn components(&self, _state: &SandboxState, cluster: &Cluster) -> Vec<ComponentStatus> {
+    async fn components(&self, _state: &SandboxState, cluster: &Cluster) -> Vec<ComponentHealth> {
         let mut prober = Prober::for_cluster_dir(&cluster.dir).ok();
         let mut components = Vec::new();
         for component in &cluster.components {
@@ -100,7 +100,7 @@ impl ClusterRuntime for ProcessRuntime {
                     None => Some("the cluster's certificates are missing".into()),
                 }
             };
-            components.push(ComponentStatus {
+            components.push(ComponentHealth {
                 name: component.name.clone(),
                 ready: reason.is_none(),
                 pid: Some(component.process.pid),
@@ -120,7 +120,7 @@ async fn start_cluster(
     plan: &ClusterPlan,
     layout: &Layout,
     toolchain: &Toolchain,
-    recorder: &Recorder,
+    record: &SandboxRecord,
     component_args: &[(String, String)],
     progress: &Progress,
 ) -> Result<StartedCluster, SandboxError> {
@@ -138,7 +138,7 @@ async fn start_cluster(
     kubeconfig::write(&admin_kubeconfig, &kubeconfig::render(&[admin])).map_err(SandboxError::io(&admin_kubeconfig))?;
     let kwok_config = kwok::config(&toolchain.kwok_stages()).map_err(SandboxError::io(toolchain.kwok_stages()))?;
     std::fs::write(layout.kwok_config(), kwok_config).map_err(SandboxError::io(layout.kwok_config()))?;
-    recorder.add_cluster(Cluster {
+    record.add_cluster(Cluster {
         name: name.to_string(),
         role: plan.role,
         context: context_name(name),
@@ -149,7 +149,7 @@ async fn start_cluster(
     })?;
 
     let mut prober = Prober::new(pki.ca_cert.clone(), pki.admin_cert.clone(), pki.admin_key.clone());
-    let launcher = Launcher { cluster: name, layout, recorder, extra_args: component_args };
+    let launcher = Launcher { cluster: name, layout, record, extra_args: component_args };
     launcher.start_and_wait(&layout.etcd(), &mut prober).await?;
     launcher.start_and_wait(&layout.api_server(), &mut prober).await?;
     // The control loops are not needed to install Kueue: start them now, check them at the end.
@@ -196,7 +196,7 @@ async fn start_cluster(
 struct Launcher<'a> {
     cluster: &'a str,
     layout: &'a Layout,
-    recorder: &'a Recorder,
+    record: &'a SandboxRecord,
     extra_args: &'a [(String, String)],
 }
 
@@ -211,7 +211,7 @@ impl Launcher<'_> {
                 SandboxError::step(self.cluster, format!("starting {} ({})", spec.name, spec.program.display()), e)
             })?;
         let component = Component { name: spec.name.to_string(), process: record, probe: spec.probe.clone(), command };
-        self.recorder.add_component(self.cluster, component.clone())?;
+        self.record.add_component(self.cluster, component.clone())?;
         Ok(component)
     }
 

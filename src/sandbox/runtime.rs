@@ -12,7 +12,7 @@ use serde_json::Value;
 use super::error::SandboxError;
 use super::kwok::NodePool;
 use super::progress::Progress;
-use super::recorder::Recorder;
+use super::record::SandboxRecord;
 use super::state::{Cluster, Role, RuntimeKind, SandboxState};
 use crate::integrations::declarative::config::Integration;
 
@@ -96,7 +96,7 @@ pub struct StartedCluster {
 
 /// Health of one part of a cluster, as `status` reports it.
 #[derive(Debug, Serialize)]
-pub struct ComponentStatus {
+pub struct ComponentHealth {
     pub name: String,
     pub ready: bool,
     /// The process, on the process runtime.
@@ -113,12 +113,12 @@ pub trait ClusterRuntime {
     fn kind(&self) -> RuntimeKind;
 
     /// Brings up one cluster: control plane, nodes, Kueue (configured for MultiKueue when the
-    /// plan says so), this project's CRDs, RBAC, webhooks and controller. Records in `recorder`
+    /// plan says so), this project's CRDs, RBAC, webhooks and controller. Records in `record`
     /// what `teardown` must undo as soon as it exists.
     fn start_cluster(
         &self,
         plan: &ClusterPlan,
-        recorder: &Recorder,
+        record: &SandboxRecord,
         progress: &Progress,
     ) -> impl Future<Output = Result<StartedCluster, SandboxError>>;
 
@@ -126,7 +126,7 @@ pub trait ClusterRuntime {
     fn teardown(&self, state: &SandboxState) -> impl Future<Output = Result<usize, SandboxError>>;
 
     /// Health of each part of a recorded cluster.
-    fn components(&self, state: &SandboxState, cluster: &Cluster) -> impl Future<Output = Vec<ComponentStatus>>;
+    fn components(&self, state: &SandboxState, cluster: &Cluster) -> impl Future<Output = Vec<ComponentHealth>>;
 
     /// A client with admin rights on a recorded cluster.
     fn admin_client(

@@ -31,12 +31,7 @@ impl std::fmt::Display for RuntimeKind {
     }
 }
 
-#[derive(Clone, Copy, Debug, Serialize, Deserialize, PartialEq, Eq)]
-#[serde(rename_all = "lowercase")]
-pub enum Role {
-    Manager,
-    Worker,
-}
+pub use crate::api::kueue::Role;
 
 /// How to tell that a component serves.
 #[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
@@ -73,7 +68,7 @@ pub struct Cluster {
 
 #[derive(Clone, Copy, Debug, Serialize, Deserialize, PartialEq, Eq)]
 #[serde(rename_all = "lowercase")]
-pub enum Phase {
+pub enum SandboxPhase {
     /// `up` is running or died half-way.
     Starting,
     Up,
@@ -83,7 +78,7 @@ pub enum Phase {
 pub struct SandboxState {
     pub name: String,
     pub runtime: RuntimeKind,
-    pub phase: Phase,
+    pub phase: SandboxPhase,
     pub workers: u32,
     pub kubeconfig: PathBuf,
     pub clusters: Vec<Cluster>,
@@ -179,7 +174,7 @@ mod tests {
         SandboxState {
             name: "kueue-ext".into(),
             runtime: RuntimeKind::Process,
-            phase: Phase::Starting,
+            phase: SandboxPhase::Starting,
             workers: 1,
             kubeconfig: PathBuf::from("kubeconfig"),
             clusters: vec![cluster("manager", Role::Manager), cluster("worker1", Role::Worker)],

@@ -10,8 +10,8 @@ use kube::api::Api;
 use super::chosen_runtime::ChosenRuntime;
 use super::error::SandboxError;
 use super::multikueue::{self, ClusterConnection, Connections};
-use super::runtime::{ClusterRuntime, ComponentStatus};
-use super::state::{Cluster, Phase, Role, RuntimeKind, SandboxState};
+use super::runtime::{ClusterRuntime, ComponentHealth};
+use super::state::{Cluster, Role, RuntimeKind, SandboxPhase, SandboxState};
 use crate::api::kueue::{ADMITTED, EVICTED, FINISHED, Workload};
 
 #[derive(Debug, Serialize)]
@@ -20,7 +20,7 @@ pub struct ClusterStatus {
     pub role: Role,
     pub context: String,
     pub ready: bool,
-    pub components: Vec<ComponentStatus>,
+    pub components: Vec<ComponentHealth>,
     /// On a manager with workers: each worker connection as its Kueue sees it.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub multikueue: Option<MultiKueueStatus>,
@@ -75,7 +75,7 @@ pub struct StatusReport {
     pub runtime: RuntimeKind,
     pub state_dir: PathBuf,
     pub kubeconfig: PathBuf,
-    pub phase: Phase,
+    pub phase: SandboxPhase,
     pub ready: bool,
     pub clusters: Vec<ClusterStatus>,
 }
@@ -84,7 +84,7 @@ impl StatusReport {
     /// One line per component that is not ready.
     pub fn problems(&self) -> Vec<String> {
         let mut out = Vec::new();
-        if self.phase == Phase::Starting {
+        if self.phase == SandboxPhase::Starting {
             out.push("its start-up did not finish".to_string());
         }
         for cluster in &self.clusters {
@@ -180,7 +180,7 @@ async fn status_with(runtime: &impl ClusterRuntime, dir: &Path, state: SandboxSt
             multikueue,
         });
     }
-    let ready = state.phase == Phase::Up && !clusters.is_empty() && clusters.iter().all(|c| c.ready);
+    let ready = state.phase == SandboxPhase::Up && !clusters.is_empty() && clusters.iter().all(|c| c.ready);
     StatusReport {
         name: state.name,
         runtime: state.runtime,

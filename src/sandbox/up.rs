@@ -11,14 +11,14 @@ use tokio::signal::unix::{Signal, SignalKind, signal};
 
 use super::chosen_runtime::ChosenRuntime;
 use super::error::SandboxError;
-use super::kind::{self, BollardDocker, KindCli, KindError, KindOptions, KindRuntime};
+use super::kind_runtime::{self, BollardDocker, KindCli, KindError, KindOptions, KindRuntime};
 use super::kubeconfig::{self, Credentials, Entry};
 use super::kwok::NodePool;
 use super::process_runtime::ProcessRuntime;
 use super::progress::Progress;
-use super::recorder::Recorder;
+use super::record::SandboxRecord;
 use super::runtime::{ClusterPlan, ClusterRuntime, StartedCluster};
-use super::state::{Phase, Role, RuntimeKind, SandboxState};
+use super::state::{Role, RuntimeKind, SandboxPhase, SandboxState};
 use super::toolchain;
 use super::{KUBECONFIG_FILE, context_name, down, multikueue, queues, revive, status};
 use crate::integrations::declarative::config::Integration;
@@ -77,14 +77,14 @@ pub async fn up(options: &UpOptions, progress: &Progress) -> Result<UpOutcome, S
     // Listened to from here on: a ctrl-c while the runtime is prepared is answered as one later.
     let mut interrupt = signal(SignalKind::interrupt()).map_err(SandboxError::io(dir))?;
     let docker = BollardDocker::connect();
-    let selection = kind::select(options.runtime, &docker).await?;
+    let selection = kind_runtime::select(options.runtime, &docker).await?;
     let runtime = match selection.runtime {
         RuntimeKind::Kind => {
             if !options.component_args.is_empty() {
                 return Err(SandboxError::Usage("--component-arg applies to the process runtime only".into()));
             }
-            let (images, source) = kind::images_for(options.kind.images, &docker, progress).await?;
-            let program = kind::ensure_kind_cli(progress).await.map_err(KindError::from)?;
+            let (images, source) = kind_runtime::images_for(options.kind.images, &docker, progress).await?;
+            let program = kind_runtime::ensure_kind_cli(progress).await.map_err(KindError::from)?;
             let plans = plans(options, Arc::from([]));
             let cache = toolchain::cache_root().join("kind");
             ChosenRuntime::Kind(
@@ -138,17 +138,17 @@ async fn up_with(
 ) -> Result<UpOutcome, SandboxError> {
     let dir = &options.state_dir;
     std::fs::create_dir_all(dir).map_err(SandboxError::io(dir))?;
-    let recorder =
-        Recorder::new(dir, options.workers, runtime.kind(), &options.integrations, &crd_names(&options.crds));
-    recorder.save()?;
+    let record =
+        SandboxRecord::new(dir, options.workers, runtime.kind(), &options.integrations, &crd_names(&options.crds));
+    record.save()?;
     // ctrl-c stops what was started, as a failure does; `down` removes the logs left.
     let result = tokio::select! {
-        result = start_all(runtime, options, &recorder, progress) => result,
+        result = start_all(runtime, options, &record, progress) => result,
         _ = interrupt.recv() => Err(SandboxError::Interrupted),
     };
     match result {
         Ok(()) => {
-            let state = recorder.finish()?;
+            let state = record.finish()?;
             Ok(UpOutcome::Started { state, elapsed: started.elapsed() })
         }
         Err(err) => {
@@ -156,7 +156,7 @@ async fn up_with(
                 SandboxError::Interrupted => "interrupted; stopping what was started",
                 _ => "start-up failed; stopping what was started",
             });
-            down::abandon(&recorder, runtime).await;
+            down::abandon(&record, runtime).await;
             Err(err)
         }
     }
@@ -206,7 +206,8 @@ fn settings_mismatch(existing: &SandboxState, asked: &Settings) -> Option<String
 
 /// A record that a failed `up` left behind: nothing runs, only logs remain.
 fn is_leftover_of_failed_start(state: &SandboxState) -> bool {
-    state.phase == Phase::Starting && state.clusters.iter().all(|c| c.components.is_empty() && c.kind_cluster.is_none())
+    state.phase == SandboxPhase::Starting
+        && state.clusters.iter().all(|c| c.components.is_empty() && c.kind_cluster.is_none())
 }
 
 /// `up` on an existing sandbox: fine as it is, or with its dead components started again
@@ -228,7 +229,7 @@ async fn already_there(
     }
     let mut report = status(dir).await?;
     let mut restarted = Vec::new();
-    if !report.ready && existing.runtime == RuntimeKind::Process && existing.phase == Phase::Up {
+    if !report.ready && existing.runtime == RuntimeKind::Process && existing.phase == SandboxPhase::Up {
         restarted = revive::revive(dir, &mut existing, progress).await?;
         if !restarted.is_empty() {
             report = ready_again(dir).await?;
@@ -260,19 +261,19 @@ async fn ready_again(dir: &Path) -> Result<status::StatusReport, SandboxError> {
 async fn start_all(
     runtime: &impl ClusterRuntime,
     options: &UpOptions,
-    recorder: &Recorder,
+    record: &SandboxRecord,
     progress: &Progress,
 ) -> Result<(), SandboxError> {
     let plans = plans(options, options.integrations.clone().into());
     // Clusters do not depend on each other: start them side by side.
-    let started = try_join_all(plans.iter().map(|plan| runtime.start_cluster(plan, recorder, progress))).await?;
+    let started = try_join_all(plans.iter().map(|plan| runtime.start_cluster(plan, record, progress))).await?;
     let step = progress.step(if options.workers > 0 { "MultiKueue and default queues" } else { "default queues" });
     connect_clusters(options, &started).await?;
     step.done();
-    let ours = write_user_kubeconfig(&recorder.dir, &started)?;
+    let ours = write_user_kubeconfig(&record.dir, &started)?;
     if let Some(path) = &options.merge_kubeconfig {
         // Recorded first: if the merge fails half-way, `down` still cleans the file.
-        recorder.update(|s| s.merged_kubeconfig = Some(path.clone()))?;
+        record.update(|s| s.merged_kubeconfig = Some(path.clone()))?;
         kubeconfig::merge_into(path, &ours).map_err(SandboxError::io(path))?;
         progress.line(format!("merged contexts into {}", path.display()));
     }
@@ -376,7 +377,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let jobs = sample("job-integration.yaml");
         let crds = vec!["pipelineruns.tekton.dev".to_string()];
-        let running = Recorder::new(dir.path(), 2, RuntimeKind::Process, &jobs, &crds).snapshot();
+        let running = SandboxRecord::new(dir.path(), 2, RuntimeKind::Process, &jobs, &crds).snapshot();
         let mismatch = |workers, runtime, integrations: &[Integration]| {
             settings_mismatch(&running, &Settings { workers, runtime, integrations, crds: &crds })
         };

@@ -9,7 +9,9 @@ use kube::{Client, ResourceExt};
 use serde_json::Value;
 
 use super::kinds::{Kinds, Served};
-use super::lifecycle::{Completion, FailedExit, Observed, ObservedComponent, Outcome, PodCounts, completion_of};
+use super::lifecycle::{
+    Completion, ComponentOutcome, ComponentPods, FailedExit, Observed, ObservedComponent, completion_of,
+};
 use super::podsets;
 use super::watched::Caches;
 use crate::api::wrapped_job::{COMPONENT_INDEX_ANNOTATION, ComponentFailure, WRAPPED_JOB_LABEL, WrappedJob};
@@ -89,7 +91,7 @@ pub async fn observe(client: &Client, kinds: &Kinds, caches: &Caches, job: &Wrap
 }
 
 /// Whether a component of this kind ends on its own, and how it is doing, from its status.
-pub fn classify(api_version: &str, kind: &str, object: &Value) -> (Completion, Outcome) {
+pub fn classify(api_version: &str, kind: &str, object: &Value) -> (Completion, ComponentOutcome) {
     let group = api_version.split_once('/').map_or("", |(g, _)| g);
     let condition = |type_: &str| {
         let conditions = object["status"]["conditions"].as_array().into_iter().flatten();
@@ -108,26 +110,26 @@ pub fn classify(api_version: &str, kind: &str, object: &Value) -> (Completion, O
     };
     let outcome = match (group, kind, reported) {
         (_, _, Some((succeeded, failed))) => match (condition(succeeded), condition(failed)) {
-            (Some(_), _) => Outcome::Succeeded,
-            (None, Some(c)) => Outcome::Failed(failure(c)),
-            (None, None) => Outcome::Running,
+            (Some(_), _) => ComponentOutcome::Succeeded,
+            (None, Some(c)) => ComponentOutcome::Failed(failure(c)),
+            (None, None) => ComponentOutcome::Running,
         },
         ("", "Pod", _) => match object["status"]["phase"].as_str() {
-            Some("Succeeded") => Outcome::Succeeded,
-            Some("Failed") => Outcome::Failed(failure(&object["status"])),
-            _ => Outcome::Running,
+            Some("Succeeded") => ComponentOutcome::Succeeded,
+            Some("Failed") => ComponentOutcome::Failed(failure(&object["status"])),
+            _ => ComponentOutcome::Running,
         },
         ("apps", "Deployment" | "StatefulSet", _) => {
-            condition("ReplicaFailure").map_or(Outcome::Running, |c| Outcome::Degraded(failure(c)))
+            condition("ReplicaFailure").map_or(ComponentOutcome::Running, |c| ComponentOutcome::Degraded(failure(c)))
         }
-        _ => Outcome::Running,
+        _ => ComponentOutcome::Running,
     };
     (completion_of(api_version, kind), outcome)
 }
 
 /// Pods by phase; a pod being deleted counts only as terminating.
-pub fn count_pods<'a>(pods: impl IntoIterator<Item = &'a Pod>) -> PodCounts {
-    let mut counts = PodCounts::default();
+pub fn count_pods<'a>(pods: impl IntoIterator<Item = &'a Pod>) -> ComponentPods {
+    let mut counts = ComponentPods::default();
     for pod in pods {
         if pod.metadata.deletion_timestamp.is_some() {
             counts.terminating += 1;
@@ -300,14 +302,14 @@ mod tests {
                 "Job",
                 job(json!([{"type": "Complete", "status": "True"}])),
                 Completion::RunsToCompletion,
-                Outcome::Succeeded,
+                ComponentOutcome::Succeeded,
             ),
             (
                 "batch/v1",
                 "Job",
                 job(json!([{"type": "Complete", "status": "False"}])),
                 Completion::RunsToCompletion,
-                Outcome::Running,
+                ComponentOutcome::Running,
             ),
             (
                 "batch/v1",
@@ -316,17 +318,26 @@ mod tests {
                     json!([{"type": "Failed", "status": "True", "reason": "BackoffLimitExceeded", "message": "too many"}]),
                 ),
                 Completion::RunsToCompletion,
-                Outcome::Failed(ComponentFailure { reason: "BackoffLimitExceeded".into(), message: "too many".into() }),
+                ComponentOutcome::Failed(ComponentFailure {
+                    reason: "BackoffLimitExceeded".into(),
+                    message: "too many".into(),
+                }),
             ),
-            ("v1", "Pod", json!({"status": {"phase": "Succeeded"}}), Completion::RunsToCompletion, Outcome::Succeeded),
+            (
+                "v1",
+                "Pod",
+                json!({"status": {"phase": "Succeeded"}}),
+                Completion::RunsToCompletion,
+                ComponentOutcome::Succeeded,
+            ),
             (
                 "jobset.x-k8s.io/v1alpha2",
                 "JobSet",
                 job(json!([{"type": "Completed", "status": "True"}])),
                 Completion::RunsToCompletion,
-                Outcome::Succeeded,
+                ComponentOutcome::Succeeded,
             ),
-            ("apps/v1", "Deployment", json!({}), Completion::RunsUntilDeleted, Outcome::Running),
+            ("apps/v1", "Deployment", json!({}), Completion::RunsUntilDeleted, ComponentOutcome::Running),
             (
                 "apps/v1",
                 "Deployment",
@@ -334,10 +345,13 @@ mod tests {
                     json!([{"type": "ReplicaFailure", "status": "True", "reason": "FailedCreate", "message": "forbidden"}]),
                 ),
                 Completion::RunsUntilDeleted,
-                Outcome::Degraded(ComponentFailure { reason: "FailedCreate".into(), message: "forbidden".into() }),
+                ComponentOutcome::Degraded(ComponentFailure {
+                    reason: "FailedCreate".into(),
+                    message: "forbidden".into(),
+                }),
             ),
-            ("v1", "Service", json!({}), Completion::RunsUntilDeleted, Outcome::Running),
-            ("example.com/v1", "Widget", json!({}), Completion::Unknown, Outcome::Running),
+            ("v1", "Service", json!({}), Completion::RunsUntilDeleted, ComponentOutcome::Running),
+            ("example.com/v1", "Widget", json!({}), Completion::Unknown, ComponentOutcome::Running),
         ];
         for (api_version, kind, object, completion, outcome) in cases {
             assert_eq!(classify(api_version, kind, &object), (completion, outcome), "{kind} {object}");

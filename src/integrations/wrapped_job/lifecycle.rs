@@ -14,88 +14,15 @@ use std::time::Duration;
 use time::OffsetDateTime;
 use time::format_description::well_known::Rfc3339;
 
+pub use super::observed::{
+    Completion, ComponentOutcome, ComponentPods, FailedExit, Observed, ObservedComponent, completion_of,
+};
 use super::settings::Settings;
 use crate::api::condition::{self, Condition};
 use crate::api::wrapped_job::{
-    ComponentFailure, ComponentStatus, DELETING_RESOURCES, PODS_READY, Phase, QUOTA_RESERVED, RESOURCES_DEPLOYED,
-    UNHEALTHY, WRAPPED_JOB_FINALIZER, WrappedJob, WrappedJobStatus,
+    ComponentStatus, DELETING_RESOURCES, PODS_READY, Phase, QUOTA_RESERVED, RESOURCES_DEPLOYED, UNHEALTHY,
+    WRAPPED_JOB_FINALIZER, WrappedJob, WrappedJobStatus,
 };
-
-/// What exists of a WrappedJob in the cluster.
-#[derive(Clone, Debug, Default, PartialEq)]
-pub struct Observed {
-    /// One per `spec.components`, in order.
-    pub components: Vec<ObservedComponent>,
-    /// Pods carrying the job's label.
-    pub pods: PodCounts,
-}
-
-#[derive(Clone, Debug, PartialEq)]
-pub enum ObservedComponent {
-    Missing,
-    Present { name: String, deleting: bool, completion: Completion, outcome: Outcome },
-}
-
-/// Whether a component's kind ends on its own.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Completion {
-    /// A batch Job, a Pod, a JobSet …: success is its own report.
-    RunsToCompletion,
-    /// A Deployment, a Service …: runs until deleted.
-    RunsUntilDeleted,
-    /// A kind we do not know: judged by its pods, as AppWrapper does.
-    Unknown,
-}
-
-#[derive(Clone, Debug, PartialEq)]
-pub enum Outcome {
-    Running,
-    Succeeded,
-    /// It reports failure in its own words.
-    Failed(ComponentFailure),
-    /// It runs but reports a problem (a Deployment's `ReplicaFailure`): shown, not acted on.
-    Degraded(ComponentFailure),
-}
-
-#[derive(Clone, Debug, Default, PartialEq)]
-pub struct PodCounts {
-    pub pending: i32,
-    pub running: i32,
-    pub succeeded: i32,
-    pub failed: i32,
-    /// Pods being deleted, whatever their phase.
-    pub terminating: i32,
-    /// Non-zero exit codes of failed pods.
-    pub exits: Vec<FailedExit>,
-}
-
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct FailedExit {
-    pub pod: String,
-    pub container: String,
-    pub code: i32,
-}
-
-impl PodCounts {
-    fn left(&self) -> i32 {
-        self.pending + self.running + self.succeeded + self.failed + self.terminating
-    }
-}
-
-/// How a kind ends, whatever its state.
-pub fn completion_of(api_version: &str, kind: &str) -> Completion {
-    let group = api_version.split_once('/').map_or("", |(group, _)| group);
-    match (group, kind) {
-        ("batch", "Job") | ("", "Pod") | ("jobset.x-k8s.io", "JobSet") | ("kubeflow.org", "PyTorchJob") => {
-            Completion::RunsToCompletion
-        }
-        ("apps", "Deployment" | "StatefulSet")
-        | ("", "Service" | "ConfigMap")
-        | ("ray.io", "RayCluster")
-        | ("leaderworkerset.x-k8s.io", "LeaderWorkerSet") => Completion::RunsUntilDeleted,
-        _ => Completion::Unknown,
-    }
-}
 
 /// Something to do in the cluster, in the order given.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -282,8 +209,8 @@ impl<'a> Machine<'a> {
             if let ObservedComponent::Present { name, outcome, .. } = seen {
                 status.name.clone_from(name);
                 status.failure = match outcome {
-                    Outcome::Failed(failure) | Outcome::Degraded(failure) => Some(failure.clone()),
-                    Outcome::Running | Outcome::Succeeded => None,
+                    ComponentOutcome::Failed(failure) | ComponentOutcome::Degraded(failure) => Some(failure.clone()),
+                    ComponentOutcome::Running | ComponentOutcome::Succeeded => None,
                 };
             }
         }
@@ -376,7 +303,7 @@ impl<'a> Machine<'a> {
             }
         }
         if let Some((index, failure)) = observed.components.iter().enumerate().find_map(|(i, seen)| match seen {
-            ObservedComponent::Present { outcome: Outcome::Failed(failure), .. } => Some((i, failure)),
+            ObservedComponent::Present { outcome: ComponentOutcome::Failed(failure), .. } => Some((i, failure)),
             _ => None,
         }) {
             let message = format!("{} failed: {}: {}", self.describe(index), failure.reason, failure.message);
@@ -439,7 +366,7 @@ impl<'a> Machine<'a> {
             (_, ObservedComponent::Missing) => false,
             (Completion::Unknown, _) => pods.succeeded > 0 && pods.pending + pods.failed == 0,
             (Completion::RunsToCompletion, ObservedComponent::Present { outcome, .. }) => {
-                *outcome == Outcome::Succeeded
+                *outcome == ComponentOutcome::Succeeded
             }
         });
         let still_up = completions.iter().zip(&observed.components).enumerate().filter_map(|(i, pair)| match pair {
@@ -470,7 +397,7 @@ impl<'a> Machine<'a> {
         self.enter(Phase::Succeeded);
     }
 
-    fn any_terminal(&self, pods: &PodCounts) -> bool {
+    fn any_terminal(&self, pods: &ComponentPods) -> bool {
         pods.exits.iter().any(|e| self.settings.is_terminal(e.code))
     }
 

@@ -1,5 +1,5 @@
 use super::*;
-use crate::api::wrapped_job::{ComponentPodSet, WrappedJobSpec};
+use crate::api::wrapped_job::{ComponentFailure, ComponentPodSet, WrappedJobSpec};
 
 /// A job wrapping a batch Job of 2 pods and a Deployment of 1, and a clock in seconds.
 struct Scenario {
@@ -32,28 +32,28 @@ fn shape() -> Vec<ComponentStatus> {
     ]
 }
 
-fn present(completion: Completion, outcome: Outcome) -> ObservedComponent {
+fn present(completion: Completion, outcome: ComponentOutcome) -> ObservedComponent {
     ObservedComponent::Present { name: "x".into(), deleting: false, completion, outcome }
 }
 
 fn running_job() -> ObservedComponent {
-    present(Completion::RunsToCompletion, Outcome::Running)
+    present(Completion::RunsToCompletion, ComponentOutcome::Running)
 }
 
 fn deployment() -> ObservedComponent {
-    present(Completion::RunsUntilDeleted, Outcome::Running)
+    present(Completion::RunsUntilDeleted, ComponentOutcome::Running)
 }
 
-fn observed(components: Vec<ObservedComponent>, pods: PodCounts) -> Observed {
+fn observed(components: Vec<ObservedComponent>, pods: ComponentPods) -> Observed {
     Observed { components, pods }
 }
 
 fn nothing() -> Observed {
-    observed(vec![ObservedComponent::Missing, ObservedComponent::Missing], PodCounts::default())
+    observed(vec![ObservedComponent::Missing, ObservedComponent::Missing], ComponentPods::default())
 }
 
-fn pods(pending: i32, running: i32, succeeded: i32, failed: i32) -> PodCounts {
-    PodCounts { pending, running, succeeded, failed, ..Default::default() }
+fn pods(pending: i32, running: i32, succeeded: i32, failed: i32) -> ComponentPods {
+    ComponentPods { pending, running, succeeded, failed, ..Default::default() }
 }
 
 impl Scenario {
@@ -146,7 +146,7 @@ fn a_finished_job_stops_its_services_and_succeeds_once_no_pod_runs() {
     assert_eq!(s.condition(PODS_READY).0, "True");
     assert_eq!(ready.actions, []);
 
-    let job_done = present(Completion::RunsToCompletion, Outcome::Succeeded);
+    let job_done = present(Completion::RunsToCompletion, ComponentOutcome::Succeeded);
     let stop = s.at(6, &observed(vec![job_done.clone(), deployment()], pods(0, 1, 2, 0)));
     assert_eq!(stop.actions, [Act::Delete { components: vec![1], forceful: false }]);
     assert_eq!(s.phase(), Phase::Running, "not finished while the Deployment's pod runs");
@@ -155,7 +155,7 @@ fn a_finished_job_stops_its_services_and_succeeds_once_no_pod_runs() {
         7,
         &observed(
             vec![job_done.clone(), ObservedComponent::Missing],
-            PodCounts { terminating: 1, succeeded: 2, ..Default::default() },
+            ComponentPods { terminating: 1, succeeded: 2, ..Default::default() },
         ),
     );
     assert_eq!(s.phase(), Phase::Running);
@@ -170,8 +170,10 @@ fn failed_pods_reset_after_the_grace_keeping_quota_then_fail_at_the_limit() {
     let mut s = Scenario::new(fast());
     s.running();
     let exits = vec![FailedExit { pod: "work-1".into(), container: "main".into(), code: 1 }];
-    let failing =
-        observed(vec![running_job(), deployment()], PodCounts { running: 2, failed: 1, exits, ..Default::default() });
+    let failing = observed(
+        vec![running_job(), deployment()],
+        ComponentPods { running: 2, failed: 1, exits, ..Default::default() },
+    );
     let first = s.at(10, &failing);
     assert_eq!(s.condition(UNHEALTHY), ("True".into(), "FoundFailedPods".into()));
     assert_eq!(s.phase(), Phase::Running, "within the failure grace");
@@ -213,7 +215,7 @@ fn a_terminal_exit_code_fails_without_retry() {
     let mut s = Scenario::new(settings);
     s.running();
     let exits = vec![FailedExit { pod: "work-0".into(), container: "main".into(), code: 42 }];
-    s.at(5, &observed(vec![running_job(), deployment()], PodCounts { failed: 1, exits, ..Default::default() }));
+    s.at(5, &observed(vec![running_job(), deployment()], ComponentPods { failed: 1, exits, ..Default::default() }));
     assert_eq!((s.phase(), s.job.status.as_ref().unwrap().retries), (Phase::Failed, 0));
     assert!(failure_message(&s.job).unwrap().contains("exited with code 42"));
 }
@@ -238,7 +240,7 @@ fn a_failed_component_resets_and_its_reason_is_shown() {
     s.at(
         5,
         &observed(
-            vec![present(Completion::RunsToCompletion, Outcome::Failed(failure.clone())), deployment()],
+            vec![present(Completion::RunsToCompletion, ComponentOutcome::Failed(failure.clone())), deployment()],
             pods(0, 1, 0, 2),
         ),
     );
@@ -259,7 +261,7 @@ fn eviction_deletes_everything_before_the_quota_goes() {
         6,
         &observed(
             vec![ObservedComponent::Missing, ObservedComponent::Missing],
-            PodCounts { terminating: 3, ..Default::default() },
+            ComponentPods { terminating: 3, ..Default::default() },
         ),
     );
     assert_eq!(s.condition(QUOTA_RESERVED).0, "True", "pods still terminate");
@@ -284,11 +286,11 @@ fn what_does_not_go_away_is_deleted_forcefully_after_the_grace() {
                 name: "x".into(),
                 deleting: true,
                 completion: Completion::RunsToCompletion,
-                outcome: Outcome::Running,
+                outcome: ComponentOutcome::Running,
             },
             ObservedComponent::Missing,
         ],
-        PodCounts { terminating: 2, ..Default::default() },
+        ComponentPods { terminating: 2, ..Default::default() },
     );
     assert_eq!(s.at(6, &stuck).actions, [], "already being deleted: wait");
     let forced = s.at(36, &stuck);
@@ -328,7 +330,7 @@ fn create_failures_are_retried_or_fatal() {
     assert_eq!((transient.status.phase, transient.requeue), (Phase::Resuming, Some(CREATE_RETRY)));
     s.apply(&transient);
     assert_eq!(create_error(&s.job, 1), Some("connection refused"), "a retry refused alike is already told");
-    let retry = s.at(1, &observed(vec![running_job(), ObservedComponent::Missing], PodCounts::default()));
+    let retry = s.at(1, &observed(vec![running_job(), ObservedComponent::Missing], ComponentPods::default()));
     assert_eq!(retry.actions, [Act::Create(1)]);
     assert_eq!(
         retry.status.component_status[1].conditions[0].reason, "ComponentCreationErrored",

@@ -7,6 +7,7 @@ pub mod controller;
 mod dry_run;
 pub mod kinds;
 pub mod lifecycle;
+pub mod observed;
 pub mod podsets;
 pub mod settings;
 pub mod setup;

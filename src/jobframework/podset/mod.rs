@@ -5,8 +5,8 @@
 //!
 //! Not mirrored, because the inputs here do not carry them: TAS topology assignments (Kueue then adds
 //! the unconstrained-topology annotation and the topology scheduling gate), elastic workload slices
-//! (the slice-name annotation and its overwrite-on-merge rule), the MultiKueue worker pod label for
-//! Workloads with a `kueue.x-k8s.io/multikueue-origin` label, and pod affinity.
+//! (the slice-name annotation and its overwrite-on-merge rule) and pod affinity. The MultiKueue
+//! worker pod label is the reconciler's to add, since only it reads the Workload's labels.
 
 use std::collections::{BTreeMap, BTreeSet};
 

@@ -428,7 +428,7 @@ async fn a_node_that_never_becomes_ready_leaves_its_logs_and_says_where() {
 
 #[tokio::test]
 async fn teardown_deletes_exactly_the_recorded_clusters() {
-    use crate::sandbox::state::{Cluster, Phase};
+    use crate::sandbox::state::{Cluster, SandboxPhase};
     let cluster = |name: &str, kind_cluster: Option<&str>| Cluster {
         name: name.into(),
         role: Role::Worker,
@@ -441,7 +441,7 @@ async fn teardown_deletes_exactly_the_recorded_clusters() {
     let state = SandboxState {
         name: "kueue-ext".into(),
         runtime: RuntimeKind::Kind,
-        phase: Phase::Up,
+        phase: SandboxPhase::Up,
         workers: 2,
         kubeconfig: PathBuf::from("/state/kubeconfig"),
         // worker2 never got as far as kind: nothing of it to delete.
@@ -475,7 +475,7 @@ async fn prepare_knows_whether_kinds_network_is_there_already() {
 
 #[tokio::test]
 async fn status_checks_node_containers_and_in_cluster_deployments() {
-    use crate::sandbox::state::{Cluster, Phase};
+    use crate::sandbox::state::{Cluster, SandboxPhase};
     let dir = tempfile::tempdir().unwrap();
     let cluster = Cluster {
         name: "manager".into(),
@@ -489,7 +489,7 @@ async fn status_checks_node_containers_and_in_cluster_deployments() {
     let state = SandboxState {
         name: "kueue-ext".into(),
         runtime: RuntimeKind::Kind,
-        phase: Phase::Up,
+        phase: SandboxPhase::Up,
         workers: 0,
         // No kubeconfig: the API server cannot be reached.
         kubeconfig: dir.path().join("kubeconfig"),

@@ -18,10 +18,9 @@
 //! given the time MultiKueue's first pass over the Workloads of its ClusterQueue waiting for one
 //! takes (`BACKLOG_PACE` each). Past its wait, a Workload is not nudged while MultiKueue visibly
 //! works through the others of its ClusterQueue at the same `Stage` (the number past it grew
-//! within `STRANDED_AFTER`, as [`Progress`] remembers), unless it was passed over: a Workload
-//! reserved more than `STRANDED_AFTER` after it is past that stage. With 500 Workloads
-//! nominated at once, the workers admitted their copies for longer than `UNPLACED_AFTER`, and
-//! nudging the 218 still waiting then took all 500 from 393 to 446 s (medians of two runs).
+//! within `STRANDED_AFTER`, as [`MultiKueueProgress`] remembers), unless it was passed over: a Workload
+//! reserved more than `STRANDED_AFTER` after it is past that stage. Eager nudges slowed a
+//! 500-job MultiKueue run down (the README's Performance section has the figures).
 
 use std::collections::HashMap;
 use std::ops::Deref;
@@ -120,9 +119,9 @@ impl Stage {
 /// memory: after a restart a queue with Workloads past it counts as moving for
 /// `STRANDED_AFTER`, which only delays a nudge.
 #[derive(Default)]
-pub struct Progress(Mutex<HashMap<(String, Stage), (usize, OffsetDateTime)>>);
+pub struct MultiKueueProgress(Mutex<HashMap<(String, Stage), (usize, OffsetDateTime)>>);
 
-impl Progress {
+impl MultiKueueProgress {
     /// Records that `past` Workloads of `queue` are past `stage` at `now`; returns when that
     /// number last grew.
     fn last_growth(&self, queue: &str, stage: Stage, past: usize, now: OffsetDateTime) -> OffsetDateTime {
@@ -145,7 +144,7 @@ pub fn dispatch<W: Deref<Target = Workload>>(
     wl: &Workload,
     now: OffsetDateTime,
     others: impl FnOnce() -> Vec<W>,
-    progress: &Progress,
+    progress: &MultiKueueProgress,
 ) -> Dispatch {
     let Some(status) = wl.status.as_ref().filter(|_| waits_for_a_worker(wl)) else { return Dispatch::Moving };
     let annotation = |key| wl.metadata.annotations.as_ref().and_then(|a| a.get(key));
@@ -176,7 +175,7 @@ fn coming_to_it<W: Deref<Target = Workload>>(
     wl: &Workload,
     stage: Stage,
     others: &[W],
-    progress: &Progress,
+    progress: &MultiKueueProgress,
     now: OffsetDateTime,
     waited: Duration,
 ) -> Option<Duration> {
@@ -253,7 +252,7 @@ mod tests {
 
     /// `dispatch` for a Workload with no other in its ClusterQueue.
     fn alone(wl: &Workload, now: OffsetDateTime) -> Dispatch {
-        dispatch(wl, now, Vec::<&Workload>::new, &Progress::default())
+        dispatch(wl, now, Vec::<&Workload>::new, &MultiKueueProgress::default())
     }
 
     fn stranded(t: &str, count: u32) -> Dispatch {
@@ -355,7 +354,7 @@ mod tests {
     #[test]
     fn a_workload_waits_while_more_workloads_of_its_queue_get_a_worker() {
         let wl = left_without_a_worker();
-        let progress = Progress::default();
+        let progress = MultiKueueProgress::default();
         let placed: Vec<Workload> = (1..=3).map(|i| reserved_later(i, true)).collect();
         // Looks at `t`, when the first `n` of them have a worker.
         let look = |t: &str, n: usize| dispatch(&wl, at(t), || placed.iter().take(n).collect(), &progress);
@@ -368,7 +367,7 @@ mod tests {
         let mut nominated = wl.clone();
         nominated.status.as_mut().unwrap().nominated_cluster_names = vec!["worker1".into()];
         let now = "2026-11-24T01:05:00Z";
-        let progress = Progress::default();
+        let progress = MultiKueueProgress::default();
         assert_eq!(
             dispatch(&nominated, at(now), || placed.iter().collect(), &progress),
             stranded(now, 1),
@@ -381,15 +380,15 @@ mod tests {
         let wl = left_without_a_worker();
         let (soon_after, well_after) = (reserved_later(10, true), reserved_later(31, true));
         let now = "2026-11-24T01:01:00Z";
-        assert_eq!(dispatch(&wl, at(now), || vec![&soon_after], &Progress::default()), secs(30));
+        assert_eq!(dispatch(&wl, at(now), || vec![&soon_after], &MultiKueueProgress::default()), secs(30));
         let others = || vec![&soon_after, &well_after];
-        assert_eq!(dispatch(&wl, at(now), others, &Progress::default()), stranded(now, 1));
+        assert_eq!(dispatch(&wl, at(now), others, &MultiKueueProgress::default()), stranded(now, 1));
     }
 
     #[test]
     fn workloads_placed_in_other_cluster_queues_show_no_progress_for_this_one() {
         let wl = left_without_a_worker();
-        let progress = Progress::default();
+        let progress = MultiKueueProgress::default();
         let mut elsewhere = reserved_later(5, true);
         elsewhere.status.as_mut().unwrap().admission.as_mut().unwrap().cluster_queue = "other".into();
         let placed = reserved_later(5, true);
@@ -400,7 +399,7 @@ mod tests {
 
     #[test]
     fn progress_counts_growth_only() {
-        let progress = Progress::default();
+        let progress = MultiKueueProgress::default();
         let t = |s: i64| at(RESERVED_AT) + time::Duration::seconds(s);
         let nominated = |queue, count, now| progress.last_growth(queue, Stage::Nominating, count, now);
         assert_eq!(nominated("cq", 5, t(0)), t(0));
@@ -417,7 +416,7 @@ mod tests {
     fn a_burst_of_reservations_is_given_the_time_of_multikueues_first_pass_over_it() {
         let wl = left_without_a_worker();
         let burst: Vec<Workload> = (0..200).map(|_| left_without_a_worker()).collect();
-        let progress = Progress::default();
+        let progress = MultiKueueProgress::default();
         let look = |t: &str| dispatch(&wl, at(t), || burst.iter().collect(), &progress);
         assert_eq!(look("2026-11-24T01:00:30Z"), secs(50), "200 waiting × 400 ms: 80 s");
         let passed = "2026-11-24T01:01:20Z";
@@ -438,7 +437,7 @@ mod tests {
     #[test]
     fn a_nominated_workload_waits_while_more_of_its_queue_are_placed() {
         let wl = nominated_at(0, false);
-        let progress = Progress::default();
+        let progress = MultiKueueProgress::default();
         let placed: Vec<Workload> = (1..=3).map(|i| nominated_at(i, true)).collect();
         // Looks at `t`, when the first `n` of them have been placed.
         let look = |t: &str, n: usize| dispatch(&wl, at(t), || placed.iter().take(n).collect(), &progress);
@@ -455,7 +454,10 @@ mod tests {
         let wl = nominated_at(0, false);
         let nominated: Vec<Workload> = (1..=3).map(|i| nominated_at(i, false)).collect();
         let now = "2026-11-24T01:05:00Z";
-        assert_eq!(dispatch(&wl, at(now), || nominated.iter().collect(), &Progress::default()), stranded(now, 1));
+        assert_eq!(
+            dispatch(&wl, at(now), || nominated.iter().collect(), &MultiKueueProgress::default()),
+            stranded(now, 1)
+        );
     }
 
     #[test]
@@ -463,8 +465,8 @@ mod tests {
         let wl = nominated_at(0, false);
         let (soon_after, well_after) = (nominated_at(10, true), nominated_at(31, true));
         let now = "2026-11-24T01:05:00Z";
-        assert_eq!(dispatch(&wl, at(now), || vec![&soon_after], &Progress::default()), secs(30));
+        assert_eq!(dispatch(&wl, at(now), || vec![&soon_after], &MultiKueueProgress::default()), secs(30));
         let others = || vec![&soon_after, &well_after];
-        assert_eq!(dispatch(&wl, at(now), others, &Progress::default()), stranded(now, 1));
+        assert_eq!(dispatch(&wl, at(now), others, &MultiKueueProgress::default()), stranded(now, 1));
     }
 }

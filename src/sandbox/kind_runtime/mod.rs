@@ -33,8 +33,8 @@ pub use select::select;
 use super::error::SandboxError;
 use super::kubeconfig::{Credentials, Entry};
 use super::progress::Progress;
-use super::recorder::Recorder;
-use super::runtime::{AdminAccess, ClusterPlan, ClusterRuntime, ComponentStatus, StartedCluster};
+use super::record::SandboxRecord;
+use super::runtime::{AdminAccess, ClusterPlan, ClusterRuntime, ComponentHealth, StartedCluster};
 use super::state::{Cluster, RuntimeKind, SandboxState};
 use super::{context_name, integration, kueue::manifests::NAMESPACE as KUEUE_NAMESPACE};
 use crate::kube_util;
@@ -254,12 +254,12 @@ async fn deployment_status(
     name: &str,
     (namespace, deployment): (&str, &str),
     kubectl: &str,
-) -> ComponentStatus {
+) -> ComponentHealth {
     let reason = match client {
         Ok(client) => wait::deployment_available(client, namespace, deployment).await.err(),
         Err(e) => Some(format!("API server unreachable: {e}")),
     };
-    ComponentStatus {
+    ComponentHealth {
         name: name.into(),
         ready: reason.is_none(),
         pid: None,
@@ -276,7 +276,7 @@ impl<K: Kind, D: Docker> ClusterRuntime for KindRuntime<K, D> {
     async fn start_cluster(
         &self,
         plan: &ClusterPlan,
-        recorder: &Recorder,
+        record: &SandboxRecord,
         progress: &Progress,
     ) -> Result<StartedCluster, SandboxError> {
         let name = plan.name.as_str();
@@ -284,10 +284,10 @@ impl<K: Kind, D: Docker> ClusterRuntime for KindRuntime<K, D> {
             return Err(SandboxError::step(name, "starting", "the kind runtime was not prepared"));
         };
         let kind_name = config::cluster_name(name);
-        let dir = recorder.dir.join(name);
+        let dir = record.dir.join(name);
         std::fs::create_dir_all(&dir).map_err(SandboxError::io(&dir))?;
         // Recorded before kind runs: a half-created cluster is still ours to delete.
-        recorder.add_cluster(Cluster {
+        record.add_cluster(Cluster {
             name: name.to_string(),
             role: plan.role,
             context: context_name(name),
@@ -297,12 +297,12 @@ impl<K: Kind, D: Docker> ClusterRuntime for KindRuntime<K, D> {
             kind_cluster: Some(kind_name.clone()),
         })?;
         if prepared.creates_network {
-            recorder.update(|s| s.kind_network = Some(docker::KIND_NETWORK.to_string()))?;
+            record.update(|s| s.kind_network = Some(docker::KIND_NETWORK.to_string()))?;
         }
         let step = progress.step(format!("cluster {name}: kind cluster {kind_name}"));
         let admin = self.boot(plan, &dir, prepared).await.map_err(|e| SandboxError::step(name, "kind", e))?;
         let port = kubeconfig::server_port(&admin.server).unwrap_or_default();
-        recorder.update(|s| {
+        record.update(|s| {
             if let Some(cluster) = s.cluster_mut(name) {
                 cluster.api_server_port = port;
             }
@@ -361,10 +361,10 @@ impl<K: Kind, D: Docker> ClusterRuntime for KindRuntime<K, D> {
         }
     }
 
-    async fn components(&self, state: &SandboxState, cluster: &Cluster) -> Vec<ComponentStatus> {
+    async fn components(&self, state: &SandboxState, cluster: &Cluster) -> Vec<ComponentHealth> {
         let Some(kind_name) = &cluster.kind_cluster else { return Vec::new() };
         let mut out = Vec::new();
-        let node = |name: String, reason: Option<String>| ComponentStatus {
+        let node = |name: String, reason: Option<String>| ComponentHealth {
             log: format!("docker logs {name}"),
             name,
             ready: reason.is_none(),

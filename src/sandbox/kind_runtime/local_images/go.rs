@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use tokio::process::Command;
 
 use super::{LocalImageError, run_logged};
-use crate::sandbox::kind::versions::KIND;
+use crate::sandbox::kind_runtime::versions::KIND;
 use crate::sandbox::progress::Progress;
 use crate::sandbox::toolchain::sources::FILES;
 use crate::sandbox::toolchain::{self, ldflags};

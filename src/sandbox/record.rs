@@ -6,21 +6,21 @@ use std::sync::{Arc, Mutex};
 
 use super::KUBECONFIG_FILE;
 use super::error::SandboxError;
-use super::state::{Cluster, Component, Phase, Role, RuntimeKind, SandboxState};
+use super::state::{Cluster, Component, Role, RuntimeKind, SandboxPhase, SandboxState};
 use crate::integrations::declarative::config::Integration;
 
 /// The sandbox record, saved after every change so a crash mid-`up` leaves a record `down` can use.
-pub struct Recorder {
+pub struct SandboxRecord {
     pub dir: PathBuf,
     state: Arc<Mutex<SandboxState>>,
 }
 
-impl Recorder {
+impl SandboxRecord {
     pub fn new(dir: &Path, workers: u32, runtime: RuntimeKind, integrations: &[Integration], crds: &[String]) -> Self {
         let state = SandboxState {
             name: "kueue-ext".into(),
             runtime,
-            phase: Phase::Starting,
+            phase: SandboxPhase::Starting,
             workers,
             kubeconfig: dir.join(KUBECONFIG_FILE),
             clusters: Vec::new(),
@@ -29,7 +29,7 @@ impl Recorder {
             crds: crds.to_vec(),
             kind_network: None,
         };
-        Recorder { dir: dir.to_path_buf(), state: Arc::new(Mutex::new(state)) }
+        SandboxRecord { dir: dir.to_path_buf(), state: Arc::new(Mutex::new(state)) }
     }
 
     pub fn update(&self, change: impl FnOnce(&mut SandboxState)) -> Result<(), SandboxError> {
@@ -59,7 +59,7 @@ impl Recorder {
     }
 
     pub fn finish(&self) -> Result<SandboxState, SandboxError> {
-        self.update(|s| s.phase = Phase::Up)?;
+        self.update(|s| s.phase = SandboxPhase::Up)?;
         Ok(self.snapshot())
     }
 

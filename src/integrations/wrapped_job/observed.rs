@@ -1,0 +1,81 @@
+//! What exists of a WrappedJob in the cluster, as the lifecycle reads it: each component with
+//! how its kind ends and how it is doing, and the pods carrying the job's label.
+
+use crate::api::wrapped_job::ComponentFailure;
+
+/// What exists of a WrappedJob in the cluster.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Observed {
+    /// One per `spec.components`, in order.
+    pub components: Vec<ObservedComponent>,
+    /// Pods carrying the job's label.
+    pub pods: ComponentPods,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub enum ObservedComponent {
+    Missing,
+    Present { name: String, deleting: bool, completion: Completion, outcome: ComponentOutcome },
+}
+
+/// Whether a component's kind ends on its own.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Completion {
+    /// A batch Job, a Pod, a JobSet …: success is its own report.
+    RunsToCompletion,
+    /// A Deployment, a Service …: runs until deleted.
+    RunsUntilDeleted,
+    /// A kind we do not know: judged by its pods, as AppWrapper does.
+    Unknown,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub enum ComponentOutcome {
+    Running,
+    Succeeded,
+    /// It reports failure in its own words.
+    Failed(ComponentFailure),
+    /// It runs but reports a problem (a Deployment's `ReplicaFailure`): shown, not acted on.
+    Degraded(ComponentFailure),
+}
+
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct ComponentPods {
+    pub pending: i32,
+    pub running: i32,
+    pub succeeded: i32,
+    pub failed: i32,
+    /// Pods being deleted, whatever their phase.
+    pub terminating: i32,
+    /// Non-zero exit codes of failed pods.
+    pub exits: Vec<FailedExit>,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct FailedExit {
+    pub pod: String,
+    pub container: String,
+    pub code: i32,
+}
+
+impl ComponentPods {
+    /// Pods not yet gone, whatever their phase.
+    pub fn left(&self) -> i32 {
+        self.pending + self.running + self.succeeded + self.failed + self.terminating
+    }
+}
+
+/// How a kind ends, whatever its state.
+pub fn completion_of(api_version: &str, kind: &str) -> Completion {
+    let group = api_version.split_once('/').map_or("", |(group, _)| group);
+    match (group, kind) {
+        ("batch", "Job") | ("", "Pod") | ("jobset.x-k8s.io", "JobSet") | ("kubeflow.org", "PyTorchJob") => {
+            Completion::RunsToCompletion
+        }
+        ("apps", "Deployment" | "StatefulSet")
+        | ("", "Service" | "ConfigMap")
+        | ("ray.io", "RayCluster")
+        | ("leaderworkerset.x-k8s.io", "LeaderWorkerSet") => Completion::RunsUntilDeleted,
+        _ => Completion::Unknown,
+    }
+}
