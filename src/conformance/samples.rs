@@ -7,14 +7,12 @@ use serde_json::{Value, json};
 
 use crate::api::kueue::{PREBUILT_WORKLOAD_LABEL, QUEUE_NAME_LABEL};
 use crate::integrations::declarative::config::Integration;
+use crate::integrations::registry;
 
 /// Built-in samples: pods of 100m–200m CPU that run 20 s on kwok, long enough to be stopped
-/// while they run and short enough to wait for their end.
-const BUILT_IN: [(&str, &str); 3] = [
-    ("ExternalJob.v1alpha1.kueue-ext.dev", include_str!("samples/external_job.yaml")),
-    ("WrappedJob.v1alpha1.kueue-ext.dev", include_str!("samples/wrapped_job.yaml")),
-    ("Job.v1.batch", include_str!("samples/job.yaml")),
-];
+/// while they run and short enough to wait for their end. Each compiled kind brings its own;
+/// Kueue's batch Job has this one.
+const BATCH_JOB: (&str, &str) = ("Job.v1.batch", include_str!("samples/job.yaml"));
 
 #[derive(Clone, Debug)]
 pub struct Sample {
@@ -74,10 +72,11 @@ pub enum SampleError {
 /// The sample for `integration`: `file` when given, else the built-in one.
 pub fn load(integration: &Integration, file: Option<&Path>) -> Result<Sample, SampleError> {
     let Some(file) = file else {
-        let text = BUILT_IN
-            .iter()
+        let compiled = registry::compiled().into_iter().map(|(description, kind)| (description.kind, kind.sample));
+        let text = compiled
+            .chain([(BATCH_JOB.0.to_string(), BATCH_JOB.1)])
             .find(|(kind, _)| *kind == integration.kind)
-            .map(|(_, text)| *text)
+            .map(|(_, text)| text)
             .ok_or_else(|| SampleError::Missing { kind: integration.kind.clone() })?;
         return parse(integration, "built-in", text);
     };

@@ -16,6 +16,8 @@ pub struct IntegrationCallbacks {
     /// The kind in the integrations file's own terms (one entry of `integrations:`), so that
     /// the commands read it as they read a configured kind.
     pub description: &'static str,
+    /// The job `conformance` creates of this kind: small pods that run 20 s on kwok.
+    pub sample: &'static str,
     /// kubectl's short names (`ej`).
     pub short_names: &'static [&'static str],
     /// The job's state by the kind's own code; `None` when the object does not decode.

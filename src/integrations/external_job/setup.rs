@@ -31,6 +31,7 @@ const CONCURRENT_POD_RECONCILES: u16 = 8;
 
 pub const INTEGRATION: IntegrationCallbacks = IntegrationCallbacks {
     description: include_str!("description.yaml"),
+    sample: include_str!("sample.yaml"),
     short_names: &["ej"],
     read: |object| ExternalJob::deserialize(object).ok().map(|job| reading(&job)),
     admit: admit::<ExternalJob>,

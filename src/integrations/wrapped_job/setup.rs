@@ -37,6 +37,7 @@ pub const WRAPPABLE: [(&str, &str); 11] = [
 
 pub const INTEGRATION: IntegrationCallbacks = IntegrationCallbacks {
     description: include_str!("description.yaml"),
+    sample: include_str!("sample.yaml"),
     short_names: &["wj"],
     read: |object| WrappedJob::deserialize(object).ok().map(|job| reading(&job)),
     admit: admit::<WrappedJob>,
