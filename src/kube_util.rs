@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use kube::api::{Api, DynamicObject, Patch, PatchParams};
-use kube::config::{KubeConfigOptions, Kubeconfig, KubeconfigError};
+use kube::config::{KubeConfigOptions, Kubeconfig};
 use kube::core::GroupVersionKind;
 use kube::discovery::{self, Scope};
 use kube::runtime::wait::{await_condition, conditions};
@@ -50,9 +50,24 @@ pub async fn service_account_token(
     Ok(response.status.and_then(|s| s.token).unwrap_or_default())
 }
 
+/// A kubeconfig that could not be read, or a client that could not be made from it. Says the
+/// cause once (kube's error repeats it as its source, which a chain printed with `{:#}` shows
+/// twice), and when kubectl's default kubeconfig is missing, what to do instead.
+#[derive(Debug, thiserror::Error)]
+pub enum KubeconfigError {
+    #[error("cannot read kubeconfig {file}: {cause}{hint}")]
+    Unreadable { file: String, cause: std::io::Error, hint: &'static str },
+    #[error("kubeconfig {file}: {message}")]
+    Invalid { file: String, message: String },
+    #[error("default kubeconfig: {message}{hint}")]
+    DefaultInvalid { message: String, hint: &'static str },
+    #[error("context {context}: {message}")]
+    Context { context: String, message: String },
+}
+
 /// Reads a kubeconfig file, or kubectl's default ones (`$KUBECONFIG`, else ~/.kube/config) for
 /// `None`.
-pub fn read_kubeconfig(path: Option<&Path>) -> anyhow::Result<Kubeconfig> {
+pub fn read_kubeconfig(path: Option<&Path>) -> Result<Kubeconfig, KubeconfigError> {
     match path {
         Some(path) => Kubeconfig::read_from(path),
         None => Kubeconfig::read(),
@@ -60,27 +75,27 @@ pub fn read_kubeconfig(path: Option<&Path>) -> anyhow::Result<Kubeconfig> {
     .map_err(|e| kubeconfig_error(e, path))
 }
 
-/// Says the cause once (kube's error repeats it as its source, which a chain printed with `{:#}`
-/// shows twice), and when kubectl's default kubeconfig is missing, what to do instead.
-fn kubeconfig_error(error: KubeconfigError, path: Option<&Path>) -> anyhow::Error {
+fn kubeconfig_error(error: kube::config::KubeconfigError, path: Option<&Path>) -> KubeconfigError {
     let hint = if path.is_none() { " (pass --kubeconfig, or start a sandbox with `kubectl kueue-ext up`)" } else { "" };
     match (error, path) {
-        (KubeconfigError::ReadConfig(cause, file), _) => {
-            anyhow::anyhow!("cannot read kubeconfig {}: {cause}{hint}", file.display())
+        (kube::config::KubeconfigError::ReadConfig(cause, file), _) => {
+            KubeconfigError::Unreadable { file: file.display().to_string(), cause, hint }
         }
-        (other, Some(path)) => anyhow::anyhow!("kubeconfig {}: {other}", path.display()),
-        (other, None) => anyhow::anyhow!("default kubeconfig: {other}{hint}"),
+        (other, Some(path)) => {
+            KubeconfigError::Invalid { file: path.display().to_string(), message: other.to_string() }
+        }
+        (other, None) => KubeconfigError::DefaultInvalid { message: other.to_string(), hint },
     }
 }
 
 /// A client for one context of a kubeconfig file.
-pub async fn client_for(kubeconfig: &Path, context: &str) -> anyhow::Result<Client> {
+pub async fn client_for(kubeconfig: &Path, context: &str) -> Result<Client, KubeconfigError> {
     let config = read_kubeconfig(Some(kubeconfig))?;
     client_from(config, context).await
 }
 
 /// A client for requests: a response that stalls for 30 s fails rather than hanging a command.
-pub async fn client_from(kubeconfig: Kubeconfig, context: &str) -> anyhow::Result<Client> {
+pub async fn client_from(kubeconfig: Kubeconfig, context: &str) -> Result<Client, KubeconfigError> {
     configured_client(kubeconfig, context, Some(REQUEST_READ_TIMEOUT)).await
 }
 
@@ -88,7 +103,7 @@ pub async fn client_from(kubeconfig: Kubeconfig, context: &str) -> anyhow::Resul
 /// minutes, and a read timeout would break it every time; kube-runtime's `Controller` backs off
 /// all its triggers on any watch error, so idle watches erroring every 30 s stall it for good.
 /// The API server ends each watch itself (`timeoutSeconds`) and the watcher resumes it.
-pub async fn watching_client_from(kubeconfig: Kubeconfig, context: &str) -> anyhow::Result<Client> {
+pub async fn watching_client_from(kubeconfig: Kubeconfig, context: &str) -> Result<Client, KubeconfigError> {
     configured_client(kubeconfig, context, None).await
 }
 
@@ -98,11 +113,12 @@ async fn configured_client(
     kubeconfig: Kubeconfig,
     context: &str,
     read_timeout: Option<Duration>,
-) -> anyhow::Result<Client> {
+) -> Result<Client, KubeconfigError> {
+    let failed = |message: String| KubeconfigError::Context { context: context.to_string(), message };
     let options = KubeConfigOptions { context: Some(context.to_string()), ..Default::default() };
-    let mut config = Config::from_custom_kubeconfig(kubeconfig, &options).await?;
+    let mut config = Config::from_custom_kubeconfig(kubeconfig, &options).await.map_err(|e| failed(e.to_string()))?;
     config.read_timeout = read_timeout;
-    Ok(Client::try_from(config)?)
+    Client::try_from(config).map_err(|e| failed(e.to_string()))
 }
 
 fn describe(obj: &Value) -> (String, String) {
@@ -178,7 +194,8 @@ mod tests {
     #[test]
     fn a_missing_default_kubeconfig_says_what_to_do() {
         let missing = std::io::Error::from(std::io::ErrorKind::NotFound);
-        let error = kubeconfig_error(KubeconfigError::ReadConfig(missing, "/home/u/.kube/config".into()), None);
+        let error =
+            kubeconfig_error(kube::config::KubeconfigError::ReadConfig(missing, "/home/u/.kube/config".into()), None);
         assert_eq!(
             format!("{error:#}"),
             "cannot read kubeconfig /home/u/.kube/config: entity not found \

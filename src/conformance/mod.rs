@@ -36,7 +36,7 @@ pub struct Options {
 
 /// Runs every check at once, each in its own namespace, and removes what the run created
 /// (unless asked to keep it).
-pub async fn run(target: &Target, options: &Options) -> anyhow::Result<Report> {
+pub async fn run(target: &Target, options: &Options) -> Result<Report, ConformanceError> {
     let description = kinds::describe(&options.kind, &target.kinds)?;
     let sample = samples::load(&description.integration, options.sample.as_deref())?;
     let run = Run::start(&target.single.client).await;
@@ -53,7 +53,7 @@ pub async fn run(target: &Target, options: &Options) -> anyhow::Result<Report> {
     } else {
         clean_up(target, &run).await;
     }
-    created.map_err(anyhow::Error::msg)?;
+    created.map_err(ConformanceError::Queues)?;
 
     let manager = target.multikueue.as_ref().map(|m| m.manager.name.as_str());
     let mut report =
@@ -62,6 +62,17 @@ pub async fn run(target: &Target, options: &Options) -> anyhow::Result<Report> {
         report.push(result);
     }
     Ok(report)
+}
+
+/// Why a run could not check anything.
+#[derive(Debug, thiserror::Error)]
+pub enum ConformanceError {
+    #[error(transparent)]
+    Kind(#[from] kinds::KindError),
+    #[error(transparent)]
+    Sample(#[from] samples::SampleError),
+    #[error("cannot create the run's queues: {0}")]
+    Queues(String),
 }
 
 async fn run_check(suite: &Suite<'_>, target: &Target, check: Check) -> CheckResult {

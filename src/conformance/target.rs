@@ -6,8 +6,10 @@ use kube::Client;
 use kube::api::{Api, ApiResource, DynamicObject};
 use kube::config::Kubeconfig;
 
+use crate::integrations::declarative::config::ConfigError;
 use crate::integrations::registry::KindRegistry;
 use crate::jobframework::api_error::in_words;
+use crate::kube_util::KubeconfigError;
 use crate::manifests::NAMESPACE;
 
 /// The API every check speaks; Kueue serves it from v0.15 on, and this tool is built against v0.19.2.
@@ -42,7 +44,11 @@ pub struct Target {
 impl Target {
     /// Connects to every cluster and refuses, naming the cluster, where Kueue is missing or too
     /// old or a worker has no MultiKueueCluster on the manager.
-    pub async fn connect(kubeconfig: &Kubeconfig, manager: Context, workers: Vec<Context>) -> anyhow::Result<Target> {
+    pub async fn connect(
+        kubeconfig: &Kubeconfig,
+        manager: Context,
+        workers: Vec<Context>,
+    ) -> Result<Target, TargetError> {
         let manager = connect(kubeconfig, &manager).await?;
         let mut connected = Vec::new();
         for worker in &workers {
@@ -74,10 +80,12 @@ impl Target {
     }
 }
 
-async fn connect(kubeconfig: &Kubeconfig, cluster: &Context) -> anyhow::Result<Named> {
+async fn connect(kubeconfig: &Kubeconfig, cluster: &Context) -> Result<Named, TargetError> {
     let client = crate::kube_util::client_from(kubeconfig.clone(), &cluster.context).await?;
-    let groups = client.list_api_groups().await.map_err(|e| {
-        anyhow::anyhow!("cluster {} (context {}) does not answer: {}", cluster.name, cluster.context, in_words(&e))
+    let groups = client.list_api_groups().await.map_err(|e| TargetError::Unreachable {
+        cluster: cluster.name.clone(),
+        context: cluster.context.clone(),
+        message: in_words(&e),
     })?;
     let served: Vec<String> = groups
         .groups
@@ -85,7 +93,7 @@ async fn connect(kubeconfig: &Kubeconfig, cluster: &Context) -> anyhow::Result<N
         .filter(|g| g.name == KUEUE_GROUP)
         .flat_map(|g| g.versions.iter().map(|v| v.version.clone()))
         .collect();
-    kueue_served(cluster, &served).map_err(anyhow::Error::msg)?;
+    kueue_served(cluster, &served).map_err(TargetError::Kueue)?;
     Ok(Named { name: cluster.name.clone(), client })
 }
 
@@ -108,7 +116,7 @@ fn kueue_served(cluster: &Context, versions: &[String]) -> Result<(), String> {
     Ok(())
 }
 
-async fn require_multikueue_cluster(manager: &Named, worker: &Context) -> anyhow::Result<()> {
+async fn require_multikueue_cluster(manager: &Named, worker: &Context) -> Result<(), TargetError> {
     let resource = ApiResource {
         group: KUEUE_GROUP.into(),
         version: KUEUE_VERSION.into(),
@@ -119,18 +127,33 @@ async fn require_multikueue_cluster(manager: &Named, worker: &Context) -> anyhow
     let api: Api<DynamicObject> = Api::all_with(manager.client.clone(), &resource);
     match api.get_opt(&worker.name).await {
         Ok(Some(_)) => Ok(()),
-        Ok(None) => Err(anyhow::anyhow!(
-            "the manager ({}) has no MultiKueueCluster {:?} for --worker-context {}: pass NAME={} where NAME is \
-             the MultiKueueCluster that reaches it",
-            manager.name,
-            worker.name,
-            worker.context,
-            worker.context
-        )),
-        Err(e) => {
-            Err(anyhow::anyhow!("cannot read MultiKueueClusters on the manager ({}): {}", manager.name, in_words(&e)))
-        }
+        Ok(None) => Err(TargetError::NoMultiKueueCluster {
+            manager: manager.name.clone(),
+            worker: worker.name.clone(),
+            context: worker.context.clone(),
+        }),
+        Err(e) => Err(TargetError::MultiKueueClusters { manager: manager.name.clone(), message: in_words(&e) }),
     }
+}
+
+/// Why the clusters named cannot be checked.
+#[derive(Debug, thiserror::Error)]
+pub enum TargetError {
+    #[error(transparent)]
+    Kubeconfig(#[from] KubeconfigError),
+    #[error("cluster {cluster} (context {context}) does not answer: {message}")]
+    Unreachable { cluster: String, context: String, message: String },
+    #[error("{0}")]
+    Kueue(String),
+    #[error(
+        "the manager ({manager}) has no MultiKueueCluster {worker:?} for --worker-context {context}: pass \
+         NAME={context} where NAME is the MultiKueueCluster that reaches it"
+    )]
+    NoMultiKueueCluster { manager: String, worker: String, context: String },
+    #[error("cannot read MultiKueueClusters on the manager ({manager}): {message}")]
+    MultiKueueClusters { manager: String, message: String },
+    #[error(transparent)]
+    Kinds(#[from] ConfigError),
 }
 
 #[cfg(test)]

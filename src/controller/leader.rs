@@ -1,6 +1,7 @@
 //! Leader election on a Lease, so replicas can run side by side: every replica serves the
 //! webhooks, only the holder of the Lease reconciles (two writers would fight over Workloads).
 
+use super::error::ControllerError;
 use kube::Client;
 use kube_lease_manager::LeaseManagerBuilder;
 use tokio::sync::watch;
@@ -27,7 +28,10 @@ pub fn default_identity() -> String {
 pub async fn lead(
     client: Client,
     election: &Election,
-) -> anyhow::Result<(watch::Receiver<bool>, JoinHandle<kube_lease_manager::Result<kube_lease_manager::LeaseManager>>)> {
+) -> Result<
+    (watch::Receiver<bool>, JoinHandle<kube_lease_manager::Result<kube_lease_manager::LeaseManager>>),
+    ControllerError,
+> {
     let manager = LeaseManagerBuilder::new(client, LEASE)
         .with_namespace(&election.namespace)
         .with_identity(&election.identity)
@@ -35,10 +39,11 @@ pub async fn lead(
         .with_grace(election.duration.div_ceil(3).max(1))
         .with_field_manager(LEASE)
         .build()
-        .await?;
+        .await
+        .map_err(|e| ControllerError::Lease(e.to_string()))?;
     let (mut leading, renewer) = manager.watch().await;
     while !*leading.borrow_and_update() {
-        leading.changed().await?;
+        leading.changed().await.map_err(|e| ControllerError::Lease(e.to_string()))?;
     }
     Ok((leading, renewer))
 }

@@ -3,6 +3,7 @@
 //! clean-up loop, and the HTTPS server with the admission webhooks, health and metrics.
 
 pub mod api_authorizer;
+mod error;
 #[cfg(any(test, fuzzing))]
 pub mod fuzz;
 pub mod leader;
@@ -34,6 +35,7 @@ use crate::jobframework::reconciler::{self, Config, Context};
 use crate::jobframework::setup::{Record, Setup, bounded, error_policy};
 use crate::jobframework::{our_workloads, watches};
 use api_authorizer::ApiAuthorizer;
+pub use error::ControllerError;
 use metrics::Metrics;
 use server::ServerState;
 
@@ -65,7 +67,7 @@ where
 }
 
 /// Runs until SIGINT/SIGTERM.
-pub async fn run(options: Options) -> anyhow::Result<()> {
+pub async fn run(options: Options) -> Result<(), ControllerError> {
     let client = options.client;
     let integrations: Vec<Arc<Integration>> = options.integrations.into_iter().map(Arc::new).collect();
     let metrics = Arc::new(Metrics::default());
@@ -108,11 +110,13 @@ pub async fn run(options: Options) -> anyhow::Result<()> {
         ("ClusterQueues", queues.cluster_queues.wait_until_ready().await.is_ok()),
         ("AdmissionChecks", queues.admission_checks.wait_until_ready().await.is_ok()),
     ] {
-        anyhow::ensure!(ready, "the {what} cache never synced");
+        if !ready {
+            return Err(ControllerError::NeverSynced(what));
+        }
     }
     state.ready.store(true, Ordering::Relaxed);
     info!(listen = %options.listen, "queue caches synced; serving webhooks");
-    anyhow::ensure!(workloads.wait_until_ready().await.is_ok(), "the Workloads cache never synced");
+    workloads.wait_until_ready().await.map_err(|_| ControllerError::NeverSynced("Workloads"))?;
 
     // Every replica answers admissions; only the Lease holder writes.
     let mut lost_lease = None;
@@ -179,12 +183,12 @@ pub async fn run(options: Options) -> anyhow::Result<()> {
     };
     let outcome = tokio::select! {
         _ = async { tokio::join!(jobs, orphans) } => Ok(()),
-        result = signal => { info!("shutting down"); result.map_err(anyhow::Error::from) }
+        result = signal => { info!("shutting down"); result.map_err(ControllerError::Signal) }
         // Another replica may already be writing: stop at once, as controller-runtime does.
-        _ = lease_lost => Err(anyhow::anyhow!("lost the {} Lease; exiting so another replica leads", leader::LEASE)),
+        _ = lease_lost => Err(ControllerError::LostLease),
     };
     let _ = stop_tx.send(true);
-    server.await??;
+    server.await.map_err(|_| ControllerError::ServerGone)??;
     outcome
 }
 
@@ -193,12 +197,16 @@ pub async fn run(options: Options) -> anyhow::Result<()> {
 /// controllers' runtime, and the API server holds every create of our kinds until it answers.
 fn on_own_thread(
     name: &str,
-    task: impl Future<Output = anyhow::Result<()>> + Send + 'static,
-) -> anyhow::Result<tokio::sync::oneshot::Receiver<anyhow::Result<()>>> {
-    let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
+    task: impl Future<Output = Result<(), ControllerError>> + Send + 'static,
+) -> Result<tokio::sync::oneshot::Receiver<Result<(), ControllerError>>, ControllerError> {
+    let failed = |source| ControllerError::Thread { name: name.to_string(), source };
+    let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().map_err(failed)?;
     let (done, finished) = tokio::sync::oneshot::channel();
-    std::thread::Builder::new().name(name.to_string()).spawn(move || {
-        let _ = done.send(runtime.block_on(task));
-    })?;
+    std::thread::Builder::new()
+        .name(name.to_string())
+        .spawn(move || {
+            let _ = done.send(runtime.block_on(task));
+        })
+        .map_err(failed)?;
     Ok(finished)
 }

@@ -19,6 +19,7 @@ use futures::future::BoxFuture;
 use kube::core::DynamicObject;
 use kube::core::admission::{AdmissionRequest, AdmissionResponse, AdmissionReview, Operation};
 
+use super::error::ControllerError;
 use super::metrics::Metrics;
 use crate::integrations::declarative::ConfiguredJob;
 use crate::integrations::declarative::config::Integration;
@@ -145,10 +146,10 @@ pub async fn serve(
     cert_dir: &Path,
     router: Router,
     shutdown: impl std::future::Future<Output = ()> + Send + 'static,
-) -> anyhow::Result<()> {
+) -> Result<(), ControllerError> {
     let tls = axum_server::tls_rustls::RustlsConfig::from_pem_file(cert_dir.join("tls.crt"), cert_dir.join("tls.key"))
         .await
-        .map_err(|e| anyhow::anyhow!("loading the serving certificate from {}: {e}", cert_dir.display()))?;
+        .map_err(|source| ControllerError::Certificate { dir: cert_dir.to_path_buf(), source })?;
     let handle = axum_server::Handle::new();
     let stopper = handle.clone();
     tokio::spawn(async move {
@@ -158,8 +159,8 @@ pub async fn serve(
     // No Nagle delay: a TLS record written after an unacknowledged one would wait for the ACK,
     // which shows in the latency tail of small admission answers (Go's servers disable it too).
     let acceptor = RustlsAcceptor::new(tls).acceptor(NoDelayAcceptor::new());
-    axum_server::bind(addr).acceptor(acceptor).handle(handle).serve(router.into_make_service()).await?;
-    Ok(())
+    let server = axum_server::bind(addr).acceptor(acceptor).handle(handle);
+    server.serve(router.into_make_service()).await.map_err(ControllerError::Serve)
 }
 
 #[cfg(test)]
