@@ -16,6 +16,7 @@ use super::watch::Clusters;
 pub enum Output {
     Table,
     Json,
+    Yaml,
 }
 
 #[derive(Debug, clap::Args)]
@@ -58,6 +59,7 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
     match args.output {
         Output::Table => print!("{}", table(&report)),
         Output::Json => println!("{}", json(&report)),
+        Output::Yaml => print!("{}", serde_saphyr::to_string(&report)?),
     }
     Ok(if report.passed { ExitCode::SUCCESS } else { ExitCode::FAILURE })
 }

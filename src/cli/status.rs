@@ -8,6 +8,9 @@ use super::SandboxArgs;
 pub enum Output {
     Table,
     Json,
+    Yaml,
+    /// `cluster/NAME`, one line per cluster, as `kubectl get -o name` prints objects.
+    Name,
 }
 
 #[derive(Debug, clap::Args)]
@@ -28,11 +31,17 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
         }
         Err(err) => return Err(err.into()),
     };
-    match args.output {
-        Output::Json => println!("{}", serde_json::to_string_pretty(&report)?),
-        Output::Table => print!("{}", table(&report)),
-    }
+    print!("{}", render(&report, args.output)?);
     Ok(if report.ready { ExitCode::SUCCESS } else { ExitCode::FAILURE })
+}
+
+fn render(report: &StatusReport, output: Output) -> anyhow::Result<String> {
+    Ok(match output {
+        Output::Json => serde_json::to_string_pretty(report)? + "\n",
+        Output::Yaml => serde_saphyr::to_string(report)?,
+        Output::Name => report.clusters.iter().map(|cluster| format!("cluster/{}\n", cluster.name)).collect(),
+        Output::Table => table(report),
+    })
 }
 
 fn yes_no(ready: bool) -> &'static str {
@@ -96,4 +105,42 @@ fn table(report: &StatusReport) -> String {
         }
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::sandbox::state::{Role, SandboxPhase};
+    use crate::sandbox::{ClusterStatus, RuntimeKind};
+
+    fn report() -> StatusReport {
+        let cluster = |name: &str, role| ClusterStatus {
+            name: name.into(),
+            role,
+            context: format!("kueue-ext-{name}"),
+            ready: true,
+            components: Vec::new(),
+            multikueue: None,
+        };
+        StatusReport {
+            name: "kueue-ext".into(),
+            runtime: RuntimeKind::Process,
+            state_dir: "/s".into(),
+            kubeconfig: "/s/kubeconfig".into(),
+            phase: SandboxPhase::Up,
+            ready: true,
+            clusters: vec![cluster("manager", Role::Manager), cluster("worker1", Role::Worker)],
+        }
+    }
+
+    #[test]
+    fn every_output_names_every_cluster() {
+        let report = report();
+        assert_eq!(render(&report, Output::Name).unwrap(), "cluster/manager\ncluster/worker1\n");
+        let json: serde_json::Value = serde_json::from_str(&render(&report, Output::Json).unwrap()).unwrap();
+        let yaml: serde_json::Value = serde_saphyr::from_str(&render(&report, Output::Yaml).unwrap()).unwrap();
+        assert_eq!(json, yaml);
+        assert_eq!(json["clusters"][1]["role"], "worker");
+        assert!(render(&report, Output::Table).unwrap().contains("kueue-ext (process runtime)"));
+    }
 }

@@ -12,7 +12,7 @@ use super::SandboxArgs;
 use super::targets::{self, Selection};
 use crate::explain::explain;
 use crate::model::source::{Source, Targets};
-use crate::model::{ClusterRow, JobRow, Model, QueueRow, join};
+use crate::model::{ClusterRow, JobKey, JobRow, Model, QueueRow, join};
 use crate::tui::columns::{self, CLUSTER_HEADERS, JOB_HEADERS, QUEUE_HEADERS};
 use crate::tui::run;
 
@@ -55,6 +55,10 @@ pub enum Output {
     Wide,
     /// Everything joined, with each job's explanation.
     Json,
+    /// The same as YAML.
+    Yaml,
+    /// `KIND.GROUP/NAME` of each job, as `kubectl get -o name` prints them.
+    Name,
 }
 
 #[derive(Debug, clap::Args)]
@@ -88,6 +92,8 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
     let now = run::now();
     match args.output {
         Output::Json => println!("{}", serde_json::to_string_pretty(&Report::new(&source.origin, &model))?),
+        Output::Yaml => print!("{}", serde_saphyr::to_string(&Report::new(&source.origin, &model))?),
+        Output::Name => model.jobs.iter().for_each(|row| println!("{}", object_name(&row.key))),
         output => {
             if model.jobs.is_empty() {
                 // As kubectl: the empty result on stderr, so stdout stays parseable.
@@ -97,6 +103,16 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
         }
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// A job as `kubectl get -o name` names it: `externaljob.kueue-ext.dev/train`, `job.batch/pi`.
+fn object_name(key: &JobKey) -> String {
+    let resource = key.kind.api_resource();
+    let kind = resource.kind.to_lowercase();
+    match resource.group.as_str() {
+        "" => format!("{kind}/{}", key.name),
+        group => format!("{kind}.{group}/{}", key.name),
+    }
 }
 
 #[derive(Serialize)]
@@ -199,5 +215,16 @@ mod tests {
         assert_eq!(training["mirrors"][0]["cluster"], "worker2");
         assert_eq!(training["why"][0], "Admitted; MultiKueue runs it on worker cluster worker2.");
         assert_eq!(json["clusters"][1]["connection"]["status"], "True");
+    }
+
+    #[test]
+    fn names_read_as_kubectl_prints_them_and_yaml_carries_what_json_does() {
+        let model = join(&scene());
+        let names: Vec<String> = model.jobs.iter().map(|row| object_name(&row.key)).collect();
+        assert!(names.iter().any(|n| n == "wrappedjob.kueue-ext.dev/training"), "{names:?}");
+        assert!(names.iter().all(|n| n.contains(".kueue-ext.dev/") || n.starts_with("job.batch/")), "{names:?}");
+        let report = Report::new("sandbox", &model);
+        let from_yaml: serde_json::Value = serde_saphyr::from_str(&serde_saphyr::to_string(&report).unwrap()).unwrap();
+        assert_eq!(from_yaml, serde_json::to_value(&report).unwrap());
     }
 }
