@@ -1,21 +1,7 @@
-use std::collections::BTreeMap;
-
 use serde_json::json;
 
 use super::*;
-
-fn user(name: &str) -> UserInfo {
-    UserInfo {
-        username: Some(name.into()),
-        uid: Some("u-1".into()),
-        groups: Some(vec!["team-a".into(), "system:authenticated".into()]),
-        extra: Some(BTreeMap::from([("scopes".to_string(), vec!["train".to_string()])])),
-    }
-}
-
-fn jobs() -> ServedResource {
-    ServedResource { group: "batch".into(), version: "v1".into(), plural: "jobs".into(), namespaced: true }
-}
+use crate::jobframework::authorizer::fake::{jobs, user};
 
 #[test]
 fn reviews_ask_for_the_requester_and_the_component() {

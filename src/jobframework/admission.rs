@@ -17,7 +17,7 @@ use super::generic_job::GenericJob;
 use super::queue_cache::QueueCache;
 use super::reconciler::Config;
 pub use super::webhook::Hook;
-use super::webhook::{FieldError, join};
+use super::webhook::{self, FieldError, join};
 
 /// A kind's admission rules (Kueue's `Default`, `ValidateCreate`, `ValidateUpdate`) and the
 /// checks it makes on behalf of the requesting user.
@@ -47,7 +47,12 @@ pub trait JobWebhook: GenericJob {
         after
     }
 
-    fn apply_defaults(&mut self, config: &Config, queue_uses_multikueue: bool);
+    /// Kueue's base webhook: suspended until admitted, handed to MultiKueue when its queue
+    /// goes through it.
+    fn apply_defaults(&mut self, config: &Config, queue_uses_multikueue: bool) {
+        webhook::default_suspend(self, config);
+        webhook::default_managed_by(self, queue_uses_multikueue);
+    }
 
     fn validate_create(&self) -> Vec<FieldError>;
 
@@ -73,6 +78,11 @@ pub trait JobWebhook: GenericJob {
     ) -> impl Future<Output = Vec<FieldError>> + Send + 'a {
         std::future::ready(Vec::new())
     }
+}
+
+/// The group, version and kind of a compiled kind `K`, for [`JobWebhook::admits`].
+pub fn compiled_gvk<K: kube::Resource<DynamicType = ()>>() -> GroupVersionKind {
+    GroupVersionKind::gvk(&K::group(&()), &K::version(&()), &K::kind(&()))
 }
 
 /// A kind's admission, its type erased so that one table holds every compiled kind:

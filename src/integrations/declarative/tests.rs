@@ -4,6 +4,8 @@
 
 use std::sync::Arc;
 
+use crate::jobframework::admission::JobWebhook;
+
 use serde_json::{Value, json};
 
 use super::ConfiguredJob;
@@ -363,9 +365,8 @@ fn a_computed_count_is_checked_field_by_field_and_as_a_whole() {
         });
         ConfiguredJob::new(object, sample_kind("jobset-integration.yaml")).unwrap()
     };
-    let errors = |replicas| {
-        super::webhook::validate_create(&jobset(replicas)).iter().map(ToString::to_string).collect::<Vec<_>>()
-    };
+    let errors =
+        |replicas| JobWebhook::validate_create(&jobset(replicas)).iter().map(ToString::to_string).collect::<Vec<_>>();
     assert_eq!(errors(json!(2)), Vec::<String>::new());
     assert_eq!(
         errors(json!("two")),

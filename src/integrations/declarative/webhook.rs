@@ -23,30 +23,6 @@ pub fn default(job: &mut ConfiguredJob, config: &Config, queue_uses_multikueue: 
     webhook::default_managed_by(job, queue_uses_multikueue);
 }
 
-pub fn validate_create(job: &ConfiguredJob) -> Vec<FieldError> {
-    let mut errors = webhook::validate_on_create(job);
-    if job.queue_name().is_some() {
-        errors.extend(validate_pod_sets(job));
-    }
-    errors
-}
-
-pub fn validate_update(old: &ConfiguredJob, new: &ConfiguredJob) -> Vec<FieldError> {
-    let mut errors = webhook::validate_on_update(old, new);
-    if new.queue_name().is_some() {
-        errors.extend(validate_pod_sets(new));
-    }
-    // Starting injects the admission and stopping restores it; in between the pods run with
-    // what was admitted.
-    if !old.is_suspended() && !new.is_suspended() && old.pod_sets() != new.pod_sets() {
-        errors.push(FieldError::new(
-            pod_set_fields(new),
-            "Forbidden: pod templates and counts are immutable while the job runs",
-        ));
-    }
-    errors
-}
-
 /// Every pod set resolves to a name, a template (or requests) and a count Kueue can admit.
 fn validate_pod_sets(job: &ConfiguredJob) -> Vec<FieldError> {
     let mut errors = Vec::new();
@@ -146,10 +122,27 @@ impl JobWebhook for ConfiguredJob {
     }
 
     fn validate_create(&self) -> Vec<FieldError> {
-        validate_create(self)
+        let job = self;
+        let mut errors = webhook::validate_on_create(job);
+        if job.queue_name().is_some() {
+            errors.extend(validate_pod_sets(job));
+        }
+        errors
     }
 
     fn validate_update(old: &Self, new: &Self) -> Vec<FieldError> {
-        validate_update(old, new)
+        let mut errors = webhook::validate_on_update(old, new);
+        if new.queue_name().is_some() {
+            errors.extend(validate_pod_sets(new));
+        }
+        // Starting injects the admission and stopping restores it; in between the pods run with
+        // what was admitted.
+        if !old.is_suspended() && !new.is_suspended() && old.pod_sets() != new.pod_sets() {
+            errors.push(FieldError::new(
+                pod_set_fields(new),
+                "Forbidden: pod templates and counts are immutable while the job runs",
+            ));
+        }
+        errors
     }
 }

@@ -5,10 +5,11 @@ use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 
 use super::pods::{NewPod, ObservedPod, new_pod, plan};
-use super::webhook::{check_quantity, validate_create, validate_update};
+use super::webhook::check_quantity;
 use super::*;
 use crate::api::condition::Condition;
 use crate::api::external_job::{ExternalJobSpec, ExternalJobStatus, ExternalPodSet, PodSetStatus};
+use crate::jobframework::admission::JobWebhook;
 
 fn template(cpu: &str) -> PodTemplateSpec {
     PodTemplateSpec {
@@ -246,7 +247,7 @@ fn validation_names_each_bad_field() {
     let mut bad = job(&[("Main", 0)]);
     bad.metadata.labels = Some(BTreeMap::from([("kueue.x-k8s.io/queue-name".to_string(), "Bad_Queue".to_string())]));
     bad.spec.pod_sets[0].template = template("lots");
-    let errors: Vec<String> = validate_create(&bad).iter().map(ToString::to_string).collect();
+    let errors: Vec<String> = JobWebhook::validate_create(&bad).iter().map(ToString::to_string).collect();
     let expect = [
         "metadata.labels[kueue.x-k8s.io/queue-name]: Invalid value: \"Bad_Queue\"",
         "spec.podSets[0].name: Invalid value: \"Main\"",
@@ -260,14 +261,16 @@ fn validation_names_each_bad_field() {
 
 #[test]
 fn pod_set_count_must_be_one_to_eight() {
-    assert!(validate_create(&job(&[])).iter().any(|e| e.path == "spec.podSets"));
+    assert!(JobWebhook::validate_create(&job(&[])).iter().any(|e| e.path == "spec.podSets"));
     let nine: Vec<(String, i32)> = (0..9).map(|i| (format!("p{i}"), 1)).collect();
     let nine: Vec<(&str, i32)> = nine.iter().map(|(n, c)| (n.as_str(), *c)).collect();
-    assert!(validate_create(&job(&nine)).iter().any(|e| e.path == "spec.podSets"));
+    assert!(JobWebhook::validate_create(&job(&nine)).iter().any(|e| e.path == "spec.podSets"));
     let eight: Vec<(String, i32)> = (0..8).map(|i| (format!("p{i}"), 1)).collect();
     let eight: Vec<(&str, i32)> = eight.iter().map(|(n, c)| (n.as_str(), *c)).collect();
-    assert!(validate_create(&job(&eight)).is_empty());
-    assert!(validate_create(&job(&[("a", 1), ("a", 1)])).iter().any(|e| e.message.starts_with("Duplicate")));
+    assert!(JobWebhook::validate_create(&job(&eight)).is_empty());
+    assert!(
+        JobWebhook::validate_create(&job(&[("a", 1), ("a", 1)])).iter().any(|e| e.message.starts_with("Duplicate"))
+    );
 }
 
 #[test]
@@ -275,18 +278,21 @@ fn running_jobs_keep_pod_sets_queue_and_managed_by() {
     let old = job(&[("main", 2)]);
     let mut grown = old.clone();
     grown.spec.pod_sets[0].count = 5;
-    assert!(validate_update(&old, &grown).iter().any(|e| e.path == "spec.podSets"));
+    assert!(JobWebhook::validate_update(&old, &grown).iter().any(|e| e.path == "spec.podSets"));
     let mut suspended_old = old.clone();
     suspended_old.spec.suspend = Some(true);
-    assert!(validate_update(&suspended_old, &grown).is_empty(), "starting a suspended job may change its pod sets");
+    assert!(
+        JobWebhook::validate_update(&suspended_old, &grown).is_empty(),
+        "starting a suspended job may change its pod sets"
+    );
 
     let mut requeued = old.clone();
     requeued.metadata.labels = Some(BTreeMap::from([("kueue.x-k8s.io/queue-name".to_string(), "other".to_string())]));
-    assert!(validate_update(&old, &requeued).iter().any(|e| e.path.contains("queue-name")));
+    assert!(JobWebhook::validate_update(&old, &requeued).iter().any(|e| e.path.contains("queue-name")));
 
     let mut handed_over = old.clone();
     handed_over.spec.managed_by = Some("someone/else".into());
-    assert!(validate_update(&old, &handed_over).iter().any(|e| e.path == "spec.managedBy"));
+    assert!(JobWebhook::validate_update(&old, &handed_over).iter().any(|e| e.path == "spec.managedBy"));
 }
 
 /// Kueue's `CanDefaultManagedBy`: a job on a MultiKueue queue is handed to MultiKueue unless it
@@ -306,7 +312,7 @@ fn multikueue_defaulting_keeps_a_controller_the_job_named() {
         let mut queued = job(&[("main", 1)]);
         queued.metadata.labels = Some(BTreeMap::from([("kueue.x-k8s.io/queue-name".into(), "user-queue".into())]));
         queued.spec.managed_by = named.map(Into::into);
-        super::webhook::default(&mut queued, &Config::default(), true);
+        queued.apply_defaults(&Config::default(), true);
         assert_eq!(queued.spec.managed_by.as_deref(), defaulted, "{named:?}");
     }
 }

@@ -6,35 +6,12 @@ use std::collections::BTreeSet;
 use kube::ResourceExt;
 
 use crate::api::external_job::{ExternalJob, MAX_POD_SETS};
-use crate::jobframework::admission::JobWebhook;
+use crate::jobframework::admission::{JobWebhook, compiled_gvk};
 use crate::jobframework::authorizer::Authorizer;
 use crate::jobframework::dry_run::pod_templates;
-use crate::jobframework::reconciler::Config;
 use crate::jobframework::webhook::{self, FieldError, dns1123_label};
 use kube::api::GroupVersionKind;
 use serde_json::Value;
-
-pub fn default(job: &mut ExternalJob, config: &Config, queue_uses_multikueue: bool) {
-    webhook::default_suspend(job, config);
-    webhook::default_managed_by(job, queue_uses_multikueue);
-}
-
-pub fn validate_create(job: &ExternalJob) -> Vec<FieldError> {
-    let mut errors = webhook::validate_on_create(job);
-    errors.extend(validate_spec(job));
-    errors
-}
-
-pub fn validate_update(old: &ExternalJob, new: &ExternalJob) -> Vec<FieldError> {
-    let mut errors = webhook::validate_on_update(old, new);
-    errors.extend(validate_spec(new));
-    // Starting (suspended → running) injects the admission and stopping restores it; a job
-    // that stays running keeps what it was admitted with.
-    if !old.is_suspended() && !new.is_suspended() && old.spec.pod_sets != new.spec.pod_sets {
-        errors.push(FieldError::new("spec.podSets", "Forbidden: pod sets are immutable while the job is running"));
-    }
-    errors
-}
 
 fn validate_spec(job: &ExternalJob) -> Vec<FieldError> {
     let mut errors = Vec::new();
@@ -133,28 +110,29 @@ impl JobWebhook for ExternalJob {
     type Kind = ();
 
     fn admits(_: &()) -> GroupVersionKind {
-        let version = <ExternalJob as kube::Resource>::version(&());
-        GroupVersionKind::gvk(
-            &<ExternalJob as kube::Resource>::group(&()),
-            &version,
-            &<ExternalJob as kube::Resource>::kind(&()),
-        )
+        compiled_gvk::<Self>()
     }
 
     fn decode(_: &(), object: Value) -> Result<Self, serde_json::Error> {
         serde_json::from_value(object)
     }
 
-    fn apply_defaults(&mut self, config: &Config, queue_uses_multikueue: bool) {
-        default(self, config, queue_uses_multikueue);
-    }
-
     fn validate_create(&self) -> Vec<FieldError> {
-        validate_create(self)
+        let job = self;
+        let mut errors = webhook::validate_on_create(job);
+        errors.extend(validate_spec(job));
+        errors
     }
 
     fn validate_update(old: &Self, new: &Self) -> Vec<FieldError> {
-        validate_update(old, new)
+        let mut errors = webhook::validate_on_update(old, new);
+        errors.extend(validate_spec(new));
+        // Starting (suspended → running) injects the admission and stopping restores it; a job
+        // that stays running keeps what it was admitted with.
+        if !old.is_suspended() && !new.is_suspended() && old.spec.pod_sets != new.spec.pod_sets {
+            errors.push(FieldError::new("spec.podSets", "Forbidden: pod sets are immutable while the job is running"));
+        }
+        errors
     }
 
     /// A Pod made from each pod set's template, at creation: the templates cannot change later.

@@ -1,20 +1,7 @@
 use serde_json::{Value, json};
 
 use super::*;
-use crate::jobframework::authorizer::fake::FakeAuthorizer;
-
-fn user(name: &str) -> UserInfo {
-    UserInfo {
-        username: Some(name.into()),
-        uid: Some("u-1".into()),
-        groups: Some(vec!["team-a".into(), "system:authenticated".into()]),
-        extra: Some(BTreeMap::from([("scopes".to_string(), vec!["train".to_string()])])),
-    }
-}
-
-fn jobs() -> ServedResource {
-    ServedResource { group: "batch".into(), version: "v1".into(), plural: "jobs".into(), namespaced: true }
-}
+use crate::jobframework::authorizer::fake::{FakeAuthorizer, jobs, user};
 
 fn template(api_version: &str, kind: &str) -> Value {
     json!({"apiVersion": api_version, "kind": kind, "metadata": {"name": "c"}, "spec": {}})

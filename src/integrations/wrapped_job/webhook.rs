@@ -9,9 +9,8 @@ use super::authz;
 use super::podsets::{self, PodSetError};
 use crate::api::external_job::MAX_POD_SETS;
 use crate::api::wrapped_job::{WrappedComponent, WrappedJob};
-use crate::jobframework::admission::JobWebhook;
+use crate::jobframework::admission::{JobWebhook, compiled_gvk};
 use crate::jobframework::authorizer::Authorizer;
-use crate::jobframework::reconciler::Config;
 use crate::jobframework::webhook::{self, FieldError, dns1123_label};
 use kube::api::GroupVersionKind;
 use kube::core::DynamicObject;
@@ -24,33 +23,6 @@ pub const MAX_NAME_LENGTH: usize = 61;
 const WRAPPER_KINDS: [(&str, &str); 2] = [(crate::api::GROUP, "WrappedJob"), ("workload.codeflare.dev", "AppWrapper")];
 
 const IMMUTABLE_WHILE_ADMITTED: &str = "Forbidden: field is immutable while the job is admitted";
-
-pub fn default(job: &mut WrappedJob, config: &Config, queue_uses_multikueue: bool) {
-    webhook::default_suspend(job, config);
-    webhook::default_managed_by(job, queue_uses_multikueue);
-}
-
-pub fn validate_create(job: &WrappedJob) -> Vec<FieldError> {
-    let mut errors = webhook::validate_on_create(job);
-    errors.extend(validate_spec(job));
-    errors
-}
-
-pub fn validate_update(old: &WrappedJob, new: &WrappedJob) -> Vec<FieldError> {
-    let mut errors = webhook::validate_on_update(old, new);
-    // An unchanged spec (a finalizer removed, a label added) is not judged again: rules that
-    // grew stricter since the job was admitted must never block its clean-up.
-    if old.spec == new.spec {
-        return errors;
-    }
-    errors.extend(validate_spec(new));
-    // Kueue starts the job (suspended → running, writing podSetInfos) and stops it (the reverse);
-    // what runs, or is about to run, must stay what was admitted.
-    if !old.is_suspended() || !new.is_suspended() {
-        errors.extend(changes_while_admitted(old, new));
-    }
-    errors
-}
 
 fn validate_spec(job: &WrappedJob) -> Vec<FieldError> {
     let mut errors = Vec::new();
@@ -180,28 +152,34 @@ impl JobWebhook for WrappedJob {
     type Kind = ();
 
     fn admits(_: &()) -> GroupVersionKind {
-        let version = <WrappedJob as kube::Resource>::version(&());
-        GroupVersionKind::gvk(
-            &<WrappedJob as kube::Resource>::group(&()),
-            &version,
-            &<WrappedJob as kube::Resource>::kind(&()),
-        )
+        compiled_gvk::<Self>()
     }
 
     fn decode(_: &(), object: Value) -> Result<Self, serde_json::Error> {
         serde_json::from_value(object)
     }
 
-    fn apply_defaults(&mut self, config: &Config, queue_uses_multikueue: bool) {
-        default(self, config, queue_uses_multikueue);
-    }
-
     fn validate_create(&self) -> Vec<FieldError> {
-        validate_create(self)
+        let job = self;
+        let mut errors = webhook::validate_on_create(job);
+        errors.extend(validate_spec(job));
+        errors
     }
 
     fn validate_update(old: &Self, new: &Self) -> Vec<FieldError> {
-        validate_update(old, new)
+        let mut errors = webhook::validate_on_update(old, new);
+        // An unchanged spec (a finalizer removed, a label added) is not judged again: rules that
+        // grew stricter since the job was admitted must never block its clean-up.
+        if old.spec == new.spec {
+            return errors;
+        }
+        errors.extend(validate_spec(new));
+        // Kueue starts the job (suspended → running, writing podSetInfos) and stops it (the reverse);
+        // what runs, or is about to run, must stay what was admitted.
+        if !old.is_suspended() || !new.is_suspended() {
+            errors.extend(changes_while_admitted(old, new));
+        }
+        errors
     }
 
     /// The controller creates the components with its own rights, so whoever creates a

@@ -134,3 +134,18 @@ impl Authorizer for FakeAuthorizer {
         Box::pin(std::future::ready(if self.unreachable { Err("connection refused".into()) } else { Ok(causes) }))
     }
 }
+
+/// A user of team-a, with every field a review carries.
+pub fn user(name: &str) -> UserInfo {
+    UserInfo {
+        username: Some(name.into()),
+        uid: Some("u-1".into()),
+        groups: Some(vec!["team-a".into(), "system:authenticated".into()]),
+        extra: Some(std::collections::BTreeMap::from([("scopes".to_string(), vec!["train".to_string()])])),
+    }
+}
+
+/// batch/v1 Jobs.
+pub fn jobs() -> ServedResource {
+    ServedResource { group: "batch".into(), version: "v1".into(), plural: "jobs".into(), namespaced: true }
+}

@@ -4,6 +4,7 @@ use serde_json::json;
 use super::*;
 use crate::api::kueue::QUEUE_NAME_LABEL;
 use crate::api::wrapped_job::{ComponentPodSet, ComponentPodSetInfo, WrappedJobSpec};
+use crate::jobframework::admission::JobWebhook;
 
 fn deployment(name: &str, replicas: i32) -> Value {
     json!({
@@ -39,8 +40,8 @@ type Change = fn(&mut WrappedJob);
 
 #[test]
 fn a_valid_job_passes() {
-    assert_eq!(messages(&validate_create(&valid())), Vec::<String>::new());
-    assert_eq!(messages(&validate_update(&valid(), &valid())), Vec::<String>::new());
+    assert_eq!(messages(&JobWebhook::validate_create(&valid())), Vec::<String>::new());
+    assert_eq!(messages(&JobWebhook::validate_update(&valid(), &valid())), Vec::<String>::new());
 }
 
 #[test]
@@ -158,11 +159,11 @@ fn create_rules() {
     for (name, change, expected) in cases {
         let mut job = valid();
         change(&mut job);
-        assert_eq!(messages(&validate_create(&job)), expected, "{name}");
+        assert_eq!(messages(&JobWebhook::validate_create(&job)), expected, "{name}");
         // An update that changes the spec (here: suspends it) checks the new object the same way.
         let mut old = job.clone();
         old.spec.suspend = Some(false);
-        assert_eq!(messages(&validate_update(&old, &job)), expected, "{name} (update)");
+        assert_eq!(messages(&JobWebhook::validate_update(&old, &job)), expected, "{name} (update)");
     }
 }
 
@@ -198,7 +199,7 @@ fn update_rules() {
         state(&mut old);
         let mut new = old.clone();
         change(&mut new);
-        assert_eq!(messages(&validate_update(&old, &new)), expected, "{name}");
+        assert_eq!(messages(&JobWebhook::validate_update(&old, &new)), expected, "{name}");
     }
 
     // Admission (suspended → running) and eviction (running → suspended) count as admitted:
@@ -207,11 +208,11 @@ fn update_rules() {
     let mut new = valid();
     new.spec.suspend = Some(false);
     new_template(&mut new);
-    assert_eq!(messages(&validate_update(&old, &new)), [immutable("spec.components[0].template")]);
+    assert_eq!(messages(&JobWebhook::validate_update(&old, &new)), [immutable("spec.components[0].template")]);
     old.spec.suspend = Some(false);
     new.spec.suspend = Some(true);
     new_infos(&mut new);
-    assert_eq!(messages(&validate_update(&old, &new)), [immutable("spec.components[0].template")]);
+    assert_eq!(messages(&JobWebhook::validate_update(&old, &new)), [immutable("spec.components[0].template")]);
 }
 
 #[test]
@@ -223,5 +224,5 @@ fn an_unchanged_spec_is_not_judged_again() {
     old.metadata.finalizers = Some(vec!["kueue-ext.dev/wrapped-job-cleanup".into()]);
     let mut new = old.clone();
     new.metadata.finalizers = None;
-    assert_eq!(messages(&validate_update(&old, &new)), Vec::<String>::new());
+    assert_eq!(messages(&JobWebhook::validate_update(&old, &new)), Vec::<String>::new());
 }
