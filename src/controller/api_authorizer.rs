@@ -18,8 +18,7 @@ use serde_json::Value;
 
 use crate::integrations::wrapped_job::authz::group_version;
 use crate::integrations::wrapped_job::kinds::{Kinds, Served};
-use crate::jobframework::api_error;
-use crate::jobframework::authorizer::{Authorizer, InvalidFields, ServedResource, Verdict};
+use crate::jobframework::authorizer::{Authorizer, InvalidFields, ServedResource, Unanswered, Verdict};
 
 fn attributes(verb: &str, resource: &ServedResource, namespace: &str) -> ResourceAttributes {
     ResourceAttributes {
@@ -106,11 +105,11 @@ impl ApiAuthorizer {
         ApiAuthorizer { client, kinds, dry_runs: DryRunCache::default() }
     }
 
-    async fn discover(&self, api_version: &str, kind: &str) -> Result<Option<ServedResource>, String> {
+    async fn discover(&self, api_version: &str, kind: &str) -> Result<Option<ServedResource>, Unanswered> {
         if group_version(api_version).is_none() {
             return Ok(None);
         }
-        let served = self.kinds.served(api_version, kind).await.map_err(|e| api_error::in_words(&e))?;
+        let served = self.kinds.served(api_version, kind).await?;
         Ok(served.map(|Served { resource, namespaced }| ServedResource {
             group: resource.group,
             version: resource.version,
@@ -124,7 +123,7 @@ impl ApiAuthorizer {
         resource: &ServedResource,
         namespace: &str,
         object: &Value,
-    ) -> Result<InvalidFields, String> {
+    ) -> Result<InvalidFields, Unanswered> {
         let kind = object.get("kind").and_then(Value::as_str).unwrap_or_default();
         let api_version = if resource.group.is_empty() {
             resource.version.clone()
@@ -142,27 +141,24 @@ impl ApiAuthorizer {
         if let Some(causes) = self.dry_runs.get(&key) {
             return Ok(causes);
         }
-        let candidate: DynamicObject = serde_json::from_value(object.clone()).map_err(|e| e.to_string())?;
+        let candidate: DynamicObject = serde_json::from_value(object.clone())?;
         let api: Api<DynamicObject> = Api::namespaced_with(self.client.clone(), namespace, &api_resource);
         let causes = match api.create(&PostParams { dry_run: true, ..Default::default() }, &candidate).await {
             Ok(_) => Vec::new(),
             Err(kube::Error::Api(status)) if status.code == 422 => invalid_causes(&status),
             Err(kube::Error::Api(_)) => Vec::new(),
-            Err(e) => return Err(api_error::in_words(&e)),
+            Err(e) => return Err(e.into()),
         };
         self.dry_runs.put(key, causes.clone());
         Ok(causes)
     }
 
-    async fn review<K>(&self, review: K) -> Result<Verdict, String>
+    async fn review<K>(&self, review: K) -> Result<Verdict, Unanswered>
     where
         K: Resource<DynamicType = ()> + Clone + fmt::Debug + serde::Serialize + serde::de::DeserializeOwned,
         K: HasStatus,
     {
-        let answer = Api::<K>::all(self.client.clone())
-            .create(&PostParams::default(), &review)
-            .await
-            .map_err(|e| api_error::in_words(&e))?;
+        let answer = Api::<K>::all(self.client.clone()).create(&PostParams::default(), &review).await?;
         Ok(verdict(answer.status()))
     }
 }
@@ -198,7 +194,7 @@ impl Authorizer for ApiAuthorizer {
         &'a self,
         api_version: &'a str,
         kind: &'a str,
-    ) -> BoxFuture<'a, Result<Option<ServedResource>, String>> {
+    ) -> BoxFuture<'a, Result<Option<ServedResource>, Unanswered>> {
         Box::pin(self.discover(api_version, kind))
     }
 
@@ -207,7 +203,7 @@ impl Authorizer for ApiAuthorizer {
         user: &'a UserInfo,
         resource: &'a ServedResource,
         namespace: &'a str,
-    ) -> BoxFuture<'a, Result<Verdict, String>> {
+    ) -> BoxFuture<'a, Result<Verdict, Unanswered>> {
         Box::pin(self.review(user_review(user, resource, namespace)))
     }
 
@@ -216,7 +212,7 @@ impl Authorizer for ApiAuthorizer {
         verb: &'a str,
         resource: &'a ServedResource,
         namespace: &'a str,
-    ) -> BoxFuture<'a, Result<Verdict, String>> {
+    ) -> BoxFuture<'a, Result<Verdict, Unanswered>> {
         Box::pin(self.review(controller_review(verb, resource, namespace)))
     }
 
@@ -225,7 +221,7 @@ impl Authorizer for ApiAuthorizer {
         resource: &'a ServedResource,
         namespace: &'a str,
         object: &'a Value,
-    ) -> BoxFuture<'a, Result<InvalidFields, String>> {
+    ) -> BoxFuture<'a, Result<InvalidFields, Unanswered>> {
         Box::pin(self.dry_run(resource, namespace, object))
     }
 }

@@ -8,6 +8,8 @@ use futures::future::BoxFuture;
 use k8s_openapi::api::authentication::v1::UserInfo;
 use serde_json::Value;
 
+use super::api_error;
+
 /// A resource the API server serves, as discovery names it.
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct ServedResource {
@@ -36,15 +38,24 @@ pub enum Verdict {
 /// `(field, message)` of each field the API server's validation refuses.
 pub type InvalidFields = Vec<(String, String)>;
 
+/// A question the API server did not answer; admission denies then (fails closed), except
+/// for a dry run, which is a second opinion.
+#[derive(Debug, thiserror::Error)]
+pub enum Unanswered {
+    #[error("{}", api_error::in_words(.0))]
+    Api(#[from] kube::Error),
+    #[error("cannot send it to the API server: {0}")]
+    Encode(#[from] serde_json::Error),
+}
+
 /// What admission asks the API server. A trait so admission is tested without a cluster.
-/// `Err` means the question could not be answered; callers deny then (fail closed).
 pub trait Authorizer: Send + Sync {
     /// The resource serving `kind` in `api_version`; `None` when nothing serves it.
     fn resource<'a>(
         &'a self,
         api_version: &'a str,
         kind: &'a str,
-    ) -> BoxFuture<'a, Result<Option<ServedResource>, String>>;
+    ) -> BoxFuture<'a, Result<Option<ServedResource>, Unanswered>>;
 
     /// Whether `user` may create `resource` in `namespace` (a SubjectAccessReview).
     fn user_may_create<'a>(
@@ -52,7 +63,7 @@ pub trait Authorizer: Send + Sync {
         user: &'a UserInfo,
         resource: &'a ServedResource,
         namespace: &'a str,
-    ) -> BoxFuture<'a, Result<Verdict, String>>;
+    ) -> BoxFuture<'a, Result<Verdict, Unanswered>>;
 
     /// Whether this controller may `verb` `resource` in `namespace` (a SelfSubjectAccessReview).
     fn controller_may<'a>(
@@ -60,7 +71,7 @@ pub trait Authorizer: Send + Sync {
         verb: &'a str,
         resource: &'a ServedResource,
         namespace: &'a str,
-    ) -> BoxFuture<'a, Result<Verdict, String>>;
+    ) -> BoxFuture<'a, Result<Verdict, Unanswered>>;
 
     /// What the API server's own validation refuses in `object`, were it created as `resource`
     /// in `namespace` (a server-side dry run): the `(field, message)` causes of an `Invalid`
@@ -71,7 +82,7 @@ pub trait Authorizer: Send + Sync {
         resource: &'a ServedResource,
         namespace: &'a str,
         object: &'a Value,
-    ) -> BoxFuture<'a, Result<InvalidFields, String>>;
+    ) -> BoxFuture<'a, Result<InvalidFields, Unanswered>>;
 }
 
 #[cfg(any(test, fuzzing))]

@@ -12,7 +12,7 @@ use k8s_openapi::api::authentication::v1::UserInfo;
 use crate::api::CONTROLLER_ROLE;
 use crate::api::wrapped_job::WrappedJob;
 use crate::jobframework::api_error;
-use crate::jobframework::authorizer::{Authorizer, ServedResource, Verdict};
+use crate::jobframework::authorizer::{Authorizer, ServedResource, Unanswered, Verdict};
 use crate::jobframework::webhook::{FieldError, dns1123_label, dns1123_subdomain};
 
 /// Whether an update must be authorized again: a changed template is a new object to create,
@@ -35,7 +35,7 @@ pub async fn authorize(
     let types: Vec<Option<(&str, &str)>> = job.spec.components.iter().map(|c| type_of(&c.template)).collect();
     let kinds: BTreeSet<(&str, &str)> =
         types.iter().flatten().copied().filter(|(v, _)| group_version(v).is_some()).collect();
-    let resolved: BTreeMap<(&str, &str), Result<Option<ServedResource>, String>> =
+    let resolved: BTreeMap<(&str, &str), Result<Option<ServedResource>, Unanswered>> =
         join_all(kinds.into_iter().map(|(v, k)| async move { ((v, k), authorizer.resource(v, k).await) }))
             .await
             .into_iter()

@@ -6,7 +6,7 @@ use futures::future::BoxFuture;
 use k8s_openapi::api::authentication::v1::UserInfo;
 use serde_json::Value;
 
-use super::{Authorizer, InvalidFields, ServedResource, Verdict};
+use super::{Authorizer, InvalidFields, ServedResource, Unanswered, Verdict};
 
 /// Serves a few kinds and allows everything unless told otherwise; records the user checks.
 #[derive(Default)]
@@ -77,9 +77,9 @@ impl FakeAuthorizer {
         self.user_checks.lock().unwrap_or_else(PoisonError::into_inner).clone()
     }
 
-    fn answer(&self, denied: bool) -> Result<Verdict, String> {
+    fn answer(&self, denied: bool) -> Result<Verdict, Unanswered> {
         match (self.unreachable, denied) {
-            (true, _) => Err("connection refused".into()),
+            (true, _) => Err(refused()),
             (false, true) => Ok(Verdict::Denied(String::new())),
             (false, false) => Ok(Verdict::Allowed),
         }
@@ -91,7 +91,7 @@ impl Authorizer for FakeAuthorizer {
         &'a self,
         api_version: &'a str,
         kind: &'a str,
-    ) -> BoxFuture<'a, Result<Option<ServedResource>, String>> {
+    ) -> BoxFuture<'a, Result<Option<ServedResource>, Unanswered>> {
         let found = self.served.iter().find(|(v, k, _)| v == api_version && k == kind).map(|(_, _, r)| r.clone());
         Box::pin(std::future::ready(Ok(found)))
     }
@@ -101,7 +101,7 @@ impl Authorizer for FakeAuthorizer {
         user: &'a UserInfo,
         resource: &'a ServedResource,
         namespace: &'a str,
-    ) -> BoxFuture<'a, Result<Verdict, String>> {
+    ) -> BoxFuture<'a, Result<Verdict, Unanswered>> {
         let name = user.username.clone().unwrap_or_default();
         let check = format!("{name} {resource} {namespace}");
         self.user_checks.lock().unwrap_or_else(PoisonError::into_inner).push(check);
@@ -114,7 +114,7 @@ impl Authorizer for FakeAuthorizer {
         _verb: &'a str,
         resource: &'a ServedResource,
         _namespace: &'a str,
-    ) -> BoxFuture<'a, Result<Verdict, String>> {
+    ) -> BoxFuture<'a, Result<Verdict, Unanswered>> {
         let denied = self.controller_lacks.contains(&resource.plural);
         Box::pin(std::future::ready(self.answer(denied)))
     }
@@ -124,14 +124,14 @@ impl Authorizer for FakeAuthorizer {
         resource: &'a ServedResource,
         namespace: &'a str,
         object: &'a Value,
-    ) -> BoxFuture<'a, Result<InvalidFields, String>> {
+    ) -> BoxFuture<'a, Result<InvalidFields, Unanswered>> {
         let metadata = &object["metadata"];
         let name = metadata["name"].as_str().or(metadata["generateName"].as_str()).unwrap_or_default();
         let run = format!("{} {name} {namespace}", resource.plural);
         self.dry_runs.lock().unwrap_or_else(PoisonError::into_inner).push(run);
         let found = self.invalid.iter().filter(|(plural, _, _)| *plural == resource.plural);
         let causes = found.map(|(_, field, message)| (field.clone(), message.clone())).collect();
-        Box::pin(std::future::ready(if self.unreachable { Err("connection refused".into()) } else { Ok(causes) }))
+        Box::pin(std::future::ready(if self.unreachable { Err(refused()) } else { Ok(causes) }))
     }
 }
 
@@ -148,4 +148,10 @@ pub fn user(name: &str) -> UserInfo {
 /// batch/v1 Jobs.
 pub fn jobs() -> ServedResource {
     ServedResource { group: "batch".into(), version: "v1".into(), plural: "jobs".into(), namespaced: true }
+}
+
+/// What an API server that cannot be reached answers.
+fn refused() -> Unanswered {
+    let refused = std::io::Error::new(std::io::ErrorKind::ConnectionRefused, "connection refused");
+    Unanswered::Api(kube::Error::Service(Box::new(refused)))
 }
