@@ -24,7 +24,8 @@ pub fn now() -> i64 {
     k8s_openapi::jiff::Timestamp::now().as_second()
 }
 
-pub async fn run(source: Source, readonly: bool) -> anyhow::Result<()> {
+/// The terminal is all that can fail here: a watch that fails shows in the view instead.
+pub async fn run(source: Source, readonly: bool) -> std::io::Result<()> {
     let mut terminal = ratatui::try_init()?;
     let result = event_loop(&mut terminal, source, readonly).await;
     ratatui::try_restore()?;
@@ -45,7 +46,7 @@ fn execute(source: &Source, app: &mut App, command: Command, done: &mpsc::Unboun
     });
 }
 
-async fn event_loop(terminal: &mut DefaultTerminal, mut source: Source, readonly: bool) -> anyhow::Result<()> {
+async fn event_loop(terminal: &mut DefaultTerminal, mut source: Source, readonly: bool) -> std::io::Result<()> {
     let mut app = App::new(source.origin.clone(), readonly);
     app.now = now();
     app.update(join(&source.snapshot()));
@@ -72,7 +73,7 @@ async fn event_loop(terminal: &mut DefaultTerminal, mut source: Source, readonly
                 }
                 Some(Ok(Event::Resize(..))) => dirty = true,
                 Some(Ok(_)) => {}
-                Some(Err(e)) => return Err(e.into()),
+                Some(Err(e)) => return Err(e),
                 None => return Ok(()),
             },
             () = source.changed() => {

@@ -122,7 +122,9 @@ async fn an_unanswered_review_denies() {
     let errors = errors(vec![template("batch/v1", "Job")], &FakeAuthorizer::new().unreachable()).await;
     assert_eq!(errors.len(), 2, "{errors:?}");
     assert!(errors[0].contains(r#"Internal error: cannot check whether user "alice" may create jobs.batch"#));
-    assert!(errors[1].contains("cannot check the kueue-ext controller's rights on jobs.batch: cannot reach the API server: connection refused"));
+    assert!(errors[1].contains(
+        "cannot check the kueue-ext controller's rights on jobs.batch: cannot reach the API server: connection refused"
+    ));
 }
 
 #[tokio::test]
