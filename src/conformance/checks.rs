@@ -133,7 +133,7 @@ impl Suite<'_> {
         self.run
             .create_namespace(scene.client(), &probe.namespace, &self.run.cluster_queue(), true)
             .await
-            .map_err(|e| Evidence::new("a namespace with a held LocalQueue for the probe job", e))?;
+            .map_err(|e| Evidence::new("a namespace with a held LocalQueue for the probe job", e.to_string()))?;
         self.create(&probe).await?;
         let pod_sets = until(ADMISSION, POLL, || async {
             match probe.workloads().await?.into_iter().next() {

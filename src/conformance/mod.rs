@@ -23,7 +23,7 @@ use catalog::{Check, Scope};
 use checks::Suite;
 use report::{CheckOutcome, CheckResult, Evidence, Report};
 use scene::Scene;
-use setup::{RUN_LABEL, Run, delete_namespace};
+use setup::{RUN_LABEL, Run, SetupError, delete_namespace};
 use target::Target;
 
 pub struct Options {
@@ -53,7 +53,7 @@ pub async fn run(target: &Target, options: &Options) -> Result<Report, Conforman
     } else {
         clean_up(target, &run).await;
     }
-    created.map_err(ConformanceError::Queues)?;
+    created?;
 
     let manager = target.multikueue.as_ref().map(|m| m.manager.name.as_str());
     let mut report =
@@ -72,7 +72,7 @@ pub enum ConformanceError {
     #[error(transparent)]
     Sample(#[from] samples::SampleError),
     #[error("cannot create the run's queues: {0}")]
-    Queues(String),
+    Queues(#[from] SetupError),
 }
 
 async fn run_check(suite: &Suite<'_>, target: &Target, check: Check) -> CheckResult {
@@ -87,7 +87,7 @@ async fn run_check(suite: &Suite<'_>, target: &Target, check: Check) -> CheckRes
                     Ok(()) => {
                         suite.check(check, &Scene::new(&single.name, &single.client, &namespace, integration)).await
                     }
-                    Err(e) => Err(Evidence::new("a namespace with a LocalQueue for the check", e)),
+                    Err(e) => Err(Evidence::new("a namespace with a LocalQueue for the check", e.to_string())),
                 };
             (single.name.clone(), verdict)
         }
@@ -110,7 +110,7 @@ async fn run_check(suite: &Suite<'_>, target: &Target, check: Check) -> CheckRes
                         .run
                         .create_namespace(&cluster.client, &namespace, &queue, false)
                         .await
-                        .map_err(|e| format!("on {}: {e}", cluster.name));
+                        .map_err(|e| e.on(&cluster.name));
                 }
             }
             let manager = &multikueue.manager;
@@ -118,7 +118,9 @@ async fn run_check(suite: &Suite<'_>, target: &Target, check: Check) -> CheckRes
                 Ok(()) => {
                     suite.check(check, &Scene::new(&manager.name, &manager.client, &namespace, integration)).await
                 }
-                Err(e) => Err(Evidence::new("a namespace with a LocalQueue on the manager and every worker", e)),
+                Err(e) => {
+                    Err(Evidence::new("a namespace with a LocalQueue on the manager and every worker", e.to_string()))
+                }
             };
             (manager.name.clone(), verdict)
         }
@@ -147,7 +149,7 @@ fn skipped(check: Check, reason: &str) -> CheckResult {
     }
 }
 
-async fn create_queues(target: &Target, run: &Run) -> Result<(), String> {
+async fn create_queues(target: &Target, run: &Run) -> Result<(), SetupError> {
     run.create_queues(&target.single.client).await?;
     if let Some(multikueue) = &target.multikueue {
         let workers: Vec<(&str, &kube::Client)> =

@@ -16,6 +16,7 @@ use sha1::{Digest, Sha1};
 
 use super::catalog::Check;
 use crate::api::kueue::{AdmissionCheck, ClusterQueue, LocalQueue, ResourceFlavor};
+use crate::kube_util::ApplyError;
 
 /// The LocalQueue of every check namespace.
 pub const QUEUE: &str = "conformance";
@@ -88,7 +89,7 @@ impl Run {
         namespace: &str,
         cluster_queue: &str,
         held: bool,
-    ) -> Result<(), String> {
+    ) -> Result<(), SetupError> {
         let mut local_queue = json!({
             "apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "LocalQueue",
             "metadata": {"name": QUEUE, "namespace": namespace},
@@ -132,7 +133,7 @@ impl Run {
     }
 
     /// The flavor and the ClusterQueue of the single-cluster checks.
-    pub async fn create_queues(&self, client: &Client) -> Result<(), String> {
+    pub async fn create_queues(&self, client: &Client) -> Result<(), SetupError> {
         for object in [self.flavor_object(), self.cluster_queue_object(&self.cluster_queue(), None)] {
             apply(client, &object).await?;
         }
@@ -141,7 +142,11 @@ impl Run {
 
     /// On the manager, a MultiKueue AdmissionCheck over the MultiKueueClusters `workers` and a
     /// ClusterQueue behind it; on every worker, a ClusterQueue of the same name for the copies.
-    pub async fn create_multikueue_queues(&self, manager: &Client, workers: &[(&str, &Client)]) -> Result<(), String> {
+    pub async fn create_multikueue_queues(
+        &self,
+        manager: &Client,
+        workers: &[(&str, &Client)],
+    ) -> Result<(), SetupError> {
         let queue = self.multikueue_cluster_queue();
         let names: Vec<&str> = workers.iter().map(|(name, _)| *name).collect();
         let on_manager = [
@@ -156,11 +161,11 @@ impl Run {
             self.cluster_queue_object(&queue, Some(&self.admission_check())),
         ];
         for object in &on_manager {
-            apply(manager, object).await.map_err(|e| format!("on the manager: {e}"))?;
+            apply(manager, object).await.map_err(|e| e.on("the manager"))?;
         }
         for (name, client) in workers {
             for object in [self.flavor_object(), self.cluster_queue_object(&queue, None)] {
-                apply(client, &object).await.map_err(|e| format!("on {name}: {e}"))?;
+                apply(client, &object).await.map_err(|e| e.on(name))?;
             }
         }
         Ok(())
@@ -214,7 +219,7 @@ async fn node_labels(client: &Client) -> BTreeMap<String, String> {
 
 /// Waits until Kueue has written the LocalQueue's status: only then does its queue manager map
 /// the LocalQueue to its ClusterQueue, and a job created earlier is not defaulted to MultiKueue.
-async fn await_known_to_kueue(client: &Client, namespace: &str, queue: &str) -> Result<(), String> {
+async fn await_known_to_kueue(client: &Client, namespace: &str, queue: &str) -> Result<(), SetupError> {
     let resource = ApiResource::erase::<LocalQueue>(&());
     let api: Api<DynamicObject> = Api::namespaced_with(client.clone(), namespace, &resource);
     let has_status = |lq: Option<&DynamicObject>| {
@@ -223,11 +228,10 @@ async fn await_known_to_kueue(client: &Client, namespace: &str, queue: &str) -> 
     let seen = await_condition(api, queue, has_status);
     match tokio::time::timeout(KUEUE_SEES_QUEUE, seen).await {
         Ok(Ok(_)) => Ok(()),
-        Ok(Err(e)) => Err(format!("cannot watch LocalQueue {namespace}/{queue}: {e}")),
-        Err(_) => Err(format!(
-            "Kueue did not report LocalQueue {namespace}/{queue} within {} s (no status conditions)",
-            KUEUE_SEES_QUEUE.as_secs()
-        )),
+        Ok(Err(e)) => Err(SetupError::Watch { queue: format!("{namespace}/{queue}"), message: e.to_string() }),
+        Err(_) => {
+            Err(SetupError::NotSeen { queue: format!("{namespace}/{queue}"), seconds: KUEUE_SEES_QUEUE.as_secs() })
+        }
     }
 }
 
@@ -244,13 +248,33 @@ pub async fn delete_namespace(client: &Client, namespace: &str) {
     }
 }
 
-async fn apply(client: &Client, object: &Value) -> Result<(), String> {
-    match crate::kube_util::apply(client, object).await {
-        Ok(applied) => {
-            tracing::debug!(name = %applied.name_any(), "created");
-            Ok(())
-        }
-        Err(e) => Err(format!("cannot create {e}")),
+async fn apply(client: &Client, object: &Value) -> Result<(), SetupError> {
+    let applied = crate::kube_util::apply(client, object).await?;
+    tracing::debug!(name = %applied.name_any(), "created");
+    Ok(())
+}
+
+/// What a run could not set up.
+#[derive(Debug, thiserror::Error)]
+pub enum SetupError {
+    #[error("cannot create {0}")]
+    Create(#[from] ApplyError),
+    #[error("on {cluster}: {source}")]
+    On {
+        cluster: String,
+        #[source]
+        source: Box<SetupError>,
+    },
+    #[error("cannot watch LocalQueue {queue}: {message}")]
+    Watch { queue: String, message: String },
+    #[error("Kueue did not report LocalQueue {queue} within {seconds} s (no status conditions)")]
+    NotSeen { queue: String, seconds: u64 },
+}
+
+impl SetupError {
+    /// The same, said to have happened on `cluster`.
+    pub fn on(self, cluster: &str) -> SetupError {
+        SetupError::On { cluster: cluster.to_string(), source: Box::new(self) }
     }
 }
 

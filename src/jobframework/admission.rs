@@ -168,7 +168,7 @@ async fn mutate<K: JobWebhook>(
             };
             match tokio::time::timeout(QUEUE_LOOKUP_TIMEOUT, queues.uses_multikueue(&namespace, &queue)).await {
                 Ok(Ok(answer)) => answer,
-                Ok(Err(why)) => return undecided(why),
+                Ok(Err(why)) => return undecided(why.to_string()),
                 Err(_) => return undecided(format!("no answer from the API server within {QUEUE_LOOKUP_TIMEOUT:?}")),
             }
         }

@@ -22,7 +22,7 @@ impl QueueCache {
     /// Whether LocalQueue `namespace/local_queue` leads to a ClusterQueue with a MultiKueue
     /// admission check. A queue created a moment before its first job may not have reached the
     /// caches yet; it is read from the API server then, so that job is handed to MultiKueue too.
-    pub async fn uses_multikueue(&self, namespace: &str, local_queue: &str) -> Result<bool, String> {
+    pub async fn uses_multikueue(&self, namespace: &str, local_queue: &str) -> Result<bool, Unread> {
         let lq_api = Api::<LocalQueue>::namespaced(self.client.clone(), namespace);
         let lq_key = ObjectRef::new(local_queue).within(namespace);
         let Some(lq) = cached_or_read(&self.local_queues, &lq_api, lq_key).await? else { return Ok(false) };
@@ -41,7 +41,7 @@ impl QueueCache {
 }
 
 /// The cached object, else the API server's (none when it does not exist).
-async fn cached_or_read<K>(store: &Store<K>, api: &Api<K>, key: ObjectRef<K>) -> Result<Option<Arc<K>>, String>
+async fn cached_or_read<K>(store: &Store<K>, api: &Api<K>, key: ObjectRef<K>) -> Result<Option<Arc<K>>, Unread>
 where
     K: Resource<DynamicType = ()> + Clone + DeserializeOwned + Debug,
 {
@@ -50,11 +50,20 @@ where
     }
     match api.get_opt(&key.name).await {
         Ok(read) => Ok(read.map(Arc::new)),
-        Err(err) => {
+        Err(source) => {
             let name = key.namespace.as_ref().map_or(key.name.clone(), |ns| format!("{ns}/{}", key.name));
-            Err(format!("cannot read {} {name}: {err}", K::kind(&())))
+            Err(Unread { kind: K::kind(&()).to_string(), name, source })
         }
     }
+}
+
+/// A queue object neither cached nor readable from the API server.
+#[derive(Debug, thiserror::Error)]
+#[error("cannot read {kind} {name}: {source}")]
+pub struct Unread {
+    kind: String,
+    name: String,
+    source: kube::Error,
 }
 
 #[cfg(test)]
@@ -147,7 +156,7 @@ pub(crate) mod tests {
             vec![decoded(cluster_queue())],
             vec![decoded(multikueue_check())],
         );
-        assert_eq!(queues.uses_multikueue("team", "main").await, Ok(true));
+        assert!(queues.uses_multikueue("team", "main").await.unwrap());
         assert!(requested(&asked).is_empty());
     }
 
@@ -160,7 +169,7 @@ pub(crate) mod tests {
         ];
         let (client, asked) = api_server(objects, None);
         let queues = caches(client, Vec::new(), Vec::new(), Vec::new());
-        assert_eq!(queues.uses_multikueue("team", "main").await, Ok(true));
+        assert!(queues.uses_multikueue("team", "main").await.unwrap());
         assert_eq!(
             requested(&asked),
             [format!("GET {}", lq_path("team", "main")), format!("GET {CQ_PATH}"), format!("GET {AC_PATH}")]
@@ -171,25 +180,25 @@ pub(crate) mod tests {
     async fn a_queue_that_does_not_exist_or_has_no_multikueue_check_is_not_multikueue() {
         let (client, _) = api_server(Vec::new(), None);
         let queues = caches(client, Vec::new(), Vec::new(), Vec::new());
-        assert_eq!(queues.uses_multikueue("team", "main").await, Ok(false));
+        assert!(!queues.uses_multikueue("team", "main").await.unwrap());
 
         let mut provisioning = multikueue_check();
         provisioning["spec"]["controllerName"] = json!("kueue.x-k8s.io/provisioning-request");
         let (client, asked) = api_server(vec![(AC_PATH.to_string(), provisioning)], None);
         let queues =
             caches(client, vec![decoded(local_queue("team", "main"))], vec![decoded(cluster_queue())], Vec::new());
-        assert_eq!(queues.uses_multikueue("team", "main").await, Ok(false));
+        assert!(!queues.uses_multikueue("team", "main").await.unwrap());
         assert_eq!(requested(&asked), [format!("GET {AC_PATH}")], "the check was read, and is not MultiKueue's");
     }
 
     #[tokio::test]
     async fn an_api_failure_is_an_error_naming_the_object_not_a_guess() {
         let err = unseen_multikueue_queue("team", "main", true).uses_multikueue("team", "main").await.unwrap_err();
-        assert!(err.starts_with("cannot read ClusterQueue shared: "), "{err}");
+        assert!(err.to_string().starts_with("cannot read ClusterQueue shared: "), "{err}");
 
         let (client, _) = api_server(Vec::new(), Some(lq_path("team", "main")));
         let queues = caches(client, Vec::new(), Vec::new(), Vec::new());
         let err = queues.uses_multikueue("team", "main").await.unwrap_err();
-        assert!(err.starts_with("cannot read LocalQueue team/main: "), "{err}");
+        assert!(err.to_string().starts_with("cannot read LocalQueue team/main: "), "{err}");
     }
 }
