@@ -2,8 +2,6 @@
 
 use std::path::PathBuf;
 
-use super::leader::LEASE;
-
 #[derive(Debug, thiserror::Error)]
 pub enum ControllerError {
     #[error("the {0} cache never synced")]
@@ -18,8 +16,9 @@ pub enum ControllerError {
     ServerGone,
     #[error("leader election: {0}")]
     Lease(String),
-    #[error("lost the {LEASE} Lease; exiting so another replica leads")]
-    LostLease,
+    /// The Lease it names went to another replica.
+    #[error("lost the {0} Lease; exiting so another replica leads")]
+    LostLease(&'static str),
     #[error("waiting for a signal: {0}")]
     Signal(std::io::Error),
 }

@@ -185,7 +185,7 @@ pub async fn run(options: Options) -> Result<(), ControllerError> {
         _ = async { tokio::join!(jobs, orphans) } => Ok(()),
         result = signal => { info!("shutting down"); result.map_err(ControllerError::Signal) }
         // Another replica may already be writing: stop at once, as controller-runtime does.
-        _ = lease_lost => Err(ControllerError::LostLease),
+        _ = lease_lost => Err(ControllerError::LostLease(leader::LEASE)),
     };
     let _ = stop_tx.send(true);
     server.await.map_err(|_| ControllerError::ServerGone)??;
