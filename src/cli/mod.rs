@@ -147,4 +147,13 @@ mod tests {
         let err = Cli::try_parse_from(["kubectl-kueue_ext", "status", "-o", "xml"]).unwrap_err();
         assert_eq!(err.exit_code(), 2);
     }
+
+    #[test]
+    fn watch_takes_kubectls_all_namespaces_but_not_with_a_namespace() {
+        let cli = Cli::try_parse_from(["kubectl-kueue_ext", "watch", "-A", "--once"]).unwrap();
+        let Command::Watch(args) = cli.command else { panic!("parsed {:?}", cli.command) };
+        assert!(args.all_namespaces && args.namespace.is_none());
+        let err = Cli::try_parse_from(["kubectl-kueue_ext", "watch", "-A", "-n", "team"]).unwrap_err();
+        assert_eq!(err.exit_code(), 2);
+    }
 }

@@ -68,6 +68,9 @@ pub struct Args {
     /// Only this namespace [default: all namespaces]
     #[arg(short, long)]
     pub namespace: Option<String>,
+    /// Every namespace, as kubectl's -A (what watch shows without -n)
+    #[arg(short = 'A', long, conflicts_with = "namespace")]
+    pub all_namespaces: bool,
     /// Print the joined view once and exit (also what happens when stdout is not a terminal).
     #[arg(long)]
     pub once: bool,
