@@ -93,7 +93,7 @@ fn the_kubectl_helper_answers_in_cobra_format() {
     assert_eq!(stdout(&Command::new(BIN).args(["__complete", ""]).output().unwrap()), answer);
 
     let formats = helper(dir.path(), &["watch", "-o", ""]);
-    assert_eq!(values(&formats), ["table", "wide", "json", ":4"]);
+    assert_eq!(values(&formats), ["table", "wide", "json", "yaml", "name", ":4"]);
     assert!(formats.starts_with("table\tThe jobs table"), "{formats}");
     let config = kubeconfig(dir.path());
     let contexts =
