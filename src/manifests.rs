@@ -48,22 +48,13 @@ pub fn webhook_path(hook: Hook, gvk: &GroupVersionKind) -> String {
     format!("/{verb}-{}-{}-{}", gvk.group.replace('.', "-"), gvk.version, gvk.kind.to_lowercase())
 }
 
-/// Each compiled kind's API group and resource.
-fn compiled_resources() -> Vec<(String, String)> {
-    registry::compiled().into_iter().map(|(description, _)| (description.gvk().group, description.resource)).collect()
-}
-
-/// Rules of `verbs` on the compiled kinds' jobs, `suffix` added to each resource (`/status`).
+/// Rules of `verbs` on the compiled kinds' jobs, `suffix` added to each resource (`/status`),
+/// one per API group.
 fn compiled_job_rules(suffix: &str, verbs: &[&str]) -> Vec<Value> {
-    let resources: Vec<(String, String)> =
-        compiled_resources().into_iter().map(|(group, resource)| (group, format!("{resource}{suffix}"))).collect();
-    let mut groups: Vec<&str> = resources.iter().map(|(group, _)| group.as_str()).collect();
-    groups.dedup();
-    let rules = groups.into_iter().map(|group| {
-        let of_group: Vec<&str> = resources.iter().filter(|(g, _)| g == group).map(|(_, r)| r.as_str()).collect();
-        rule(&[group], &of_group, verbs)
+    let rules = registry::compiled().into_iter().map(|(description, _)| {
+        rule(&[description.gvk().group.as_str()], &[format!("{}{suffix}", description.resource).as_str()], verbs)
     });
-    rules.collect()
+    merged(rules.collect())
 }
 
 /// `rules` with those of the same groups and verbs made one, in the order they first appear.

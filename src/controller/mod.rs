@@ -32,7 +32,7 @@ use crate::integrations::wrapped_job::kinds::Kinds;
 use crate::jobframework::events::EventSink;
 use crate::jobframework::queue_cache::QueueCache;
 use crate::jobframework::reconciler::{self, Config, Context};
-use crate::jobframework::setup::{Record, Setup, bounded, error_policy};
+use crate::jobframework::setup::{Record, Setup, bounded, error_policy, stopped};
 use crate::jobframework::{our_workloads, watches};
 use api_authorizer::ApiAuthorizer;
 pub use error::ControllerError;
@@ -95,9 +95,6 @@ pub async fn run(options: Options) -> Result<(), ControllerError> {
     });
 
     let (stop_tx, stop_rx) = watch::channel(false);
-    let stopped = |mut rx: watch::Receiver<bool>| async move {
-        let _ = rx.wait_for(|s| *s).await;
-    };
     let router = server::router(state.clone());
     let (listen, cert_dir, shutdown) = (options.listen, options.cert_dir.clone(), stopped(stop_rx.clone()));
     let server = on_own_thread("webhooks", async move { server::serve(listen, &cert_dir, router, shutdown).await })?;

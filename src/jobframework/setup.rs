@@ -52,10 +52,7 @@ impl Setup {
 
     /// Resolves once the process is stopping.
     pub fn stopped(&self) -> impl Future<Output = ()> + Send + 'static {
-        let mut stop = self.stop.clone();
-        async move {
-            let _ = stop.wait_for(|stopping| *stopping).await;
-        }
+        stopped(self.stop.clone())
     }
 
     /// Runs `controller` with `reconcile` until the process stops, each reconcile timed into
@@ -87,6 +84,11 @@ impl Setup {
             .for_each(|_| async {})
             .boxed()
     }
+}
+
+/// Resolves once `stop` turns true (or its sender is gone).
+pub async fn stopped(mut stop: watch::Receiver<bool>) {
+    let _ = stop.wait_for(|stopping| *stopping).await;
 }
 
 /// A controller of the jobs of one kind whose cache leaves managedFields out: no reconcile reads
