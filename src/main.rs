@@ -23,7 +23,7 @@ fn main() -> ExitCode {
     match runtime.block_on(cli::run(cli)) {
         Ok(code) => code,
         Err(err) => {
-            eprintln!("error: {err:#}");
+            eprintln!("error: {}", cli::in_one_line(&err));
             ExitCode::FAILURE
         }
     }

@@ -103,6 +103,20 @@ pub async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
     }
 }
 
+/// An error and its causes on one line, each said once: most of our errors already name their
+/// cause in their own words, which printing the whole chain (`{:#}`) would repeat.
+pub fn in_one_line(err: &anyhow::Error) -> String {
+    let mut line = err.to_string();
+    for cause in err.chain().skip(1) {
+        let text = cause.to_string();
+        if !line.contains(&text) {
+            line.push_str(": ");
+            line.push_str(&text);
+        }
+    }
+    line
+}
+
 /// Logs go to stderr; `RUST_LOG` overrides the level chosen with `-v`.
 pub fn init_tracing(verbose: u8, format: LogFormat) {
     let level = match verbose {
@@ -128,6 +142,21 @@ pub fn init_tracing(verbose: u8, format: LogFormat) {
 mod tests {
     use super::*;
     use clap::CommandFactory;
+
+    #[derive(Debug, thiserror::Error)]
+    #[error("starting: {source}")]
+    struct Says {
+        source: std::io::Error,
+    }
+
+    #[test]
+    fn an_error_says_each_cause_once() {
+        let says = anyhow::Error::new(Says { source: std::io::Error::other("port taken") });
+        assert_eq!(format!("{says:#}"), "starting: port taken: port taken", "what main printed before");
+        assert_eq!(in_one_line(&says), "starting: port taken");
+        let silent = anyhow::Error::new(std::io::Error::other("port taken")).context("cluster manager");
+        assert_eq!(in_one_line(&silent), "cluster manager: port taken");
+    }
 
     #[test]
     fn cli_definition_is_consistent() {

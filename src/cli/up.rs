@@ -2,13 +2,14 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
 
+use clap::ValueEnum;
 use serde_json::Value;
 
 use crate::integrations::declarative::config::IntegrationConfig;
 use crate::integrations::wrapped_job::settings::parse_go_duration;
 use crate::sandbox::kwok::NodePool;
 use crate::sandbox::progress::{Progress, human_duration};
-use crate::sandbox::{self, KindOptions, RuntimeKind, UpOptions, UpOutcome};
+use crate::sandbox::{self, Addon, KindOptions, RuntimeKind, UpOptions, UpOutcome};
 use crate::submit::documents;
 
 use super::SandboxArgs;
@@ -55,6 +56,11 @@ pub struct Args {
     /// file names, so they are served from the first moment.
     #[arg(long = "crds", value_name = "FILE|DIR")]
     pub crds: Vec<PathBuf>,
+    /// Third-party job controllers run on every cluster beside Kueue (comma-separated; process
+    /// runtime), each built once from the Go module Kueue's release pins. Kueue's own
+    /// integration of the kind is on unless --integrations configures that kind.
+    #[arg(long, value_enum, value_delimiter = ',', value_name = "ADDON")]
+    pub addons: Vec<Addon>,
     /// How long MultiKueue waits for an unreachable worker before running its jobs on another
     /// (Go duration; Kueue's default is 15m). Jobs a lost worker already ran may run twice.
     #[arg(long, value_name = "DURATION", default_value = "5m", value_parser = parse_go_duration)]
@@ -151,8 +157,10 @@ const CRD_API_VERSION: &str = "apiextensions.k8s.io/v1";
 
 fn parse_component_arg(text: &str) -> Result<(String, String), String> {
     let (component, flag) = text.split_once('=').ok_or("expected COMPONENT=FLAG, e.g. kube-apiserver=--v=4")?;
-    if !sandbox::COMPONENTS.contains(&component) {
-        return Err(format!("unknown component {component:?}; one of {}", sandbox::COMPONENTS.join(", ")));
+    let addons = Addon::value_variants().iter().map(|addon| addon.name());
+    let known: Vec<&str> = sandbox::COMPONENTS.into_iter().chain(addons).collect();
+    if !known.contains(&component) {
+        return Err(format!("unknown component {component:?}; one of {}", known.join(", ")));
     }
     Ok((component.to_string(), flag.to_string()))
 }
@@ -187,6 +195,7 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
         kind: args.kind.into(),
         integrations,
         crds,
+        addons: args.addons,
         worker_lost_timeout: args.worker_lost_timeout,
     };
     let outcome = match sandbox::up(&options, &Progress::stderr()).await {

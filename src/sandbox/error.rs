@@ -1,5 +1,6 @@
 use std::path::PathBuf;
 
+use super::addons::AddonError;
 use super::kind_runtime::error::KindError;
 use super::toolchain::ToolchainError;
 
@@ -12,6 +13,8 @@ pub enum SandboxError {
     Toolchain(#[from] ToolchainError),
     #[error(transparent)]
     Kind(#[from] KindError),
+    #[error(transparent)]
+    Addon(#[from] AddonError),
     #[error("{0}")]
     Usage(String),
     #[error("port {port} for {what} is already in use on 127.0.0.1; free it or choose another port")]

@@ -2,6 +2,7 @@
 //! Kueue, run as local processes (the `process` runtime) or as kind clusters (the `kind`
 //! runtime), behind one `ClusterRuntime` trait (`runtime.rs`); `chosen_runtime.rs` picks one.
 
+pub mod addons;
 mod chosen_runtime;
 pub mod fsutil;
 pub mod health;
@@ -9,6 +10,7 @@ pub mod integration;
 mod kind_runtime;
 pub mod kubeconfig;
 pub mod kueue;
+pub mod kustomize;
 pub mod kwok;
 pub mod layout;
 pub mod multikueue;
@@ -29,6 +31,7 @@ mod error;
 mod status;
 mod up;
 
+pub use addons::Addon;
 pub use down::{DownOutcome, down};
 pub use error::SandboxError;
 pub use kind_runtime::{

@@ -6,6 +6,7 @@ use kube::Client;
 use kube::api::{Api, PostParams};
 use serde_json::{Value, json};
 
+use super::addons::Addon;
 use super::kubeconfig::{self, Credentials, Entry};
 use super::kueue::manifests::NAMESPACE;
 use crate::integrations::declarative::config::Integration;
@@ -26,11 +27,12 @@ const TOKEN_SECONDS: i64 = 7 * 24 * 3600;
 const ALL_VERBS: [&str; 7] = ["create", "update", "patch", "delete", "get", "list", "watch"];
 
 /// What the manager's Kueue may do on a worker: its Workloads and queues, and the jobs of each
-/// enabled integration (batch/Job and our kinds) with read access to their status. It also may
+/// enabled integration (batch/Job, our kinds, the add-ons' kinds and the configured ones) with
+/// read access to their status. It also may
 /// create (and only create) the kinds a WrappedJob wraps: the worker's webhook checks that the
 /// creator of a WrappedJob copy could create its components, as it checked the submitter on the
 /// manager.
-pub fn worker_role_rules(integrations: &[Integration]) -> Value {
+pub fn worker_role_rules(integrations: &[Integration], addons: &[Addon]) -> Value {
     let mut rules = vec![
         json!({"apiGroups": ["kueue.x-k8s.io"], "resources": ["workloads"], "verbs": ALL_VERBS}),
         json!({"apiGroups": ["kueue.x-k8s.io"], "resources": ["workloads/status"], "verbs": ["get", "patch", "update"]}),
@@ -38,27 +40,24 @@ pub fn worker_role_rules(integrations: &[Integration]) -> Value {
         json!({"apiGroups": ["batch"], "resources": ["jobs"], "verbs": ALL_VERBS}),
         json!({"apiGroups": ["batch"], "resources": ["jobs/status"], "verbs": ["get"]}),
     ];
-    for (description, _) in registry::compiled() {
-        let (group, resource) = (description.gvk().group, &description.resource);
+    let compiled =
+        registry::compiled().into_iter().map(|(description, _)| (description.gvk().group, description.resource));
+    let configured = integrations.iter().map(|i| (i.gvk().group, i.resource.clone()));
+    let added = addons.iter().map(|a| (a.spec().resource.0.to_string(), a.spec().resource.1.to_string()));
+    for (group, resource) in compiled.chain(configured).chain(added) {
         rules.push(json!({"apiGroups": [group], "resources": [resource], "verbs": ALL_VERBS}));
         rules.push(json!({"apiGroups": [group], "resources": [format!("{resource}/status")], "verbs": ["get"]}));
     }
     for (group, resource) in WRAPPABLE {
         rules.push(json!({"apiGroups": [group], "resources": [resource], "verbs": ["create"]}));
     }
-    for integration in integrations {
-        let group = integration.gvk().group;
-        let resource = &integration.resource;
-        rules.push(json!({"apiGroups": [group], "resources": [resource], "verbs": ALL_VERBS}));
-        rules.push(json!({"apiGroups": [group], "resources": [format!("{resource}/status")], "verbs": ["get"]}));
-    }
     Value::Array(rules)
 }
 
-fn worker_rbac(integrations: &[Integration]) -> Vec<Value> {
+fn worker_rbac(integrations: &[Integration], addons: &[Addon]) -> Vec<Value> {
     vec![
         json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole",
-               "metadata": {"name": ROLE}, "rules": worker_role_rules(integrations)}),
+               "metadata": {"name": ROLE}, "rules": worker_role_rules(integrations, addons)}),
         json!({"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": SERVICE_ACCOUNT, "namespace": NAMESPACE}}),
         json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding",
                "metadata": {"name": ROLE},
@@ -101,9 +100,14 @@ pub fn secret_name(worker: &str) -> String {
 }
 
 /// Creates the worker credentials and the manager objects that use them.
-pub async fn wire(manager: &Client, workers: &[Worker<'_>], integrations: &[Integration]) -> Result<(), WiringError> {
+pub async fn wire(
+    manager: &Client,
+    workers: &[Worker<'_>],
+    integrations: &[Integration],
+    addons: &[Addon],
+) -> Result<(), WiringError> {
     for worker in workers {
-        let kubeconfig = worker_kubeconfig(worker, integrations).await?;
+        let kubeconfig = worker_kubeconfig(worker, integrations, addons).await?;
         for obj in manager_objects_for(worker.name, &kubeconfig) {
             kube_util::apply(manager, &obj).await.map_err(WiringError::Manager)?;
         }
@@ -115,8 +119,12 @@ pub async fn wire(manager: &Client, workers: &[Worker<'_>], integrations: &[Inte
     Ok(())
 }
 
-async fn worker_kubeconfig(worker: &Worker<'_>, integrations: &[Integration]) -> Result<String, WiringError> {
-    for obj in worker_rbac(integrations) {
+async fn worker_kubeconfig(
+    worker: &Worker<'_>,
+    integrations: &[Integration],
+    addons: &[Addon],
+) -> Result<String, WiringError> {
+    for obj in worker_rbac(integrations, addons) {
         kube_util::apply(worker.client, &obj)
             .await
             .map_err(|source| WiringError::Apply { worker: worker.name.to_string(), source })?;
@@ -169,13 +177,40 @@ mod tests {
 
     #[test]
     fn worker_role_is_least_privilege() {
-        let rules = worker_role_rules(&[]);
+        let rules = worker_role_rules(&[], &[Addon::Jobset]);
         for rule in rules.as_array().unwrap() {
             for field in ["apiGroups", "resources", "verbs"] {
                 assert!(!rule[field].as_array().unwrap().contains(&json!("*")), "no wildcard {field}: {rule}");
             }
             assert!(!rule["resources"].as_array().unwrap().contains(&json!("secrets")));
         }
+    }
+
+    #[test]
+    fn an_add_ons_kind_is_copied_to_the_workers_like_an_integrated_one() {
+        let rules = worker_role_rules(&[], &[Addon::Jobset]);
+        let rules = rules.as_array().unwrap();
+        let jobsets = json!({"apiGroups": ["jobset.x-k8s.io"], "resources": ["jobsets"], "verbs": ALL_VERBS});
+        assert!(rules.contains(&jobsets), "Kueue's JobSet adapter watches them: {rules:?}");
+        assert!(!worker_role_rules(&[], &[]).as_array().unwrap().contains(&jobsets));
+    }
+
+    #[test]
+    fn connections_not_yet_active_are_said_in_words() {
+        let connections = Connections {
+            admission_check_active: false,
+            clusters: vec![ClusterConnection {
+                name: "worker1".into(),
+                active: false,
+                reason: "ClientConnectionFailed".into(),
+                message: "jobsets.jobset.x-k8s.io is forbidden".into(),
+            }],
+        };
+        assert_eq!(
+            connections.in_words(2),
+            "worker worker1 is not connected (ClientConnectionFailed: jobsets.jobset.x-k8s.io is forbidden); \
+             1 of 2 MultiKueueClusters exist; the AdmissionCheck multikueue is not active"
+        );
     }
 
     #[tokio::test]
@@ -231,6 +266,23 @@ impl Connections {
     pub fn all_active(&self, expected: usize) -> bool {
         self.admission_check_active && self.clusters.len() == expected && self.clusters.iter().all(|c| c.active)
     }
+
+    /// What is not connected yet, in words: each inactive worker with Kueue's reason and message.
+    pub fn in_words(&self, expected: usize) -> String {
+        let mut parts: Vec<String> = self
+            .clusters
+            .iter()
+            .filter(|c| !c.active)
+            .map(|c| format!("worker {} is not connected ({}: {})", c.name, c.reason, c.message))
+            .collect();
+        if self.clusters.len() != expected {
+            parts.push(format!("{} of {expected} MultiKueueClusters exist", self.clusters.len()));
+        }
+        if !self.admission_check_active {
+            parts.push(format!("the AdmissionCheck {ADMISSION_CHECK} is not active"));
+        }
+        parts.join("; ")
+    }
 }
 
 fn active_condition(obj: &Value) -> (bool, String, String) {
@@ -277,7 +329,7 @@ fn untyped(client: &Client, kind: &str, plural: &str) -> Api<kube::api::DynamicO
 /// What a worker must have for MultiKueue to mirror every integrated kind there: the CRDs, and
 /// each rule of the MultiKueue role granted to its ServiceAccount. Kueue itself only reports an
 /// inactive cluster; this names what is missing.
-pub async fn preflight(worker: &str, client: &Client, integrations: &[Integration]) -> Vec<String> {
+pub async fn preflight(worker: &str, client: &Client, integrations: &[Integration], addons: &[Addon]) -> Vec<String> {
     use k8s_openapi::api::authorization::v1::{ResourceAttributes, SubjectAccessReview, SubjectAccessReviewSpec};
     use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 
@@ -304,7 +356,7 @@ pub async fn preflight(worker: &str, client: &Client, integrations: &[Integratio
     }
     let reviews: Api<SubjectAccessReview> = Api::all(client.clone());
     let user = format!("system:serviceaccount:{NAMESPACE}:{SERVICE_ACCOUNT}");
-    let rules = worker_role_rules(integrations);
+    let rules = worker_role_rules(integrations, addons);
     let checks = rules.as_array().into_iter().flatten().flat_map(|rule| {
         let group = rule["apiGroups"][0].as_str().unwrap_or_default().to_string();
         let resources: Vec<String> =

@@ -7,6 +7,7 @@ use std::time::{Duration, Instant};
 
 use futures::future::join_all;
 
+use super::addons::{self, Addon, AddonLayout, BuiltAddon};
 use super::error::SandboxError;
 use super::health::Prober;
 use super::kubeconfig::{self, Credentials, Entry};
@@ -31,6 +32,7 @@ pub struct ProcessRuntime {
     toolchain: Option<Toolchain>,
     self_exe: PathBuf,
     component_args: Vec<(String, String)>,
+    addons: Vec<BuiltAddon>,
 }
 
 impl ProcessRuntime {
@@ -38,6 +40,7 @@ impl ProcessRuntime {
     pub async fn prepare(
         api_server_port: Option<u16>,
         component_args: Vec<(String, String)>,
+        addons: &[Addon],
         reason: &str,
         progress: &Progress,
     ) -> Result<Self, SandboxError> {
@@ -46,13 +49,14 @@ impl ProcessRuntime {
         }
         let toolchain = toolchain::ensure(progress).await?;
         progress.line(format!("Runtime: process ({reason}; binaries from {})", toolchain.bin_dir().display()));
+        let addons = addons::ensure_built(&toolchain, addons, progress).await?;
         let self_exe = std::env::current_exe().map_err(SandboxError::io("the plugin's own executable"))?;
-        Ok(ProcessRuntime { toolchain: Some(toolchain), self_exe, component_args })
+        Ok(ProcessRuntime { toolchain: Some(toolchain), self_exe, component_args, addons })
     }
 
     /// For `status` and `down` of a recorded sandbox: nothing to build.
     pub fn recorded() -> Self {
-        ProcessRuntime { toolchain: None, self_exe: PathBuf::new(), component_args: Vec::new() }
+        ProcessRuntime { toolchain: None, self_exe: PathBuf::new(), component_args: Vec::new(), addons: Vec::new() }
     }
 }
 
@@ -70,13 +74,21 @@ impl ClusterRuntime for ProcessRuntime {
         let Some(toolchain) = &self.toolchain else {
             return Err(SandboxError::step(&plan.name, "starting", "the process runtime was not prepared"));
         };
-        let mut free = ports::allocate(Ports::COUNT).map_err(SandboxError::io("127.0.0.1"))?;
+        let wanted = Ports::COUNT + AddonLayout::PORTS * self.addons.len();
+        let mut free = ports::allocate(wanted).map_err(SandboxError::io("127.0.0.1"))?;
         if let Some(port) = plan.fixed_api_port {
             free[2] = port;
         }
-        let ports = Ports::from_slice(free.as_slice().try_into().expect("allocated Ports::COUNT ports"));
+        let ports = Ports::from_slice(free[..Ports::COUNT].try_into().expect("allocated Ports::COUNT ports"));
         let layout = Layout::new(&plan.name, &record.dir.join(&plan.name), toolchain, ports, &self.self_exe);
-        start_cluster(plan, &layout, toolchain, record, &self.component_args, progress).await
+        let addon_ports = free[Ports::COUNT..].chunks_exact(AddonLayout::PORTS);
+        let addons: Vec<AddonLayout> = self
+            .addons
+            .iter()
+            .zip(addon_ports)
+            .map(|(built, ports)| AddonLayout::new(built, &layout, ports.try_into().expect("PORTS ports per add-on")))
+            .collect();
+        start_cluster(plan, &layout, &addons, toolchain, record, &self.component_args, progress).await
     }
 
     /// Stops every recorded process (all at once: nothing is kept, so order does not matter,
@@ -119,6 +131,7 @@ impl ClusterRuntime for ProcessRuntime {
 async fn start_cluster(
     plan: &ClusterPlan,
     layout: &Layout,
+    addons: &[AddonLayout],
     toolchain: &Toolchain,
     record: &SandboxRecord,
     component_args: &[(String, String)],
@@ -166,15 +179,31 @@ async fn start_cluster(
             kube_util::apply(&client, &node).await.map_err(|e| SandboxError::step(name, "creating kwok nodes", e))?;
         }
     }
-    kueue::install(&client, layout, &toolchain.kueue_components(), plan.multikueue_manager, &plan.integrations)
-        .await
-        .map_err(|e| SandboxError::step(name, "installing Kueue", e))?;
+    for addon in addons {
+        addons::install_crds(&client, &addon.built).await?;
+    }
+    kueue::install(
+        &client,
+        layout,
+        &toolchain.kueue_components(),
+        plan.multikueue_manager,
+        &plan.integrations,
+        &plan.addons,
+    )
+    .await
+    .map_err(|e| SandboxError::step(name, "installing Kueue", e))?;
     integration::install(&client, layout, &plan.integrations, &plan.crds)
         .await
         .map_err(|e| SandboxError::step(name, "installing kueue-ext", e))?;
-    // Kueue and our controller need only the API server; they start side by side.
+    for addon in addons {
+        addons::install(&client, layout, addon).await?;
+    }
+    // Kueue, our controller and the add-ons need only the API server; they start side by side.
     started.push(launcher.start(&layout.kueue())?);
     started.push(launcher.start(&layout.controller())?);
+    for addon in addons {
+        started.push(launcher.start(&addon.component())?);
+    }
     for component in &started {
         launcher.wait_ready(component, &mut prober).await?;
     }

@@ -5,6 +5,7 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
 use super::KUBECONFIG_FILE;
+use super::addons::Addon;
 use super::error::SandboxError;
 use super::state::{Cluster, Component, Role, RuntimeKind, SandboxPhase, SandboxState};
 use crate::integrations::declarative::config::Integration;
@@ -16,7 +17,14 @@ pub struct SandboxRecord {
 }
 
 impl SandboxRecord {
-    pub fn new(dir: &Path, workers: u32, runtime: RuntimeKind, integrations: &[Integration], crds: &[String]) -> Self {
+    pub fn new(
+        dir: &Path,
+        workers: u32,
+        runtime: RuntimeKind,
+        integrations: &[Integration],
+        crds: &[String],
+        addons: &[Addon],
+    ) -> Self {
         let state = SandboxState {
             name: "kueue-ext".into(),
             runtime,
@@ -27,6 +35,7 @@ impl SandboxRecord {
             merged_kubeconfig: None,
             integrations: integrations.to_vec(),
             crds: crds.to_vec(),
+            addons: addons.to_vec(),
             kind_network: None,
         };
         SandboxRecord { dir: dir.to_path_buf(), state: Arc::new(Mutex::new(state)) }

@@ -9,6 +9,7 @@ use std::sync::Arc;
 use serde::Serialize;
 use serde_json::Value;
 
+use super::addons::Addon;
 use super::error::SandboxError;
 use super::kwok::NodePool;
 use super::progress::Progress;
@@ -31,6 +32,8 @@ pub struct ClusterPlan {
     pub integrations: Arc<[Integration]>,
     /// CustomResourceDefinitions applied before Kueue and our controller start (`up --crds`).
     pub crds: Arc<[Value]>,
+    /// Third-party controllers run beside Kueue (`up --addons`).
+    pub addons: Arc<[Addon]>,
 }
 
 /// How a manager's Kueue runs MultiKueue.
@@ -59,6 +62,7 @@ impl ClusterPlan {
             multikueue_manager: (workers > 0).then_some(MultiKueueManager::default()),
             integrations: Arc::from([]),
             crds: Arc::from([]),
+            addons: Arc::from([]),
         }];
         for i in 1..=workers {
             plans.push(ClusterPlan {
@@ -69,6 +73,7 @@ impl ClusterPlan {
                 multikueue_manager: None,
                 integrations: Arc::from([]),
                 crds: Arc::from([]),
+                addons: Arc::from([]),
             });
         }
         plans

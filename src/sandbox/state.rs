@@ -1,6 +1,7 @@
 //! The sandbox's record of itself (`<state dir>/state.json`): which clusters, which processes,
 //! which ports. Written after every process start, so `down` can clean up a half-started sandbox.
 
+use super::addons::Addon;
 use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
@@ -91,6 +92,9 @@ pub struct SandboxState {
     /// The CustomResourceDefinitions `up --crds` applied on every cluster, by name.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub crds: Vec<String>,
+    /// The add-ons `up --addons` runs on every cluster.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub addons: Vec<Addon>,
     /// The Docker network this sandbox's first kind cluster created: `down` removes it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub kind_network: Option<String>,
@@ -181,6 +185,7 @@ mod tests {
             merged_kubeconfig: None,
             integrations: vec![],
             crds: vec![],
+            addons: vec![],
             kind_network: None,
         }
     }

@@ -136,7 +136,7 @@ async fn multikueue_status(client: Result<kube::Client, String>) -> MultiKueueSt
 
 async fn worker_preflight(runtime: &impl ClusterRuntime, state: &SandboxState, worker: &Cluster) -> Vec<String> {
     match runtime.admin_client(state, worker).await {
-        Ok(client) => multikueue::preflight(&worker.name, &client, &state.integrations).await,
+        Ok(client) => multikueue::preflight(&worker.name, &client, &state.integrations, &state.addons).await,
         Err(e) => vec![format!("{}: unreachable: {e}", worker.name)],
     }
 }

@@ -9,6 +9,7 @@ use futures::future::try_join_all;
 use serde_json::Value;
 use tokio::signal::unix::{Signal, SignalKind, signal};
 
+use super::addons::Addon;
 use super::chosen_runtime::ChosenRuntime;
 use super::error::SandboxError;
 use super::kind_runtime::{self, BollardDocker, KindCli, KindError, KindOptions, KindRuntime};
@@ -44,6 +45,8 @@ pub struct UpOptions {
     pub integrations: Vec<Integration>,
     /// CustomResourceDefinitions (`--crds`) applied on every cluster before Kueue starts.
     pub crds: Vec<Value>,
+    /// Third-party controllers run on every cluster (`--addons`; process runtime).
+    pub addons: Vec<Addon>,
     /// MultiKueue's workerLostTimeout on the manager.
     pub worker_lost_timeout: Duration,
 }
@@ -83,6 +86,11 @@ pub async fn up(options: &UpOptions, progress: &Progress) -> Result<UpOutcome, S
             if !options.component_args.is_empty() {
                 return Err(SandboxError::Usage("--component-arg applies to the process runtime only".into()));
             }
+            if !options.addons.is_empty() {
+                return Err(SandboxError::Usage(
+                    "--addons runs on the process runtime only for now: pass --runtime process".into(),
+                ));
+            }
             let (images, source) = kind_runtime::images_for(options.kind.images, &docker, progress).await?;
             let program = kind_runtime::ensure_kind_cli(progress).await.map_err(KindError::from)?;
             let plans = plans(options, Arc::from([]));
@@ -105,6 +113,7 @@ pub async fn up(options: &UpOptions, progress: &Progress) -> Result<UpOutcome, S
             ProcessRuntime::prepare(
                 options.api_server_port,
                 options.component_args.clone(),
+                &options.addons,
                 &selection.reason,
                 progress,
             )
@@ -118,9 +127,11 @@ pub async fn up(options: &UpOptions, progress: &Progress) -> Result<UpOutcome, S
 fn plans(options: &UpOptions, integrations: Arc<[Integration]>) -> Vec<ClusterPlan> {
     let mut plans = ClusterPlan::all(options.workers, &options.nodes, options.api_server_port);
     let crds: Arc<[Value]> = options.crds.clone().into();
+    let addons: Arc<[Addon]> = options.addons.clone().into();
     for plan in &mut plans {
         plan.integrations = integrations.clone();
         plan.crds = crds.clone();
+        plan.addons = addons.clone();
         if let Some(manager) = plan.multikueue_manager.as_mut() {
             manager.worker_lost_timeout = options.worker_lost_timeout;
         }
@@ -138,8 +149,14 @@ async fn up_with(
 ) -> Result<UpOutcome, SandboxError> {
     let dir = &options.state_dir;
     std::fs::create_dir_all(dir).map_err(SandboxError::io(dir))?;
-    let record =
-        SandboxRecord::new(dir, options.workers, runtime.kind(), &options.integrations, &crd_names(&options.crds));
+    let record = SandboxRecord::new(
+        dir,
+        options.workers,
+        runtime.kind(),
+        &options.integrations,
+        &crd_names(&options.crds),
+        &options.addons,
+    );
     record.save()?;
     // ctrl-c stops what was started, as a failure does; `down` removes the logs left.
     let result = tokio::select! {
@@ -168,6 +185,7 @@ struct Settings<'a> {
     runtime: Option<RuntimeKind>,
     integrations: &'a [Integration],
     crds: &'a [String],
+    addons: &'a [Addon],
 }
 
 /// The names of CustomResourceDefinitions, as the sandbox records them.
@@ -201,6 +219,17 @@ fn settings_mismatch(existing: &SandboxState, asked: &Settings) -> Option<String
             list(asked.crds)
         ));
     }
+    if existing.addons != asked.addons {
+        let list = |addons: &[Addon]| match addons {
+            [] => "none".to_string(),
+            some => some.iter().map(|a| a.name()).collect::<Vec<_>>().join(","),
+        };
+        return Some(format!(
+            "was started with --addons {}; this `up` asks for {}",
+            list(&existing.addons),
+            list(asked.addons)
+        ));
+    }
     None
 }
 
@@ -223,6 +252,7 @@ async fn already_there(
         runtime: options.runtime,
         integrations: &options.integrations,
         crds: &crd_names(&options.crds),
+        addons: &options.addons,
     };
     if let Some(mismatch) = settings_mismatch(&existing, &asked) {
         return Err(SandboxError::SettingsMismatch { dir: dir.to_path_buf(), mismatch });
@@ -295,12 +325,14 @@ async fn connect_clusters(options: &UpOptions, started: &[StartedCluster]) -> Re
                 ca_pem: &w.admin.ca_pem,
             })
             .collect();
-        multikueue::wire(&manager.client, &remote, &options.integrations)
+        multikueue::wire(&manager.client, &remote, &options.integrations, &options.addons)
             .await
             .map_err(|e| SandboxError::step("manager", "wiring MultiKueue", e))?;
         let mut problems = Vec::new();
         for worker in &workers {
-            problems.extend(multikueue::preflight(&worker.name, &worker.client, &options.integrations).await);
+            problems.extend(
+                multikueue::preflight(&worker.name, &worker.client, &options.integrations, &options.addons).await,
+            );
         }
         if !problems.is_empty() {
             return Err(SandboxError::step("manager", "MultiKueue preflight", problems.join("; ")));
@@ -333,7 +365,7 @@ async fn connect_clusters(options: &UpOptions, started: &[StartedCluster]) -> Re
             Ok(connections) if connections.all_active(workers.len()) => return Ok(()),
             _ if Instant::now() >= deadline => {
                 let detail = match seen {
-                    Ok(c) => format!("{c:?}"),
+                    Ok(c) => c.in_words(workers.len()),
                     Err(e) => e.to_string(),
                 };
                 return Err(SandboxError::step("manager", "waiting for MultiKueue to connect the workers", detail));
@@ -377,9 +409,10 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let jobs = sample("job-integration.yaml");
         let crds = vec!["pipelineruns.tekton.dev".to_string()];
-        let running = SandboxRecord::new(dir.path(), 2, RuntimeKind::Process, &jobs, &crds).snapshot();
+        let addons = [Addon::Jobset];
+        let running = SandboxRecord::new(dir.path(), 2, RuntimeKind::Process, &jobs, &crds, &addons).snapshot();
         let mismatch = |workers, runtime, integrations: &[Integration]| {
-            settings_mismatch(&running, &Settings { workers, runtime, integrations, crds: &crds })
+            settings_mismatch(&running, &Settings { workers, runtime, integrations, crds: &crds, addons: &addons })
         };
         assert_eq!(mismatch(2, None, &jobs), None);
         assert_eq!(mismatch(2, Some(RuntimeKind::Process), &jobs), None);
@@ -408,10 +441,15 @@ mod tests {
                  Job.v1.batch with other descriptions"
             )
         );
-        let other = Settings { workers: 2, runtime: None, integrations: &jobs, crds: &[] };
+        let other = Settings { workers: 2, runtime: None, integrations: &jobs, crds: &[], addons: &addons };
         assert_eq!(
             settings_mismatch(&running, &other).as_deref(),
             Some("was started with --crds pipelineruns.tekton.dev; this `up` asks for none")
+        );
+        let other = Settings { workers: 2, runtime: None, integrations: &jobs, crds: &crds, addons: &[] };
+        assert_eq!(
+            settings_mismatch(&running, &other).as_deref(),
+            Some("was started with --addons jobset; this `up` asks for none")
         );
     }
 }

@@ -45,30 +45,34 @@ pub async fn observe(client: &Client, kinds: &Kinds, caches: &Caches, job: &Wrap
     let name = job.name_any();
     let selector = ListParams::default().labels(&format!("{WRAPPED_JOB_LABEL}={name}"));
     let uid = job.uid().unwrap_or_default();
-    let mut listed: HashMap<(String, String), Vec<DynamicObject>> = HashMap::new();
+    let mut listed: HashMap<(String, String), (Vec<DynamicObject>, bool)> = HashMap::new();
     let mut components = Vec::with_capacity(job.spec.components.len());
     for (index, component) in job.spec.components.iter().enumerate() {
         let (api_version, kind) = type_of(&component.template);
         let key = (api_version.to_string(), kind.to_string());
         if !listed.contains_key(&key) {
             let objects = match caches.components(api_version, kind, &namespace, &name) {
-                Some(cached) => cached,
-                None => match kinds.served(api_version, kind).await.map_err(kube_err("discover", kind))? {
-                    Some(Served { resource, .. }) => {
-                        let api: Api<DynamicObject> = Api::namespaced_with(client.clone(), &namespace, &resource);
-                        match api.list(&selector).await {
-                            Ok(list) => list.items,
-                            // Its CRD is gone since it was looked up, and every object of the kind with it.
-                            Err(err) if api_error::is_unserved(&err) => Vec::new(),
-                            Err(err) => return Err(kube_err("list", resource.plural.clone())(err)),
+                Some(cached) => (cached, true),
+                None => (
+                    match kinds.served(api_version, kind).await.map_err(kube_err("discover", kind))? {
+                        Some(Served { resource, .. }) => {
+                            let api: Api<DynamicObject> = Api::namespaced_with(client.clone(), &namespace, &resource);
+                            match api.list(&selector).await {
+                                Ok(list) => list.items,
+                                // Its CRD is gone since it was looked up, and every object of the kind with it.
+                                Err(err) if api_error::is_unserved(&err) => Vec::new(),
+                                Err(err) => return Err(kube_err("list", resource.plural.clone())(err)),
+                            }
                         }
-                    }
-                    None => Vec::new(),
-                },
+                        None => Vec::new(),
+                    },
+                    false,
+                ),
             };
             listed.insert(key.clone(), objects);
         }
-        let mine = listed[&key].iter().find(|o| {
+        let (objects, watched) = &listed[&key];
+        let mine = objects.iter().find(|o| {
             o.owner_references().iter().any(|r| r.controller == Some(true) && r.uid == uid)
                 && o.annotations().get(COMPONENT_INDEX_ANNOTATION) == Some(&index.to_string())
         });
@@ -81,6 +85,7 @@ pub async fn observe(client: &Client, kinds: &Kinds, caches: &Caches, job: &Wrap
                     deleting: object.metadata.deletion_timestamp.is_some(),
                     completion,
                     outcome,
+                    watched: *watched,
                 }
             }
             None => ObservedComponent::Missing,

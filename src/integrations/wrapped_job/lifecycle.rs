@@ -60,7 +60,8 @@ pub struct Step {
 
 /// How soon a component whose creation failed for a transient reason is tried again.
 pub const CREATE_RETRY: Duration = Duration::from_secs(1);
-/// Look again this often at kinds we cannot watch.
+/// Look again this often at components whose end no watch reports: kinds we do not know (judged
+/// by their pods) and kinds outside the controller's caches.
 const UNWATCHED: Duration = Duration::from_secs(15);
 
 /// The next step of `job`. `shape` is its components' identity and pod sets as the webhook
@@ -342,10 +343,10 @@ impl<'a> Machine<'a> {
                 return self.reset_or_fail(1, false);
             }
         }
-        let unwatched = observed
-            .components
-            .iter()
-            .any(|c| matches!(c, ObservedComponent::Present { completion: Completion::Unknown, .. }));
+        let unwatched = observed.components.iter().any(|c| match c {
+            ObservedComponent::Present { completion, watched, .. } => *completion == Completion::Unknown || !watched,
+            ObservedComponent::Missing => false,
+        });
         if unwatched {
             self.requeue(UNWATCHED);
         }

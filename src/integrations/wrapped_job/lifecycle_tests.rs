@@ -33,7 +33,7 @@ fn shape() -> Vec<ComponentStatus> {
 }
 
 fn present(completion: Completion, outcome: ComponentOutcome) -> ObservedComponent {
-    ObservedComponent::Present { name: "x".into(), deleting: false, completion, outcome }
+    ObservedComponent::Present { name: "x".into(), deleting: false, completion, outcome, watched: true }
 }
 
 fn running_job() -> ObservedComponent {
@@ -136,6 +136,24 @@ fn admission_creates_every_component_after_recording_it() {
     s.at(3, &observed(vec![running_job(), deployment()], pods(3, 0, 0, 0)));
     assert_eq!(s.phase(), Phase::Running);
     assert!(s.job.status.as_ref().unwrap().component_status.iter().all(|c| c.conditions[0].status == "True"));
+}
+
+#[test]
+fn a_running_component_no_watch_reports_on_is_looked_at_again() {
+    let mut s = Scenario::new(fast());
+    s.running();
+    let ready = s.at(4, &observed(vec![running_job(), deployment()], pods(0, 3, 0, 0)));
+    assert_eq!(ready.requeue, None, "watched components: their changes trigger the next look");
+
+    let listed = ObservedComponent::Present {
+        name: "x".into(),
+        deleting: false,
+        completion: Completion::RunsToCompletion,
+        outcome: ComponentOutcome::Running,
+        watched: false,
+    };
+    let step = s.at(5, &observed(vec![listed, deployment()], pods(0, 3, 0, 0)));
+    assert_eq!(step.requeue, Some(Duration::from_secs(15)), "a JobSet's Completed condition triggers nothing");
 }
 
 #[test]
@@ -287,6 +305,7 @@ fn what_does_not_go_away_is_deleted_forcefully_after_the_grace() {
                 deleting: true,
                 completion: Completion::RunsToCompletion,
                 outcome: ComponentOutcome::Running,
+                watched: true,
             },
             ObservedComponent::Missing,
         ],

@@ -15,7 +15,15 @@ pub struct Observed {
 #[derive(Clone, Debug, PartialEq)]
 pub enum ObservedComponent {
     Missing,
-    Present { name: String, deleting: bool, completion: Completion, outcome: ComponentOutcome },
+    Present {
+        name: String,
+        deleting: bool,
+        completion: Completion,
+        outcome: ComponentOutcome,
+        /// Read from a watch's cache: a change of it triggers a reconcile. Kinds outside the
+        /// caches (a JobSet, a PyTorchJob) are listed through the API and looked at again.
+        watched: bool,
+    },
 }
 
 /// Whether a component's kind ends on its own.

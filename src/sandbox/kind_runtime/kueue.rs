@@ -14,7 +14,7 @@ use super::{download, wait};
 use crate::integrations::declarative::config::Integration;
 use crate::kube_util::{self, FIELD_MANAGER};
 use crate::sandbox::kueue::manifests::NAMESPACE;
-use crate::sandbox::kueue::{SANDBOX_FRAMEWORKS, configure_for_sandbox};
+use crate::sandbox::kueue::{configure_for_sandbox, frameworks};
 use crate::sandbox::runtime::MultiKueueManager;
 use crate::sandbox::toolchain::versions::KUEUE;
 
@@ -95,7 +95,7 @@ pub fn configured(
     let mut config: Value =
         serde_saphyr::from_str(text).map_err(|e| format!("ConfigMap {CONFIG_MAP}, {CONFIG_KEY}: {e}"))?;
     // The release enables every framework Kueue knows; a sandbox, the ones it has CRDs for.
-    config["integrations"]["frameworks"] = json!(SANDBOX_FRAMEWORKS);
+    config["integrations"]["frameworks"] = json!(frameworks(&[]));
     configure_for_sandbox(&mut config, multikueue_manager, integrations);
     config_map["data"][CONFIG_KEY] = json!(serde_saphyr::to_string(&config).map_err(|e| e.to_string())?);
     Ok(docs)

@@ -449,6 +449,7 @@ async fn teardown_deletes_exactly_the_recorded_clusters() {
         merged_kubeconfig: None,
         integrations: vec![],
         crds: vec![],
+        addons: vec![],
         kind_network: None,
     };
     let kind = FakeKind { existing: vec!["dev".into(), "kueue-ext-manager".into()], ..FakeKind::new("v0.32.0") };
@@ -497,6 +498,7 @@ async fn status_checks_node_containers_and_in_cluster_deployments() {
         merged_kubeconfig: None,
         integrations: vec![],
         crds: vec![],
+        addons: vec![],
         kind_network: None,
     };
     let runtime = KindRuntime::recorded(FakeKind::new("v0.32.0"), FakeDocker::answering());

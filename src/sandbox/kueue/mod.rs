@@ -9,8 +9,10 @@ use std::path::{Path, PathBuf};
 use kube::Client;
 use serde_json::{Value, json};
 
+use super::addons::{self, Addon};
 use super::fsutil::write_private;
 use super::kubeconfig::{self, Credentials, Entry};
+use super::kustomize;
 use super::layout::Layout;
 use super::pki::Pki;
 use super::runtime::MultiKueueManager;
@@ -65,6 +67,7 @@ pub fn configuration(
     layout: &Layout,
     multikueue_manager: Option<MultiKueueManager>,
     integrations: &[Integration],
+    addons: &[Addon],
 ) -> Value {
     let mut config = json!({
         "apiVersion": "config.kueue.x-k8s.io/v1beta2",
@@ -85,15 +88,20 @@ pub fn configuration(
         // The visibility server needs its own aggregated API and fixed cert paths.
         "featureGates": {"VisibilityOnDemand": false},
         "clientConnection": {"qps": 300, "burst": 500},
-        "integrations": {"frameworks": SANDBOX_FRAMEWORKS},
+        "integrations": {"frameworks": frameworks(addons)},
     });
     configure_for_sandbox(&mut config, multikueue_manager, integrations);
     config
 }
 
-/// Kueue's built-in integrations a sandbox enables: a framework whose MultiKueue adapter is on
-/// needs its CRD on every worker, or the whole worker connection fails.
-pub const SANDBOX_FRAMEWORKS: [&str; 1] = ["batch/job"];
+/// Kueue's built-in integrations every sandbox enables (add-ons bring theirs): a framework whose
+/// MultiKueue adapter is on needs its CRD on every worker, or the whole worker connection fails.
+const SANDBOX_FRAMEWORKS: [&str; 1] = ["batch/job"];
+
+/// The built-in integrations a sandbox with `addons` enables.
+pub fn frameworks(addons: &[Addon]) -> Vec<&'static str> {
+    SANDBOX_FRAMEWORKS.into_iter().chain(addons::kueue_frameworks(addons)).collect()
+}
 
 /// What every sandbox's Kueue is told, whatever runs it: our kinds as external frameworks (and
 /// MultiKueue's generic adapter for them, which is gated), and on a manager of workers
@@ -134,8 +142,7 @@ const IDLE_FRAMEWORK: (&str, &str) = ("sparkoperator.k8s.io/sparkapplication", "
 fn built_in_kind(framework: &str) -> Option<&'static str> {
     match framework {
         "batch/job" => Some("Job.v1.batch"),
-        "jobset.x-k8s.io/jobset" => Some("JobSet.v1alpha2.jobset.x-k8s.io"),
-        _ => None,
+        _ => addons::framework_kind(framework),
     }
 }
 
@@ -146,11 +153,12 @@ pub async fn install(
     components: &Path,
     multikueue_manager: Option<MultiKueueManager>,
     integrations: &[Integration],
+    addons: &[Addon],
 ) -> Result<(), KueueError> {
-    kube_util::apply_crds(client, &manifests::crds(components)?).await?;
+    kube_util::apply_crds(client, &kustomize::crds(components)?).await?;
     let namespace = json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": manifests::NAMESPACE}});
     kube_util::apply(client, &namespace).await?;
-    for obj in manifests::rbac(components)? {
+    for obj in manifests::KUSTOMIZATION.rbac(components)? {
         kube_util::apply(client, &obj).await?;
     }
     let ca_pem = std::fs::read_to_string(&layout.pki.ca_cert).map_err(io(&layout.pki.ca_cert))?;
@@ -176,7 +184,7 @@ pub async fn install(
     let kubeconfig_path = dir.join("kubeconfig");
     kubeconfig::write(&kubeconfig_path, &kubeconfig::render(&[entry])).map_err(io(&kubeconfig_path))?;
     let config_path = dir.join("config.yaml");
-    let config = serde_saphyr::to_string(&configuration(layout, multikueue_manager, integrations))
+    let config = serde_saphyr::to_string(&configuration(layout, multikueue_manager, integrations, addons))
         .map_err(|e| io(&config_path)(std::io::Error::other(e)))?;
     std::fs::write(&config_path, config).map_err(io(&config_path))?;
     let certs = dir.join("certs");
@@ -269,5 +277,24 @@ mod tests {
         configure_for_sandbox(&mut untouched, None, &[]);
         assert_eq!(untouched["integrations"]["frameworks"], json!(["batch/job", "jobset.x-k8s.io/jobset"]));
         assert!(untouched["featureGates"].get(IDLE_FRAMEWORK.1).is_none());
+    }
+
+    #[test]
+    fn the_jobset_add_on_brings_kueues_jobset_integration_unless_an_integrations_file_configures_jobsets() {
+        let mut config = json!({"integrations": {"frameworks": frameworks(&[Addon::Jobset])}});
+        configure_for_sandbox(&mut config, None, &[]);
+        assert_eq!(config["integrations"]["frameworks"], json!(["batch/job", "jobset.x-k8s.io/jobset"]));
+
+        let file = include_str!("../../../samples/third-party/jobset-integration.yaml");
+        let integrations = IntegrationConfig::parse("jobset-integration.yaml", file).unwrap().integrations;
+        let mut config = json!({"integrations": {"frameworks": frameworks(&[Addon::Jobset])}});
+        configure_for_sandbox(&mut config, Some(MultiKueueManager::default()), &integrations);
+        assert_eq!(config["integrations"]["frameworks"], json!(["batch/job"]), "ours replaces Kueue's");
+        assert!(
+            config["multiKueue"]["externalFrameworks"]
+                .as_array()
+                .unwrap()
+                .contains(&json!({"name": "JobSet.v1alpha2.jobset.x-k8s.io"}))
+        );
     }
 }

@@ -36,6 +36,10 @@ pub async fn lock(root: &Path) -> Result<nix::fcntl::Flock<std::fs::File>, Toolc
     .expect("lock task does not panic")
 }
 
+/// Build tags of the toolchain; add-ons are built with the same, so they reuse its compiled
+/// packages from Go's build cache.
+pub const BUILD_TAGS: &str = "selinux,notest,grpcnotrace";
+
 /// Linker flags that stamp the Kubernetes version: without them the apiserver reports
 /// `v0.0.0-master+$Format:%H$` and Kueue refuses to start on an unparsable server version.
 pub fn ldflags() -> String {
@@ -80,7 +84,7 @@ pub async fn build(toolchain: &Toolchain, key: &str, go: &str, progress: &Progre
     command
         .current_dir(&src)
         .env("CGO_ENABLED", "0")
-        .args(["build", "-trimpath", "-tags", "selinux,notest,grpcnotrace", "-ldflags", &ldflags(), "-o"])
+        .args(["build", "-trimpath", "-tags", BUILD_TAGS, "-ldflags", &ldflags(), "-o"])
         .arg(&staging)
         .args(PACKAGES);
     run_logged(command, "go build of the toolchain", &log).await?;
@@ -120,7 +124,7 @@ pub async fn build(toolchain: &Toolchain, key: &str, go: &str, progress: &Progre
     Ok(())
 }
 
-async fn run_logged(mut command: Command, step: &str, log: &Path) -> Result<(), ToolchainError> {
+pub async fn run_logged(mut command: Command, step: &str, log: &Path) -> Result<(), ToolchainError> {
     let out = std::fs::OpenOptions::new().create(true).append(true).open(log).map_err(io_err(log))?;
     let err = out.try_clone().map_err(io_err(log))?;
     let status = command
@@ -144,7 +148,12 @@ pub fn log_tail(log: &Path, lines: usize) -> String {
 }
 
 /// Checks with `go version -m` that a binary was built from the pinned module version.
-async fn check_module_version(binary: &Path, module: &str, version: &str, log: &Path) -> Result<(), ToolchainError> {
+pub async fn check_module_version(
+    binary: &Path,
+    module: &str,
+    version: &str,
+    log: &Path,
+) -> Result<(), ToolchainError> {
     let output = Command::new("go").arg("version").arg("-m").arg(binary).output().await;
     let fail =
         |reason: String| ToolchainError::Check { binary: binary.display().to_string(), reason, log: log.to_path_buf() };
@@ -194,7 +203,7 @@ pub async fn module_dir(src: &Path, module: &str, log: &Path) -> Result<PathBuf,
 }
 
 /// Copies regular files (module cache files are read-only; the copies are made writable).
-fn copy_tree(from: &Path, to: &Path) -> Result<(), ToolchainError> {
+pub fn copy_tree(from: &Path, to: &Path) -> Result<(), ToolchainError> {
     std::fs::create_dir_all(to).map_err(io_err(to))?;
     for entry in std::fs::read_dir(from).map_err(io_err(from))? {
         let entry = entry.map_err(io_err(from))?;
@@ -209,7 +218,7 @@ fn copy_tree(from: &Path, to: &Path) -> Result<(), ToolchainError> {
     Ok(())
 }
 
-fn remove_any(path: &Path) -> Result<(), ToolchainError> {
+pub fn remove_any(path: &Path) -> Result<(), ToolchainError> {
     let result = if path.is_dir() { std::fs::remove_dir_all(path) } else { std::fs::remove_file(path) };
     match result {
         Err(e) if e.kind() != std::io::ErrorKind::NotFound => Err(io_err(path)(e)),

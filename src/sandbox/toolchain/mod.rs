@@ -16,7 +16,10 @@ use serde::{Deserialize, Serialize};
 
 use crate::sandbox::progress::Progress;
 
-pub use build::{go_version, ldflags, lock, log_tail, module_dir};
+pub use build::{
+    BUILD_TAGS, check_module_version, copy_tree, go_version, ldflags, lock, log_tail, module_dir, remove_any,
+    run_logged,
+};
 
 /// Errors of finding or building the toolchain; each says what to do next.
 #[derive(Debug, thiserror::Error)]
@@ -72,6 +75,11 @@ impl Toolchain {
     /// Kueue's `config/components` directory, as shipped in its Go module.
     pub fn kueue_components(&self) -> PathBuf {
         self.root.join("kueue/config/components")
+    }
+
+    /// Where add-ons (`up --addons`) are built, one directory each.
+    pub fn addons_dir(&self) -> PathBuf {
+        self.root.join("addons")
     }
 
     /// kwok's `kustomize/stage` directory, as shipped in its Go module.

@@ -14,6 +14,9 @@ pub const ETCD: &str = "v3.6.8";
 /// kwok release (`sigs.k8s.io/kwok`).
 pub const KWOK: &str = "v0.8.0";
 
+/// JobSet release (`sigs.k8s.io/jobset`) that Kueue's go.mod requires: the `jobset` add-on.
+pub const JOBSET: &str = "v0.12.0";
+
 /// The Go module that provides each built binary, and the version it must report.
 pub const MODULES: [(&str, &str, &str); 4] = [
     ("kube", "k8s.io/kubernetes", KUBERNETES),
@@ -44,6 +47,11 @@ mod tests {
         for (_, module, version) in MODULES {
             assert_eq!(required_version(module).as_deref(), Some(version), "{module} in hack/toolchain/go.mod");
         }
+    }
+
+    #[test]
+    fn add_ons_are_the_versions_kueue_requires() {
+        assert_eq!(required_version("sigs.k8s.io/jobset").as_deref(), Some(JOBSET));
     }
 
     #[test]

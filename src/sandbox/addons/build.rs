@@ -1,0 +1,94 @@
+//! Building an add-on once per toolchain: its main package with the toolchain's Go module (which
+//! requires the add-on's module through Kueue), and its `config/components` copied beside it.
+//!
+//! One cache entry (`<toolchain>/addons/<name>-<version>/`): `bin/<name>`, `config/components/`
+//! (CRDs, RBAC and webhook manifests), `build.log`, and `ready`, written last.
+
+use std::path::PathBuf;
+
+use tokio::process::Command;
+
+use super::{Addon, AddonError};
+use crate::sandbox::progress::Progress;
+use crate::sandbox::toolchain::{self, Toolchain, ToolchainError, io_err};
+
+/// An add-on's binary and manifests, ready to run.
+#[derive(Clone, Debug)]
+pub struct BuiltAddon {
+    pub addon: Addon,
+    pub program: PathBuf,
+    /// The module's `config/components`.
+    pub components: PathBuf,
+}
+
+/// Returns each add-on built, building those not cached yet.
+pub async fn ensure_built(
+    toolchain: &Toolchain,
+    addons: &[Addon],
+    progress: &Progress,
+) -> Result<Vec<BuiltAddon>, AddonError> {
+    let mut built = Vec::new();
+    for &addon in addons {
+        let fail = |source| AddonError::Build { addon: addon.name(), source };
+        built.push(ensure_one(toolchain, addon, progress).await.map_err(fail)?);
+    }
+    Ok(built)
+}
+
+async fn ensure_one(toolchain: &Toolchain, addon: Addon, progress: &Progress) -> Result<BuiltAddon, ToolchainError> {
+    let spec = addon.spec();
+    let root = toolchain.addons_dir().join(format!("{}-{}", spec.name, spec.version));
+    let built =
+        BuiltAddon { addon, program: root.join("bin").join(spec.name), components: root.join("config/components") };
+    std::fs::create_dir_all(&root).map_err(io_err(&root))?;
+    let _lock = toolchain::lock(&root).await?;
+    let ready = root.join("ready");
+    if ready.exists() && built.program.exists() {
+        return Ok(built);
+    }
+    let log = root.join("build.log");
+    let step = progress.step(format!("building add-on {} {} from its Go module", spec.name, spec.version));
+    let staging = root.join("bin.partial");
+    toolchain::remove_any(&staging)?;
+    let mut command = Command::new("go");
+    command
+        .current_dir(toolchain.src_dir())
+        .env("CGO_ENABLED", "0")
+        .args(["build", "-trimpath", "-tags", toolchain::BUILD_TAGS, "-ldflags", &ldflags(addon), "-o"])
+        .arg(staging.join(spec.name))
+        .arg(spec.package);
+    toolchain::run_logged(command, &format!("go build {}", spec.package), &log).await?;
+    toolchain::check_module_version(&staging.join(spec.name), spec.module, spec.version, &log).await?;
+    let module = toolchain::module_dir(&toolchain.src_dir(), spec.module, &log).await?;
+    for sub in ["crd/bases", "rbac", "webhook"] {
+        let from = module.join("config/components").join(sub);
+        toolchain::copy_tree(&from, &built.components.join(sub))?;
+    }
+    let bin = root.join("bin");
+    toolchain::remove_any(&bin)?;
+    std::fs::rename(&staging, &bin).map_err(io_err(&bin))?;
+    std::fs::write(&ready, spec.version).map_err(io_err(&ready))?;
+    step.done();
+    Ok(built)
+}
+
+fn ldflags(addon: Addon) -> String {
+    let spec = addon.spec();
+    match spec.version_variable {
+        Some(variable) => format!("-s -w -X {variable}={}", spec.version),
+        None => "-s -w".to_string(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_release_version_is_stamped_where_the_binary_reads_it() {
+        assert_eq!(
+            ldflags(Addon::Jobset),
+            format!("-s -w -X sigs.k8s.io/jobset/pkg/version.GitVersion={}", toolchain::versions::JOBSET)
+        );
+    }
+}

@@ -1,0 +1,120 @@
+//! Third-party job controllers a sandbox runs beside Kueue on every cluster (`up --addons`).
+//! Each is built from the Go module Kueue's release pins (so its API is the one Kueue's own
+//! integration of the kind compiles against), installed from that module's own manifests, and
+//! run like Kueue: as its own ServiceAccount, its webhooks called by URL with the sandbox's CA.
+
+mod build;
+mod install;
+
+use std::path::PathBuf;
+
+use serde::{Deserialize, Serialize};
+
+use super::kustomize::{Kustomization, ManifestError};
+use super::toolchain::ToolchainError;
+
+pub use build::{BuiltAddon, ensure_built};
+pub use install::{AddonLayout, install, install_crds};
+
+/// An add-on a sandbox can run; its name is the one `--addons` takes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
+#[serde(rename_all = "lowercase")]
+pub enum Addon {
+    /// JobSet's controller and webhooks (sigs.k8s.io/jobset).
+    Jobset,
+}
+
+/// Where an add-on comes from and how it is installed.
+pub struct AddonSpec {
+    /// The component's name in `status` and the state dir.
+    pub name: &'static str,
+    /// The Go module, at the version Kueue's go.mod requires.
+    pub module: &'static str,
+    pub version: &'static str,
+    /// The main package built.
+    pub package: &'static str,
+    /// The linker variable that carries the release's version, if the binary reports one.
+    pub version_variable: Option<&'static str>,
+    pub kustomization: Kustomization,
+    /// The kind's API group and resource, which MultiKueue copies to the workers.
+    pub resource: (&'static str, &'static str),
+    /// Kueue's built-in integration of the add-on's kind (framework name, `Kind.version.group`):
+    /// on while no integrations file configures that kind.
+    pub kueue_framework: (&'static str, &'static str),
+}
+
+impl Addon {
+    pub fn spec(self) -> &'static AddonSpec {
+        match self {
+            Addon::Jobset => &JOBSET,
+        }
+    }
+
+    pub fn name(self) -> &'static str {
+        self.spec().name
+    }
+}
+
+const JOBSET: AddonSpec = AddonSpec {
+    name: "jobset",
+    module: "sigs.k8s.io/jobset",
+    version: super::toolchain::versions::JOBSET,
+    package: "sigs.k8s.io/jobset",
+    version_variable: Some("sigs.k8s.io/jobset/pkg/version.GitVersion"),
+    kustomization: Kustomization { namespace: "jobset-system", name_prefix: "jobset-" },
+    resource: ("jobset.x-k8s.io", "jobsets"),
+    kueue_framework: ("jobset.x-k8s.io/jobset", "JobSet.v1alpha2.jobset.x-k8s.io"),
+};
+
+#[derive(Debug, thiserror::Error)]
+pub enum AddonError {
+    #[error("building add-on {addon}: {source}")]
+    Build {
+        addon: &'static str,
+        #[source]
+        source: ToolchainError,
+    },
+    #[error("add-on {addon}: {source}")]
+    Manifest {
+        addon: &'static str,
+        #[source]
+        source: ManifestError,
+    },
+    #[error("installing add-on {addon}: {source}")]
+    Apply {
+        addon: &'static str,
+        #[source]
+        source: crate::kube_util::ApplyError,
+    },
+    #[error("requesting a token for add-on {addon}'s ServiceAccount: {source}")]
+    Token {
+        addon: &'static str,
+        #[source]
+        source: kube::Error,
+    },
+    #[error("add-on {addon}: {path}: {source}")]
+    Io {
+        addon: &'static str,
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+}
+
+impl AddonError {
+    fn io<'a>(addon: &'static str, path: &'a std::path::Path) -> impl FnOnce(std::io::Error) -> AddonError + 'a {
+        move |source| AddonError::Io { addon, path: path.to_path_buf(), source }
+    }
+}
+
+/// Kueue's built-in frameworks the add-ons bring: an add-on's kind is queued by Kueue's own
+/// integration unless an integrations file configures it (then ours replaces Kueue's).
+pub fn kueue_frameworks(addons: &[Addon]) -> Vec<&'static str> {
+    addons.iter().map(|addon| addon.spec().kueue_framework.0).collect()
+}
+
+/// The kind of one of Kueue's built-in frameworks that an add-on brings.
+pub fn framework_kind(framework: &str) -> Option<&'static str> {
+    use clap::ValueEnum;
+    Addon::value_variants().iter().map(|a| a.spec().kueue_framework).find(|(f, _)| *f == framework).map(|(_, k)| k)
+}
