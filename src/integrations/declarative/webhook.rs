@@ -37,7 +37,7 @@ fn validate_pod_sets(job: &ConfiguredJob) -> Vec<FieldError> {
             }
         };
         if let Err(why) = dns1123_label(&pod_set.name) {
-            errors.push(FieldError::invalid(format!("podSet {:?}", pod_set.name), &pod_set.name, &why));
+            errors.push(FieldError::invalid(format!("podSet {:?}", pod_set.name), &pod_set.name, &why.to_string()));
         } else if !names.insert(pod_set.name.clone()) {
             errors.push(FieldError::new(
                 format!("podSet {:?}", pod_set.name),

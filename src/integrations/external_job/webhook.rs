@@ -20,7 +20,7 @@ fn validate_spec(job: &ExternalJob) -> Vec<FieldError> {
     if !name.is_empty()
         && let Err(why) = dns1123_label(&name)
     {
-        errors.push(FieldError::invalid("metadata.name", &name, &why));
+        errors.push(FieldError::invalid("metadata.name", &name, &why.to_string()));
     }
     let pod_sets = &job.spec.pod_sets;
     if pod_sets.is_empty() || pod_sets.len() > MAX_POD_SETS {
@@ -34,7 +34,7 @@ fn validate_spec(job: &ExternalJob) -> Vec<FieldError> {
     for (i, pod_set) in pod_sets.iter().enumerate() {
         let path = format!("spec.podSets[{i}]");
         if let Err(why) = dns1123_label(&pod_set.name) {
-            errors.push(FieldError::invalid(format!("{path}.name"), &pod_set.name, &why));
+            errors.push(FieldError::invalid(format!("{path}.name"), &pod_set.name, &why.to_string()));
         } else if !seen.insert(pod_set.name.as_str()) {
             errors.push(FieldError::new(format!("{path}.name"), format!("Duplicate value: {:?}", pod_set.name)));
         }
