@@ -287,7 +287,7 @@ impl PodSetRule {
             _ => return Err(("name".into(), "give either `name`, or `each` (with `nameFrom` for a list)".into())),
         }
         if let Some(count) = &self.count {
-            count.validate().map_err(|why| ("count".to_string(), why))?;
+            count.validate().map_err(|why| ("count".to_string(), why.to_string()))?;
         }
         match (&self.template, &self.requests) {
             (Some(template), None) if self.each.is_some() || template.in_spec() => Ok(()),

@@ -44,9 +44,8 @@ fn validate_pod_sets(job: &ConfiguredJob) -> Vec<FieldError> {
                 "Duplicate value: pod set names must differ",
             ));
         }
-        if let Err(message) = job.template(pod_set) {
-            let (path, message) = message.split_once(": ").unwrap_or(("", &message));
-            errors.push(FieldError::new(path, message));
+        if let Err(error) = job.template(pod_set) {
+            errors.push(error);
         }
         if let Some(count) = &pod_set.count {
             errors.extend(count_errors(job.object(), count));

@@ -69,7 +69,7 @@ fn validate_spec(job: &ExternalJob) -> Vec<FieldError> {
                         errors.push(FieldError::invalid(
                             format!("{path}.template.spec.containers[{j}].resources.{kind}[{resource}]"),
                             &quantity.0,
-                            &why,
+                            &why.to_string(),
                         ));
                     }
                 }
@@ -85,15 +85,19 @@ fn validate_spec(job: &ExternalJob) -> Vec<FieldError> {
     errors
 }
 
+/// Text that is not a Kubernetes quantity.
+#[derive(Debug, thiserror::Error)]
+#[error("must be a quantity such as 500m, 2 or 1Gi")]
+pub struct NotAQuantity;
+
 /// A Kubernetes quantity: a non-negative decimal number, optional exponent, optional suffix.
-pub fn check_quantity(text: &str) -> Result<(), String> {
+pub fn check_quantity(text: &str) -> Result<(), NotAQuantity> {
     const SUFFIXES: [&str; 13] = ["Ki", "Mi", "Gi", "Ti", "Pi", "Ei", "n", "u", "m", "k", "M", "G", "T"];
-    let why = || "must be a quantity such as 500m, 2 or 1Gi".to_string();
     let number_end = text.find(|c: char| !(c.is_ascii_digit() || c == '.' || c == '+')).unwrap_or(text.len());
     let (number, rest) = text.split_at(number_end);
     let number = number.strip_prefix('+').unwrap_or(number);
     if number.is_empty() || number == "." || number.matches('.').count() > 1 || number.contains('+') {
-        return Err(why());
+        return Err(NotAQuantity);
     }
     let suffix_ok = rest.is_empty()
         || SUFFIXES.contains(&rest)
@@ -103,7 +107,7 @@ pub fn check_quantity(text: &str) -> Result<(), String> {
         })
         || rest == "P"
         || rest == "E";
-    if suffix_ok { Ok(()) } else { Err(why()) }
+    if suffix_ok { Ok(()) } else { Err(NotAQuantity) }
 }
 
 impl JobWebhook for ExternalJob {
