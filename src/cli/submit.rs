@@ -6,6 +6,7 @@ use std::time::{Duration, Instant};
 use super::cluster::ClusterArgs;
 use crate::integrations::declarative::config;
 use crate::integrations::registry::KindRegistry;
+use crate::integrations::wrapped_job::settings::{NotADuration, parse_go_duration};
 use crate::manifests;
 use crate::submit::{self, Defaults, Planned, Problem, appwrapper, documents};
 
@@ -45,10 +46,10 @@ pub struct Args {
 }
 
 /// A Go duration (`90s`, `10m`, `1h30m`); a bare number is seconds.
-fn parse_timeout(text: &str) -> Result<Duration, String> {
+fn parse_timeout(text: &str) -> Result<Duration, NotADuration> {
     match text.parse::<u64>() {
         Ok(seconds) => Ok(Duration::from_secs(seconds)),
-        Err(_) => crate::integrations::wrapped_job::settings::parse_go_duration(text),
+        Err(_) => parse_go_duration(text),
     }
 }
 

@@ -121,7 +121,7 @@ fn read_crds(paths: &[PathBuf]) -> Result<Vec<Value>, Vec<String>> {
     if paths.is_empty() {
         return Ok(Vec::new());
     }
-    let files = documents::collect_files(paths).map_err(|e| vec![e])?;
+    let files = documents::collect_files(paths).map_err(|e| vec![e.to_string()])?;
     let (mut crds, mut problems) = (Vec::new(), Vec::new());
     for file in &files {
         let name = file.display().to_string();

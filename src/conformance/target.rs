@@ -93,25 +93,21 @@ async fn connect(kubeconfig: &Kubeconfig, cluster: &Context) -> Result<Named, Ta
         .filter(|g| g.name == KUEUE_GROUP)
         .flat_map(|g| g.versions.iter().map(|v| v.version.clone()))
         .collect();
-    kueue_served(cluster, &served).map_err(TargetError::Kueue)?;
+    kueue_served(cluster, &served)?;
     Ok(Named { name: cluster.name.clone(), client })
 }
 
 /// Whether the versions of `kueue.x-k8s.io` a cluster serves are enough for the checks.
-fn kueue_served(cluster: &Context, versions: &[String]) -> Result<(), String> {
-    let which = format!("cluster {} (context {})", cluster.name, cluster.context);
+fn kueue_served(cluster: &Context, versions: &[String]) -> Result<(), TargetError> {
     if versions.is_empty() {
-        return Err(format!(
-            "{which} has no Kueue: it does not serve the API group {KUEUE_GROUP}. Install Kueue (this tool is \
-             built against v0.19.2) or choose another context"
-        ));
+        return Err(TargetError::NoKueue { cluster: cluster.name.clone(), context: cluster.context.clone() });
     }
     if !versions.iter().any(|v| v == KUEUE_VERSION) {
-        return Err(format!(
-            "{which} runs a Kueue too old for this tool: it serves {KUEUE_GROUP} {} and the checks need \
-             {KUEUE_GROUP}/{KUEUE_VERSION} (Kueue v0.15 or later; this tool is built against v0.19.2). Upgrade Kueue",
-            versions.join(", ")
-        ));
+        return Err(TargetError::OldKueue {
+            cluster: cluster.name.clone(),
+            context: cluster.context.clone(),
+            served: versions.join(", "),
+        });
     }
     Ok(())
 }
@@ -143,8 +139,17 @@ pub enum TargetError {
     Kubeconfig(#[from] KubeconfigError),
     #[error("cluster {cluster} (context {context}) does not answer: {message}")]
     Unreachable { cluster: String, context: String, message: String },
-    #[error("{0}")]
-    Kueue(String),
+    #[error(
+        "cluster {cluster} (context {context}) has no Kueue: it does not serve the API group {KUEUE_GROUP}. Install \
+         Kueue (this tool is built against v0.19.2) or choose another context"
+    )]
+    NoKueue { cluster: String, context: String },
+    #[error(
+        "cluster {cluster} (context {context}) runs a Kueue too old for this tool: it serves {KUEUE_GROUP} {served} \
+         and the checks need {KUEUE_GROUP}/{KUEUE_VERSION} (Kueue v0.15 or later; this tool is built against \
+         v0.19.2). Upgrade Kueue"
+    )]
+    OldKueue { cluster: String, context: String, served: String },
     #[error(
         "the manager ({manager}) has no MultiKueueCluster {worker:?} for --worker-context {context}: pass \
          NAME={context} where NAME is the MultiKueueCluster that reaches it"
@@ -163,9 +168,9 @@ mod tests {
     #[test]
     fn a_cluster_without_kueue_or_with_an_old_one_is_refused_by_name() {
         let cluster = Context { name: "manager".into(), context: "prod".into() };
-        let missing = kueue_served(&cluster, &[]).unwrap_err();
+        let missing = kueue_served(&cluster, &[]).unwrap_err().to_string();
         assert!(missing.starts_with("cluster manager (context prod) has no Kueue"), "{missing}");
-        let old = kueue_served(&cluster, &["v1beta1".into(), "v1alpha1".into()]).unwrap_err();
+        let old = kueue_served(&cluster, &["v1beta1".into(), "v1alpha1".into()]).unwrap_err().to_string();
         assert!(old.contains("serves kueue.x-k8s.io v1beta1, v1alpha1"), "{old}");
         assert!(old.contains("need kueue.x-k8s.io/v1beta2"), "{old}");
         assert!(kueue_served(&cluster, &["v1beta2".into(), "v1beta1".into()]).is_ok());

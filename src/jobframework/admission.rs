@@ -133,12 +133,27 @@ pub async fn answer<K: JobWebhook>(
     }
 }
 
-fn decode<K: JobWebhook>(kind: &K::Kind, object: Option<&DynamicObject>) -> Result<(Value, K), String> {
-    let object = object.ok_or("the request carries no object")?;
-    let value = serde_json::to_value(object).map_err(|e| e.to_string())?;
-    let job = K::decode(kind, value.clone()).map_err(|e| {
-        let kind = value.get("kind").and_then(Value::as_str).unwrap_or("the kind");
-        format!("cannot read it as {kind}: {e}")
+/// Why a request's object cannot be admitted as its kind; the request is denied saying so.
+#[derive(Debug, thiserror::Error)]
+enum Undecodable {
+    #[error("the request carries no object")]
+    NoObject,
+    #[error(transparent)]
+    Encode(#[from] serde_json::Error),
+    #[error("cannot read it as {kind}: {source}")]
+    AsKind {
+        kind: String,
+        #[source]
+        source: serde_json::Error,
+    },
+}
+
+fn decode<K: JobWebhook>(kind: &K::Kind, object: Option<&DynamicObject>) -> Result<(Value, K), Undecodable> {
+    let object = object.ok_or(Undecodable::NoObject)?;
+    let value = serde_json::to_value(object)?;
+    let job = K::decode(kind, value.clone()).map_err(|source| {
+        let kind = value.get("kind").and_then(Value::as_str).unwrap_or("the kind").to_string();
+        Undecodable::AsKind { kind, source }
     })?;
     Ok((value, job))
 }
@@ -187,7 +202,7 @@ async fn validate<K: JobWebhook>(
     authorizer: &dyn Authorizer,
     kind: &K::Kind,
     request: &AdmissionRequest<DynamicObject>,
-) -> Result<Vec<FieldError>, String> {
+) -> Result<Vec<FieldError>, Undecodable> {
     let (old, new) = match request.operation {
         Operation::Create => (None, decode::<K>(kind, request.object.as_ref())?.1),
         Operation::Update => {

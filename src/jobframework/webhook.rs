@@ -71,7 +71,7 @@ pub fn validate_on_create<J: GenericJob>(job: &J) -> Vec<FieldError> {
     if let Some(queue) = job.labels().get(QUEUE_NAME_LABEL)
         && let Err(why) = dns1123_subdomain(queue)
     {
-        errors.push(FieldError::invalid(QUEUE_PATH, queue, &why));
+        errors.push(FieldError::invalid(QUEUE_PATH, queue, &why.to_string()));
     }
     errors
 }
@@ -88,28 +88,35 @@ pub fn validate_on_update<J: GenericJob>(old: &J, new: &J) -> Vec<FieldError> {
     errors
 }
 
+/// Why a name is not a DNS-1123 name, in the API server's words.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum NotDns1123 {
+    #[error("must be 1 to 253 characters")]
+    SubdomainLength,
+    #[error(
+        "must consist of lower case alphanumeric characters, '-' or '.', and start and end with an alphanumeric character"
+    )]
+    Subdomain,
+    #[error(
+        "must be at most 63 lower case alphanumeric characters or '-', starting and ending with an alphanumeric character"
+    )]
+    Label,
+}
+
 /// A DNS-1123 subdomain, as Kubernetes object names.
-pub fn dns1123_subdomain(value: &str) -> Result<(), String> {
+pub fn dns1123_subdomain(value: &str) -> Result<(), NotDns1123> {
     if value.is_empty() || value.len() > 253 {
-        return Err("must be 1 to 253 characters".into());
+        return Err(NotDns1123::SubdomainLength);
     }
-    if value.split('.').all(|part| dns1123_label(part).is_ok()) {
-        Ok(())
-    } else {
-        Err("must consist of lower case alphanumeric characters, '-' or '.', and start and end with an alphanumeric character".into())
-    }
+    if value.split('.').all(|part| dns1123_label(part).is_ok()) { Ok(()) } else { Err(NotDns1123::Subdomain) }
 }
 
 /// A DNS-1123 label, as pod set names and label values of object names.
-pub fn dns1123_label(value: &str) -> Result<(), String> {
+pub fn dns1123_label(value: &str) -> Result<(), NotDns1123> {
     let ok_chars = value.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-');
     let ok_ends = value.bytes().next().is_some_and(|b| b.is_ascii_alphanumeric())
         && value.bytes().last().is_some_and(|b| b.is_ascii_alphanumeric());
-    if !value.is_empty() && value.len() <= 63 && ok_chars && ok_ends {
-        Ok(())
-    } else {
-        Err("must be at most 63 lower case alphanumeric characters or '-', starting and ending with an alphanumeric character".into())
-    }
+    if !value.is_empty() && value.len() <= 63 && ok_chars && ok_ends { Ok(()) } else { Err(NotDns1123::Label) }
 }
 
 #[cfg(test)]

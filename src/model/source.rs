@@ -23,6 +23,7 @@ use tokio::task::JoinHandle;
 use super::snapshot::{ClusterSnapshot, JobKind, JobObject, Role, Snapshot, event_line, pod_counts};
 use crate::integrations::registry::KindRegistry;
 use crate::jobframework::api_error;
+use crate::kube_util::KubeconfigError;
 use crate::manifests;
 
 /// One cluster to watch.
@@ -154,7 +155,7 @@ const EVENT_KINDS: [&str; 1] = ["Workload"];
 
 struct ClusterWatch {
     target: Target,
-    client: Result<Client, String>,
+    client: Result<Client, KubeconfigError>,
     health: HealthMap,
     jobs: Vec<(JobKind, Store<DynamicObject>)>,
     workloads: Option<Store<DynamicObject>>,
@@ -170,7 +171,7 @@ struct ClusterWatch {
 impl ClusterWatch {
     fn start(
         target: Target,
-        client: Result<Client, String>,
+        client: Result<Client, KubeconfigError>,
         kinds: &[JobKind],
         namespace: Option<&str>,
         changed: &watch::Sender<u64>,
@@ -189,7 +190,7 @@ impl ClusterWatch {
             events: Vec::new(),
             tasks: Vec::new(),
         };
-        let Ok(client) = watch.client.clone() else { return watch };
+        let Some(client) = watch.client.as_ref().ok().cloned() else { return watch };
         let namespaced = |resource: &ApiResource| match namespace {
             Some(ns) => Api::<DynamicObject>::namespaced_with(client.clone(), ns, resource),
             None => Api::all_with(client.clone(), resource),
@@ -268,7 +269,7 @@ impl ClusterWatch {
         let mut out = ClusterSnapshot::empty(&self.target.name, &self.target.context, self.target.role);
         if let Err(e) = &self.client {
             out.reachable = false;
-            out.problems.insert("kubeconfig".into(), e.clone());
+            out.problems.insert("kubeconfig".into(), format!("context {}: {e}", self.target.context));
             return out;
         }
         let health = self.health();
@@ -326,10 +327,7 @@ impl Source {
     pub async fn start(targets: Targets, namespace: Option<&str>) -> Source {
         let mut clients = Vec::new();
         for target in &targets.clusters {
-            let client = crate::kube_util::watching_client_from(targets.kubeconfig.clone(), &target.context)
-                .await
-                .map_err(|e| format!("context {}: {e}", target.context));
-            clients.push(client);
+            clients.push(crate::kube_util::watching_client_from(targets.kubeconfig.clone(), &target.context).await);
         }
         let manager = targets.clusters.iter().zip(&clients).find(|(t, _)| t.role == Role::Manager);
         let (registry, registry_problem) = match manager {
@@ -387,7 +385,7 @@ impl Source {
     }
 
     pub fn client(&self, cluster: &str) -> Option<Client> {
-        self.clusters.iter().find(|c| c.target.name == cluster).and_then(|c| c.client.clone().ok())
+        self.clusters.iter().find(|c| c.target.name == cluster).and_then(|c| c.client.as_ref().ok().cloned())
     }
 }
 

@@ -9,6 +9,7 @@ use super::progress::Progress;
 use super::record::SandboxRecord;
 use super::runtime::{ClusterPlan, ClusterRuntime, ComponentHealth, StartedCluster};
 use super::state::{Cluster, RuntimeKind, SandboxState};
+use crate::kube_util::KubeconfigError;
 
 pub enum ChosenRuntime {
     Process(ProcessRuntime),
@@ -79,7 +80,7 @@ impl ClusterRuntime for ChosenRuntime {
         }
     }
 
-    async fn admin_client(&self, state: &SandboxState, cluster: &Cluster) -> Result<kube::Client, String> {
+    async fn admin_client(&self, state: &SandboxState, cluster: &Cluster) -> Result<kube::Client, KubeconfigError> {
         match self {
             ChosenRuntime::Process(runtime) => runtime.admin_client(state, cluster).await,
             ChosenRuntime::Kind(runtime) => runtime.admin_client(state, cluster).await,

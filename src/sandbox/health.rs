@@ -4,12 +4,29 @@ use std::collections::HashMap;
 use std::time::Duration;
 
 use kube::Client;
-use kube::config::Kubeconfig;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 
-use super::kubeconfig::{self, Credentials, Entry};
+use super::kubeconfig::{self, ClientError, Credentials, Entry};
 use super::state::Probe;
+
+/// Why a component's health endpoint did not answer 200.
+#[derive(Debug, thiserror::Error)]
+pub enum ProbeError {
+    #[error(transparent)]
+    Client(#[from] ClientError),
+    #[error(transparent)]
+    Request(#[from] http::Error),
+    #[error(transparent)]
+    Api(#[from] kube::Error),
+    #[error(transparent)]
+    Io(#[from] std::io::Error),
+    #[error("timed out")]
+    TimedOut,
+    /// The status line of any other answer.
+    #[error("answered {0:?}")]
+    Status(String),
+}
 
 /// Probes one cluster's components with its CA and admin certificate.
 pub struct Prober {
@@ -37,23 +54,22 @@ impl Prober {
     }
 
     /// `Ok` when the component answers 200; otherwise why not.
-    pub async fn check(&mut self, probe: &Probe) -> Result<(), String> {
+    pub async fn check(&mut self, probe: &Probe) -> Result<(), ProbeError> {
         match probe {
             Probe::Https { port, path } => {
                 let client = self.client(*port).await?;
-                let request = http::Request::get(path.as_str()).body(Vec::new()).map_err(|e| e.to_string())?;
-                tokio::time::timeout(PROBE_TIMEOUT, client.request_text(request))
-                    .await
-                    .map_err(|_| "timed out".to_string())
-                    .and_then(|r| r.map(drop).map_err(|e| e.to_string()))
+                let request = http::Request::get(path.as_str()).body(Vec::new())?;
+                let answer = tokio::time::timeout(PROBE_TIMEOUT, client.request_text(request));
+                answer.await.map_err(|_| ProbeError::TimedOut)??;
+                Ok(())
             }
             Probe::Http { port, path } => {
-                tokio::time::timeout(PROBE_TIMEOUT, http_get(*port, path)).await.map_err(|_| "timed out".to_string())?
+                tokio::time::timeout(PROBE_TIMEOUT, http_get(*port, path)).await.map_err(|_| ProbeError::TimedOut)?
             }
         }
     }
 
-    async fn client(&mut self, port: u16) -> Result<Client, String> {
+    async fn client(&mut self, port: u16) -> Result<Client, ClientError> {
         if let Some(client) = self.clients.get(&port) {
             return Ok(client.clone());
         }
@@ -63,24 +79,22 @@ impl Prober {
             ca_pem: &self.ca_pem,
             credentials: Credentials::ClientCert { cert_pem: &self.cert_pem, key_pem: &self.key_pem },
         };
-        let value = kubeconfig::render(&[entry]);
-        let config: Kubeconfig = serde_json::from_value(value).map_err(|e| e.to_string())?;
-        let client = crate::kube_util::client_from(config, "probe").await.map_err(|e| e.to_string())?;
+        let client = kubeconfig::client(entry).await?;
         self.clients.insert(port, client.clone());
         Ok(client)
     }
 }
 
 /// A bare HTTP/1.0 GET on loopback (health endpoints that serve plain HTTP).
-async fn http_get(port: u16, path: &str) -> Result<(), String> {
-    let mut stream = TcpStream::connect(("127.0.0.1", port)).await.map_err(|e| e.to_string())?;
+async fn http_get(port: u16, path: &str) -> Result<(), ProbeError> {
+    let mut stream = TcpStream::connect(("127.0.0.1", port)).await?;
     let request = format!("GET {path} HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n");
-    stream.write_all(request.as_bytes()).await.map_err(|e| e.to_string())?;
+    stream.write_all(request.as_bytes()).await?;
     let mut response = Vec::new();
-    stream.read_to_end(&mut response).await.map_err(|e| e.to_string())?;
+    stream.read_to_end(&mut response).await?;
     let text = String::from_utf8_lossy(&response);
     let status = text.lines().next().unwrap_or_default();
-    if status.split_whitespace().nth(1) == Some("200") { Ok(()) } else { Err(format!("answered {status:?}")) }
+    if status.split_whitespace().nth(1) == Some("200") { Ok(()) } else { Err(ProbeError::Status(status.to_string())) }
 }
 
 #[cfg(test)]
@@ -104,7 +118,7 @@ mod tests {
     async fn http_probe_reads_the_status_line() {
         assert!(http_get(serve_once("200 OK").await, "/readyz").await.is_ok());
         let err = http_get(serve_once("500 Internal Server Error").await, "/readyz").await.unwrap_err();
-        assert!(err.contains("500"));
+        assert!(err.to_string().contains("500"), "{err}");
     }
 
     #[tokio::test]

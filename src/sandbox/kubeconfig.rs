@@ -5,9 +5,11 @@ use std::path::Path;
 
 use base64::Engine;
 use base64::engine::general_purpose::STANDARD;
+use kube::config::Kubeconfig;
 use serde_json::{Value, json};
 
 use super::fsutil::write_private;
+use crate::kube_util::{self, KubeconfigError};
 
 /// How a kubeconfig user proves who it is.
 pub enum Credentials<'a> {
@@ -58,6 +60,23 @@ pub fn render(entries: &[Entry<'_>]) -> Value {
         "current-context": entries.first().map(|e| e.context),
         "preferences": {},
     })
+}
+
+/// Why no client could be made for one entry.
+#[derive(Debug, thiserror::Error)]
+pub enum ClientError {
+    /// kube does not read the kubeconfig `render` made.
+    #[error(transparent)]
+    Decode(#[from] serde_json::Error),
+    #[error(transparent)]
+    Kubeconfig(#[from] KubeconfigError),
+}
+
+/// A client for one entry, from memory: no kubeconfig file is written.
+pub async fn client(entry: Entry<'_>) -> Result<kube::Client, ClientError> {
+    let context = entry.context;
+    let config: Kubeconfig = serde_json::from_value(render(&[entry]))?;
+    Ok(kube_util::client_from(config, context).await?)
 }
 
 /// Writes a kubeconfig with mode 0600: it holds credentials.

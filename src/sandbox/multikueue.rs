@@ -132,21 +132,21 @@ async fn worker_kubeconfig(
     let token = kube_util::service_account_token(worker.client, NAMESPACE, SERVICE_ACCOUNT, TOKEN_SECONDS)
         .await
         .map_err(|source| WiringError::Token { worker: worker.name.to_string(), source })?;
-    render_worker_kubeconfig(worker, &token).map_err(|message| WiringError::Apply {
+    render_worker_kubeconfig(worker, &token).map_err(|e| WiringError::Apply {
         worker: worker.name.to_string(),
-        source: ApplyError::Invalid { kind: "Secret".into(), name: secret_name(worker.name), message },
+        source: ApplyError::Invalid { kind: "Secret".into(), name: secret_name(worker.name), message: e.to_string() },
     })
 }
 
 /// The kubeconfig the manager's Kueue uses for a worker: its server, its CA, the token.
-fn render_worker_kubeconfig(worker: &Worker<'_>, token: &str) -> Result<String, String> {
+fn render_worker_kubeconfig(worker: &Worker<'_>, token: &str) -> Result<String, serde_saphyr::SerializeError> {
     let entry = Entry {
         context: worker.name,
         server: worker.server.clone(),
         ca_pem: worker.ca_pem,
         credentials: Credentials::Token(token),
     };
-    serde_saphyr::to_string(&kubeconfig::render(&[entry])).map_err(|e| e.to_string())
+    serde_saphyr::to_string(&kubeconfig::render(&[entry]))
 }
 
 fn manager_objects_for(worker: &str, kubeconfig: &str) -> Vec<Value> {

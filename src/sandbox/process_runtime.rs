@@ -21,7 +21,7 @@ use super::runtime::{AdminAccess, ClusterPlan, ClusterRuntime, ComponentHealth, 
 use super::state::{Cluster, Component, RuntimeKind, SandboxState};
 use super::toolchain::{self, Toolchain};
 use super::{context_name, integration, kueue, ports};
-use crate::kube_util;
+use crate::kube_util::{self, KubeconfigError};
 
 const READY_TIMEOUT: Duration = Duration::from_secs(120);
 /// How long a component gets to exit on SIGTERM before SIGKILL.
@@ -123,8 +123,8 @@ impl ClusterRuntime for ProcessRuntime {
         components
     }
 
-    async fn admin_client(&self, _state: &SandboxState, cluster: &Cluster) -> Result<kube::Client, String> {
-        kube_util::client_for(&cluster.dir.join(ADMIN_KUBECONFIG), "admin").await.map_err(|e| e.to_string())
+    async fn admin_client(&self, _state: &SandboxState, cluster: &Cluster) -> Result<kube::Client, KubeconfigError> {
+        kube_util::client_for(&cluster.dir.join(ADMIN_KUBECONFIG), "admin").await
     }
 }
 
@@ -270,7 +270,7 @@ pub(super) async fn wait_ready(cluster: &str, component: &Component, prober: &mu
         }
         let last_error = match prober.check(&component.probe).await {
             Ok(()) => return Ok(()),
-            Err(e) => e,
+            Err(e) => e.to_string(),
         };
         if Instant::now() >= deadline {
             return Err(SandboxError::NotReady {

@@ -9,15 +9,25 @@ pub const CLUSTER_QUEUE: &str = "cluster-queue";
 pub const LOCAL_QUEUE: &str = "user-queue";
 pub const LOCAL_QUEUE_NAMESPACE: &str = "default";
 
+const UNITS: [&str; 12] = ["", "m", "k", "M", "G", "T", "P", "Ki", "Mi", "Gi", "Ti", "Pi"];
+
+/// Why a node's capacity cannot be scaled into a queue's quota.
+#[derive(Debug, thiserror::Error)]
+pub enum BadQuantity {
+    #[error("{quantity:?}: unit {unit:?} is not one of {}", UNITS[1..].join(", "))]
+    Unit { quantity: String, unit: String },
+    #[error("{0:?} is not a quantity like 8, 500m or 32Gi")]
+    NotANumber(String),
+}
+
 /// `quantity` times `n`, keeping its unit: `8` × 4 = `32`, `32Gi` × 2 = `64Gi`.
-pub fn scale_quantity(quantity: &str, n: u32) -> Result<String, String> {
+pub fn scale_quantity(quantity: &str, n: u32) -> Result<String, BadQuantity> {
     let split = quantity.find(|c: char| !(c.is_ascii_digit() || c == '.')).unwrap_or(quantity.len());
     let (number, unit) = quantity.split_at(split);
-    const UNITS: [&str; 12] = ["", "m", "k", "M", "G", "T", "P", "Ki", "Mi", "Gi", "Ti", "Pi"];
     if !UNITS.contains(&unit) {
-        return Err(format!("{quantity:?}: unit {unit:?} is not one of {}", UNITS[1..].join(", ")));
+        return Err(BadQuantity::Unit { quantity: quantity.to_string(), unit: unit.to_string() });
     }
-    let value: f64 = number.parse().map_err(|_| format!("{quantity:?} is not a quantity like 8, 500m or 32Gi"))?;
+    let value: f64 = number.parse().map_err(|_| BadQuantity::NotANumber(quantity.to_string()))?;
     let total = value * f64::from(n);
     let total = if total.fract() == 0.0 { format!("{}", total as u64) } else { format!("{total}") };
     Ok(format!("{total}{unit}"))
@@ -59,7 +69,7 @@ mod tests {
         assert_eq!(scale_quantity("32Gi", 8).unwrap(), "256Gi");
         assert_eq!(scale_quantity("500m", 3).unwrap(), "1500m");
         assert_eq!(scale_quantity("1.5", 3).unwrap(), "4.5");
-        assert!(scale_quantity("8 cores", 2).unwrap_err().contains("unit"));
+        assert!(scale_quantity("8 cores", 2).unwrap_err().to_string().contains("unit"));
         assert!(scale_quantity("Gi", 2).is_err());
     }
 

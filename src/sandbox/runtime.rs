@@ -16,6 +16,7 @@ use super::progress::Progress;
 use super::record::SandboxRecord;
 use super::state::{Cluster, Role, RuntimeKind, SandboxState};
 use crate::integrations::declarative::config::Integration;
+use crate::kube_util::KubeconfigError;
 
 /// One cluster to bring up.
 #[derive(Clone, Debug)]
@@ -138,7 +139,7 @@ pub trait ClusterRuntime {
         &self,
         state: &SandboxState,
         cluster: &Cluster,
-    ) -> impl Future<Output = Result<kube::Client, String>>;
+    ) -> impl Future<Output = Result<kube::Client, KubeconfigError>>;
 }
 
 #[cfg(test)]

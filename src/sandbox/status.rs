@@ -13,6 +13,7 @@ use super::multikueue::{self, ClusterConnection, Connections};
 use super::runtime::{ClusterRuntime, ComponentHealth};
 use super::state::{Cluster, Role, RuntimeKind, SandboxPhase, SandboxState};
 use crate::api::kueue::{ADMITTED, EVICTED, FINISHED, Workload};
+use crate::kube_util::KubeconfigError;
 
 #[derive(Debug, Serialize)]
 pub struct ClusterStatus {
@@ -109,9 +110,9 @@ impl StatusReport {
     }
 }
 
-async fn multikueue_status(client: Result<kube::Client, String>) -> MultiKueueStatus {
+async fn multikueue_status(client: Result<kube::Client, KubeconfigError>) -> MultiKueueStatus {
     let read = async {
-        let client = client?;
+        let client = client.map_err(|e| e.to_string())?;
         let connections = multikueue::connections(&client).await.map_err(|e| e.to_string())?;
         let workloads = Api::<Workload>::all(client).list(&Default::default()).await.map_err(|e| e.to_string())?;
         Ok::<_, String>((connections, workloads.items.iter().map(placement).collect()))

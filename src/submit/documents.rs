@@ -58,17 +58,30 @@ impl Problem {
 
 const EXTENSIONS: [&str; 3] = ["yaml", "yml", "json"];
 
+/// A path given that names no readable file or directory.
+#[derive(Debug, thiserror::Error)]
+pub enum Unreadable {
+    #[error("{}: {source}", .dir.display())]
+    Dir {
+        dir: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("{}: no such file or directory", .0.display())]
+    Missing(PathBuf),
+}
+
 /// The files named by `paths`: files as given, directories walked recursively in name order
 /// keeping `.yaml`, `.yml` and `.json`. `-` stands for standard input.
-pub fn collect_files(paths: &[PathBuf]) -> Result<Vec<PathBuf>, String> {
+pub fn collect_files(paths: &[PathBuf]) -> Result<Vec<PathBuf>, Unreadable> {
     let mut out = Vec::new();
     for path in paths {
         if path.as_os_str() == "-" || path.is_file() {
             out.push(path.clone());
         } else if path.is_dir() {
-            walk(path, &mut out).map_err(|e| format!("{}: {e}", path.display()))?;
+            walk(path, &mut out).map_err(|source| Unreadable::Dir { dir: path.clone(), source })?;
         } else {
-            return Err(format!("{}: no such file or directory", path.display()));
+            return Err(Unreadable::Missing(path.clone()));
         }
     }
     Ok(out)
@@ -288,6 +301,6 @@ mod tests {
         let names: Vec<String> =
             files.iter().map(|f| f.strip_prefix(dir.path()).unwrap().display().to_string()).collect();
         assert_eq!(names, ["a/z.yml", "b.yaml", "c.json"]);
-        assert!(collect_files(&[dir.path().join("missing")]).unwrap_err().contains("no such file"));
+        assert!(collect_files(&[dir.path().join("missing")]).unwrap_err().to_string().contains("no such file"));
     }
 }

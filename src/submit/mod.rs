@@ -124,8 +124,8 @@ pub async fn plan(client: &Client, docs: Vec<Document>, defaults: &Defaults<'_>)
     for mut doc in docs {
         let (resource, caps) = match resolve(client, &doc.object).await {
             Ok(found) => found,
-            Err(message) => {
-                problems.push(Problem::new(&doc.origin, Some("kind"), message));
+            Err(not_served) => {
+                problems.push(Problem::new(&doc.origin, Some("kind"), not_served.to_string()));
                 continue;
             }
         };
@@ -167,13 +167,25 @@ pub async fn plan(client: &Client, docs: Vec<Document>, defaults: &Defaults<'_>)
     if problems.is_empty() { Ok(planned) } else { Err(problems) }
 }
 
-async fn resolve(client: &Client, obj: &Value) -> Result<(ApiResource, ApiCapabilities), String> {
+/// A document's kind that discovery did not find on the cluster.
+#[derive(Debug, thiserror::Error)]
+#[error("{}", api_error::not_served(.kind, .api_version))]
+struct NotServed {
+    kind: String,
+    api_version: String,
+    #[source]
+    source: kube::Error,
+}
+
+async fn resolve(client: &Client, obj: &Value) -> Result<(ApiResource, ApiCapabilities), NotServed> {
     let api_version = obj["apiVersion"].as_str().unwrap_or_default();
     let kind = obj["kind"].as_str().unwrap_or_default();
     let (group, version) = api_version.split_once('/').unwrap_or(("", api_version));
-    discovery::pinned_kind(client, &GroupVersionKind::gvk(group, version, kind))
-        .await
-        .map_err(|_| api_error::not_served(kind, api_version))
+    discovery::pinned_kind(client, &GroupVersionKind::gvk(group, version, kind)).await.map_err(|source| NotServed {
+        kind: kind.to_string(),
+        api_version: api_version.to_string(),
+        source,
+    })
 }
 
 async fn check_queue(client: &Client, doc: &Document, in_batch: &BTreeSet<(String, String)>) -> Option<Problem> {

@@ -232,7 +232,7 @@ impl Integration {
         })?;
         dns1123_subdomain(group).map_err(|why| ("kind".to_string(), format!("group {group:?} {why}")))?;
         dns1123_label(version).map_err(|why| ("kind".to_string(), format!("version {version:?} {why}")))?;
-        dns1123_label(&self.resource).map_err(|why| ("resource".to_string(), why))?;
+        dns1123_label(&self.resource).map_err(|why| ("resource".to_string(), why.to_string()))?;
         if !self.suspend.path.in_spec() {
             return Err(("suspend.path".into(), "must be a field of spec: the job's owner holds it back".into()));
         }
@@ -282,12 +282,12 @@ impl Integration {
 impl PodSetRule {
     fn validate(&self) -> Result<(), (String, String)> {
         match (&self.name, &self.each, &self.name_from) {
-            (Some(name), None, None) => dns1123_label(name).map_err(|why| ("name".to_string(), why))?,
+            (Some(name), None, None) => dns1123_label(name).map_err(|why| ("name".to_string(), why.to_string()))?,
             (None, Some(_), _) => {}
             _ => return Err(("name".into(), "give either `name`, or `each` (with `nameFrom` for a list)".into())),
         }
         if let Some(count) = &self.count {
-            count.validate().map_err(|why| ("count".to_string(), why))?;
+            count.validate().map_err(|why| ("count".to_string(), why.to_string()))?;
         }
         match (&self.template, &self.requests) {
             (Some(template), None) if self.each.is_some() || template.in_spec() => Ok(()),

@@ -13,6 +13,15 @@ pub fn number(value: &Value) -> Option<i64> {
     value.as_i64().or_else(|| value.as_str()?.trim().parse().ok())
 }
 
+/// Why a count expression in the integrations file cannot be evaluated.
+#[derive(Debug, thiserror::Error)]
+pub enum InvalidCount {
+    #[error("default {0}: must not be negative")]
+    NegativeDefault(i64),
+    #[error("must list at least one term")]
+    NoTerms,
+}
+
 /// One of:
 /// - `path`: the number there (a number or a numeric string); absent, nothing;
 /// - `{path, default}`: the number there, or `default` when absent;
@@ -72,13 +81,13 @@ impl Count {
         }
     }
 
-    pub fn validate(&self) -> Result<(), String> {
+    pub fn validate(&self) -> Result<(), InvalidCount> {
         match self {
             Count::Path(_) => Ok(()),
-            Count::Defaulted { default, .. } if *default < 0 => Err(format!("default {default}: must not be negative")),
+            Count::Defaulted { default, .. } if *default < 0 => Err(InvalidCount::NegativeDefault(*default)),
             Count::Defaulted { .. } => Ok(()),
             Count::Product { product: terms } | Count::Min { min: terms } if terms.is_empty() => {
-                Err("must list at least one term".into())
+                Err(InvalidCount::NoTerms)
             }
             Count::Product { product: terms } | Count::Min { min: terms } => terms.iter().try_for_each(Count::validate),
         }
@@ -136,8 +145,8 @@ mod tests {
 
     #[test]
     fn malformed_expressions_are_refused() {
-        assert!(count("{product: []}").validate().unwrap_err().contains("at least one term"));
-        assert!(count("{path: a, default: -1}").validate().unwrap_err().contains("must not be negative"));
+        assert!(count("{product: []}").validate().unwrap_err().to_string().contains("at least one term"));
+        assert!(count("{path: a, default: -1}").validate().unwrap_err().to_string().contains("must not be negative"));
         assert!(serde_saphyr::from_str::<Count>("{sum: [a]}").is_err());
         assert!(count("{product: [a, {min: [b, {path: c, default: 2}]}]}").validate().is_ok());
     }

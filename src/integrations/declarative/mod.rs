@@ -23,8 +23,10 @@ use serde::{Serialize, Serializer};
 use serde_json::Value;
 
 use crate::api::kueue::{MULTIKUEUE_ORIGIN_LABEL, PodSet};
+use crate::integrations::external_job::webhook::{NotAQuantity, check_quantity};
 use crate::jobframework::generic_job::{Finished, GenericJob};
 use crate::jobframework::podset::{self, PodSetInfo, PodSetInfoError};
+use crate::jobframework::webhook::FieldError;
 use crate::jobframework::workload;
 use config::Integration;
 use count::Count;
@@ -142,19 +144,25 @@ impl ConfiguredJob {
     }
 
     /// The pod template of one pod set: read from the job, or a synthetic one from `requests`.
-    pub fn template(&self, pod_set: &ResolvedPodSet) -> Result<PodTemplateSpec, String> {
+    pub fn template(&self, pod_set: &ResolvedPodSet) -> Result<PodTemplateSpec, FieldError> {
         if let Some(path) = &pod_set.template {
-            let value = path.get(&self.object).ok_or_else(|| format!("{path}: Required value: a pod template"))?;
-            let template: PodTemplateSpec =
-                serde_json::from_value(value.clone()).map_err(|e| format!("{path}: not a pod template: {e}"))?;
+            let value = path
+                .get(&self.object)
+                .ok_or_else(|| FieldError::new(path.to_string(), "Required value: a pod template"))?;
+            let template: PodTemplateSpec = serde_json::from_value(value.clone())
+                .map_err(|e| FieldError::new(path.to_string(), format!("not a pod template: {e}")))?;
             if template.spec.as_ref().is_none_or(|s| s.containers.is_empty()) {
-                return Err(format!("{path}.spec.containers: Required value: at least one container"));
+                return Err(FieldError::new(
+                    format!("{path}.spec.containers"),
+                    "Required value: at least one container",
+                ));
             }
             return Ok(template);
         }
         let path = pod_set.requests.as_ref().expect("a rule has a template or requests");
         let text = path.get(&self.object).and_then(Value::as_str).unwrap_or_default();
-        let requests = parse_requests(text).map_err(|why| format!("{path}: Invalid value: {text:?}: {why}"))?;
+        let requests =
+            parse_requests(text).map_err(|why| FieldError::invalid(path.to_string(), text, &why.to_string()))?;
         Ok(PodTemplateSpec {
             metadata: None,
             spec: Some(PodSpec {
@@ -262,17 +270,27 @@ fn write_scheduling_fields(target: &mut Value, template: &PodTemplateSpec) {
     }
 }
 
+/// Why a `requests` field does not read as resource requests.
+#[derive(Debug, thiserror::Error)]
+enum BadRequests {
+    #[error("must be resource=quantity pairs, e.g. cpu=1,memory=2Gi")]
+    NotPairs,
+    #[error(transparent)]
+    Quantity(#[from] NotAQuantity),
+    #[error("must name at least one resource, e.g. cpu=1")]
+    Empty,
+}
+
 /// `cpu=1,memory=2Gi` as resource requests.
-fn parse_requests(text: &str) -> Result<BTreeMap<String, Quantity>, String> {
+fn parse_requests(text: &str) -> Result<BTreeMap<String, Quantity>, BadRequests> {
     let mut requests = BTreeMap::new();
     for part in text.split(',').map(str::trim).filter(|p| !p.is_empty()) {
-        let (resource, quantity) =
-            part.split_once('=').ok_or("must be resource=quantity pairs, e.g. cpu=1,memory=2Gi")?;
-        crate::integrations::external_job::webhook::check_quantity(quantity.trim())?;
+        let (resource, quantity) = part.split_once('=').ok_or(BadRequests::NotPairs)?;
+        check_quantity(quantity.trim())?;
         requests.insert(resource.trim().to_string(), Quantity(quantity.trim().to_string()));
     }
     if requests.is_empty() {
-        return Err("must name at least one resource, e.g. cpu=1".into());
+        return Err(BadRequests::Empty);
     }
     Ok(requests)
 }

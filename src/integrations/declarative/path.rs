@@ -19,20 +19,51 @@ pub struct FieldPath {
     segments: Vec<Segment>,
 }
 
+/// Text that is not a field path, and why.
+#[derive(Debug, thiserror::Error)]
+#[error("{text:?} is not a field path: {why}")]
+pub struct NotAFieldPath {
+    text: String,
+    why: Malformed,
+}
+
+#[derive(Debug, thiserror::Error)]
+enum Malformed {
+    #[error("it is empty")]
+    Empty,
+    #[error("a '[' is not closed")]
+    Unclosed,
+    #[error("empty brackets")]
+    EmptyBrackets,
+    #[error("an empty name between dots")]
+    EmptyName,
+    #[error("it ends with a dot")]
+    TrailingDot,
+}
+
+/// Why a field cannot be set.
+#[derive(Debug, thiserror::Error)]
+pub enum Unsettable {
+    #[error("{path}: no entry {index}")]
+    NoEntry { path: String, index: usize },
+    #[error("{path}: something that is not an object is in the way")]
+    NotAnObject { path: String },
+}
+
 impl FieldPath {
-    pub fn parse(text: &str) -> Result<FieldPath, String> {
+    pub fn parse(text: &str) -> Result<FieldPath, NotAFieldPath> {
         let mut segments = Vec::new();
         let mut rest = text;
-        let bad = |why: &str| Err(format!("{text:?} is not a field path: {why}"));
+        let bad = |why| Err(NotAFieldPath { text: text.to_string(), why });
         if rest.is_empty() {
-            return bad("it is empty");
+            return bad(Malformed::Empty);
         }
         while !rest.is_empty() {
             if let Some(inner) = rest.strip_prefix('[') {
-                let Some(end) = inner.find(']') else { return bad("a '[' is not closed") };
+                let Some(end) = inner.find(']') else { return bad(Malformed::Unclosed) };
                 let key = &inner[..end];
                 if key.is_empty() {
-                    return bad("empty brackets");
+                    return bad(Malformed::EmptyBrackets);
                 }
                 segments.push(match key.parse::<usize>() {
                     Ok(index) => Segment::Index(index),
@@ -45,13 +76,13 @@ impl FieldPath {
             let end = rest.find(['.', '[']).unwrap_or(rest.len());
             let key = &rest[..end];
             if key.is_empty() {
-                return bad("an empty name between dots");
+                return bad(Malformed::EmptyName);
             }
             segments.push(Segment::Key(key.to_string()));
             rest = &rest[end..];
             if let Some(after) = rest.strip_prefix('.') {
                 if after.is_empty() {
-                    return bad("it ends with a dot");
+                    return bad(Malformed::TrailingDot);
                 }
                 rest = after;
             }
@@ -95,7 +126,7 @@ impl FieldPath {
 
     /// Sets the field, creating the maps on the way; fails where a list entry is missing or
     /// something that is not a map is in the way.
-    pub fn set(&self, object: &mut Value, new: Value) -> Result<(), String> {
+    pub fn set(&self, object: &mut Value, new: Value) -> Result<(), Unsettable> {
         let (last, parents) = self.segments.split_last().expect("a parsed path has a segment");
         let mut value = object;
         for segment in parents {
@@ -104,9 +135,7 @@ impl FieldPath {
                     let map = as_map(value, &self.text)?;
                     map.entry(key.clone()).or_insert_with(|| Value::Object(Map::new()))
                 }
-                Segment::Index(index) => {
-                    value.get_mut(index).ok_or_else(|| format!("{}: no entry {index}", self.text))?
-                }
+                Segment::Index(index) => value.get_mut(index).ok_or_else(|| self.no_entry(*index))?,
             };
             if value.is_null() {
                 *value = Value::Object(Map::new());
@@ -117,10 +146,14 @@ impl FieldPath {
                 as_map(value, &self.text)?.insert(key.clone(), new);
             }
             Segment::Index(index) => {
-                *value.get_mut(index).ok_or_else(|| format!("{}: no entry {index}", self.text))? = new;
+                *value.get_mut(index).ok_or_else(|| self.no_entry(*index))? = new;
             }
         }
         Ok(())
+    }
+
+    fn no_entry(&self, index: usize) -> Unsettable {
+        Unsettable::NoEntry { path: self.text.clone(), index }
     }
 
     /// Removes the field if it is there.
@@ -136,8 +169,8 @@ impl FieldPath {
     }
 }
 
-fn as_map<'a>(value: &'a mut Value, path: &str) -> Result<&'a mut Map<String, Value>, String> {
-    value.as_object_mut().ok_or_else(|| format!("{path}: something that is not an object is in the way"))
+fn as_map<'a>(value: &'a mut Value, path: &str) -> Result<&'a mut Map<String, Value>, Unsettable> {
+    value.as_object_mut().ok_or_else(|| Unsettable::NotAnObject { path: path.to_string() })
 }
 
 impl fmt::Display for FieldPath {
@@ -186,7 +219,7 @@ mod tests {
             [("", "empty"), ("spec..x", "empty name"), ("spec.", "ends with a dot"), ("a[b", "not closed")]
         {
             let err = FieldPath::parse(bad).unwrap_err();
-            assert!(err.contains(why), "{bad}: {err}");
+            assert!(err.to_string().contains(why), "{bad}: {err}");
         }
     }
 
@@ -199,7 +232,7 @@ mod tests {
         path("spec.status").remove(&mut object);
         path("spec.nothing.here").remove(&mut object);
         assert_eq!(object, json!({"spec": {"x": {"y": true}}}));
-        assert!(path("spec.x.y.z").set(&mut object, json!(1)).unwrap_err().contains("not an object"));
+        assert!(path("spec.x.y.z").set(&mut object, json!(1)).unwrap_err().to_string().contains("not an object"));
         assert!(path("spec.list[2]").set(&mut json!({"spec": {"list": []}}), json!(1)).is_err());
     }
 }

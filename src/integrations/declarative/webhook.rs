@@ -37,16 +37,15 @@ fn validate_pod_sets(job: &ConfiguredJob) -> Vec<FieldError> {
             }
         };
         if let Err(why) = dns1123_label(&pod_set.name) {
-            errors.push(FieldError::invalid(format!("podSet {:?}", pod_set.name), &pod_set.name, &why));
+            errors.push(FieldError::invalid(format!("podSet {:?}", pod_set.name), &pod_set.name, &why.to_string()));
         } else if !names.insert(pod_set.name.clone()) {
             errors.push(FieldError::new(
                 format!("podSet {:?}", pod_set.name),
                 "Duplicate value: pod set names must differ",
             ));
         }
-        if let Err(message) = job.template(pod_set) {
-            let (path, message) = message.split_once(": ").unwrap_or(("", &message));
-            errors.push(FieldError::new(path, message));
+        if let Err(error) = job.template(pod_set) {
+            errors.push(error);
         }
         if let Some(count) = &pod_set.count {
             errors.extend(count_errors(job.object(), count));

@@ -20,7 +20,7 @@ fn validate_spec(job: &ExternalJob) -> Vec<FieldError> {
     if !name.is_empty()
         && let Err(why) = dns1123_label(&name)
     {
-        errors.push(FieldError::invalid("metadata.name", &name, &why));
+        errors.push(FieldError::invalid("metadata.name", &name, &why.to_string()));
     }
     let pod_sets = &job.spec.pod_sets;
     if pod_sets.is_empty() || pod_sets.len() > MAX_POD_SETS {
@@ -34,7 +34,7 @@ fn validate_spec(job: &ExternalJob) -> Vec<FieldError> {
     for (i, pod_set) in pod_sets.iter().enumerate() {
         let path = format!("spec.podSets[{i}]");
         if let Err(why) = dns1123_label(&pod_set.name) {
-            errors.push(FieldError::invalid(format!("{path}.name"), &pod_set.name, &why));
+            errors.push(FieldError::invalid(format!("{path}.name"), &pod_set.name, &why.to_string()));
         } else if !seen.insert(pod_set.name.as_str()) {
             errors.push(FieldError::new(format!("{path}.name"), format!("Duplicate value: {:?}", pod_set.name)));
         }
@@ -69,7 +69,7 @@ fn validate_spec(job: &ExternalJob) -> Vec<FieldError> {
                         errors.push(FieldError::invalid(
                             format!("{path}.template.spec.containers[{j}].resources.{kind}[{resource}]"),
                             &quantity.0,
-                            &why,
+                            &why.to_string(),
                         ));
                     }
                 }
@@ -85,15 +85,19 @@ fn validate_spec(job: &ExternalJob) -> Vec<FieldError> {
     errors
 }
 
+/// Text that is not a Kubernetes quantity.
+#[derive(Debug, thiserror::Error)]
+#[error("must be a quantity such as 500m, 2 or 1Gi")]
+pub struct NotAQuantity;
+
 /// A Kubernetes quantity: a non-negative decimal number, optional exponent, optional suffix.
-pub fn check_quantity(text: &str) -> Result<(), String> {
+pub fn check_quantity(text: &str) -> Result<(), NotAQuantity> {
     const SUFFIXES: [&str; 13] = ["Ki", "Mi", "Gi", "Ti", "Pi", "Ei", "n", "u", "m", "k", "M", "G", "T"];
-    let why = || "must be a quantity such as 500m, 2 or 1Gi".to_string();
     let number_end = text.find(|c: char| !(c.is_ascii_digit() || c == '.' || c == '+')).unwrap_or(text.len());
     let (number, rest) = text.split_at(number_end);
     let number = number.strip_prefix('+').unwrap_or(number);
     if number.is_empty() || number == "." || number.matches('.').count() > 1 || number.contains('+') {
-        return Err(why());
+        return Err(NotAQuantity);
     }
     let suffix_ok = rest.is_empty()
         || SUFFIXES.contains(&rest)
@@ -103,7 +107,7 @@ pub fn check_quantity(text: &str) -> Result<(), String> {
         })
         || rest == "P"
         || rest == "E";
-    if suffix_ok { Ok(()) } else { Err(why()) }
+    if suffix_ok { Ok(()) } else { Err(NotAQuantity) }
 }
 
 impl JobWebhook for ExternalJob {

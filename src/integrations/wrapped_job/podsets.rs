@@ -54,6 +54,53 @@ impl PodSetError {
     }
 }
 
+/// Why a path is not one of AppWrapper's: `template`, then `.field` or `[index]` elements.
+#[derive(Debug, thiserror::Error)]
+pub enum BadPath {
+    #[error("path {path:?} must start with {TEMPLATE:?}")]
+    Start { path: String },
+    #[error("path {path:?} has an empty field name after {parsed:?}")]
+    EmptyField { path: String, parsed: String },
+    #[error("path {path:?} has an unclosed '[' after {parsed:?}")]
+    Unclosed { path: String, parsed: String },
+    #[error("path {path:?} has an invalid index {index:?} after {parsed:?}")]
+    Index { path: String, index: String, parsed: String },
+    #[error("path {path:?} has {rest:?} after {parsed:?}; expected '.field' or '[index]'")]
+    Unexpected { path: String, rest: String, parsed: String },
+}
+
+/// Why a path in a component's `template` holds no pod template; each names the value at fault.
+#[derive(Debug, thiserror::Error)]
+pub enum NotAPodTemplate {
+    #[error(transparent)]
+    Path(#[from] BadPath),
+    #[error("{0} does not exist")]
+    Missing(String),
+    #[error("{0} is not an object")]
+    NotAnObject(String),
+    #[error("{0} is not a list")]
+    NotAList(String),
+    #[error("{at} is out of range: the list has {len} elements")]
+    OutOfRange { at: String, len: usize },
+    #[error("{0} has no spec")]
+    NoSpec(String),
+    #[error("{0}.spec has no containers")]
+    NoContainers(String),
+    #[error("{path}.spec is not a v1 PodSpec: {source}")]
+    NotAPodSpec {
+        path: String,
+        #[source]
+        source: serde_json::Error,
+    },
+    #[error("{path}.metadata.{key} is not a map of strings: {source}")]
+    NotAStringMap {
+        path: String,
+        key: &'static str,
+        #[source]
+        source: serde_json::Error,
+    },
+}
+
 /// The pod sets of component `index`: the declared ones when given, else those inferred from its
 /// kind (none for kinds without pod templates). The first problem found is the error.
 pub fn component_pod_sets(index: usize, component: &WrappedComponent) -> Result<Vec<ComponentPodSet>, PodSetError> {
@@ -77,20 +124,21 @@ pub fn component_pod_sets_and_errors(
 /// The pod template at `path` in a component's `template`: an object whose `spec` is a v1 PodSpec
 /// with at least one container. Only labels and annotations are kept from its metadata, as
 /// AppWrapper does: a Pod's own name or owners mean nothing to Kueue.
-pub fn pod_template_at(template: &Value, path: &str) -> Result<PodTemplateSpec, String> {
-    let candidate = value_at(template, path)?.as_object().ok_or_else(|| format!("{path} is not an object"))?;
-    let spec = candidate.get("spec").ok_or_else(|| format!("{path} has no spec"))?;
+pub fn pod_template_at(template: &Value, path: &str) -> Result<PodTemplateSpec, NotAPodTemplate> {
+    let candidate =
+        value_at(template, path)?.as_object().ok_or_else(|| NotAPodTemplate::NotAnObject(path.to_owned()))?;
+    let spec = candidate.get("spec").ok_or_else(|| NotAPodTemplate::NoSpec(path.to_owned()))?;
     if spec.get("containers").and_then(Value::as_array).is_none_or(Vec::is_empty) {
-        return Err(format!("{path}.spec has no containers"));
+        return Err(NotAPodTemplate::NoContainers(path.to_owned()));
     }
-    let spec: PodSpec =
-        serde_json::from_value(spec.clone()).map_err(|e| format!("{path}.spec is not a v1 PodSpec: {e}"))?;
+    let spec: PodSpec = serde_json::from_value(spec.clone())
+        .map_err(|source| NotAPodTemplate::NotAPodSpec { path: path.to_owned(), source })?;
     let metadata = candidate.get("metadata");
     let string_map = |key| match metadata.and_then(|m| m.get(key)) {
         None | Some(Value::Null) => Ok(None),
         Some(value) => serde_json::from_value::<BTreeMap<String, String>>(value.clone())
             .map(Some)
-            .map_err(|e| format!("{path}.metadata.{key} is not a map of strings: {e}")),
+            .map_err(|source| NotAPodTemplate::NotAStringMap { path: path.to_owned(), key, source }),
     };
     let labels = string_map("labels")?;
     let annotations = string_map("annotations")?;
@@ -109,7 +157,7 @@ pub fn job_pod_sets(job: &WrappedJob) -> Result<Vec<JobPodSet>, PodSetError> {
     for (index, component) in job.spec.components.iter().enumerate() {
         for pod_set in component_pod_sets(index, component)? {
             let template = pod_template_at(&component.template, &pod_set.path)
-                .map_err(|why| not_a_pod_template(&component.template, &pod_set.path, &why).in_component(index))?;
+                .map_err(|why| not_a_pod_template(&component.template, &pod_set.path, why).in_component(index))?;
             all.push(JobPodSet { component: index, pod_set, template: workload::with_schema_defaults(template) });
         }
     }
@@ -143,8 +191,7 @@ pub fn object_to_create(job: &WrappedJob, index: usize, pod_sets: &[ComponentPod
     let mut object = component.template.clone();
     for (k, pod_set) in pod_sets.iter().enumerate() {
         let template_path = format!("{component_path}.{}", pod_set.path);
-        let pod_template = object_at(&mut object, &pod_set.path)
-            .map_err(|message| PodSetError { path: template_path.clone(), message })?;
+        let pod_template = object_at(&mut object, &pod_set.path, &template_path)?;
         if let Some(info) = infos.get(k) {
             merge_info(pod_template, info, &pod_set.path).map_err(|error| match error {
                 MergeError::Malformed(field, message) => {
@@ -320,14 +367,14 @@ fn infer(template: &Value) -> Result<Vec<ComponentPodSet>, PodSetError> {
     };
     for pod_set in &pod_sets {
         if let Err(why) = pod_template_at(template, &pod_set.path) {
-            return Err(not_a_pod_template(template, &pod_set.path, &why));
+            return Err(not_a_pod_template(template, &pod_set.path, why));
         }
     }
     Ok(pod_sets)
 }
 
 /// The error for a path that should hold a pod template, located at that value.
-fn not_a_pod_template(template: &Value, path: &str, why: &str) -> PodSetError {
+fn not_a_pod_template(template: &Value, path: &str, why: NotAPodTemplate) -> PodSetError {
     match value_at(template, path) {
         Ok(value) => PodSetError::invalid(path, json_type(value), &format!("not a pod template: {why}")),
         Err(_) => PodSetError { path: path.to_owned(), message: format!("Required value: a pod template: {why}") },
@@ -405,67 +452,71 @@ enum Step<'a> {
     Index(usize),
 }
 
-fn parse_path(path: &str) -> Result<Vec<Step<'_>>, String> {
-    let mut rest = path.strip_prefix(TEMPLATE).ok_or_else(|| format!("path {path:?} must start with {TEMPLATE:?}"))?;
+fn parse_path(path: &str) -> Result<Vec<Step<'_>>, BadPath> {
+    let mut rest = path.strip_prefix(TEMPLATE).ok_or_else(|| BadPath::Start { path: path.to_owned() })?;
     let mut steps = Vec::new();
     while !rest.is_empty() {
-        let parsed = &path[..path.len() - rest.len()];
+        let parsed = || path[..path.len() - rest.len()].to_owned();
         if let Some(after) = rest.strip_prefix('.') {
             let end = after.find(['.', '[']).unwrap_or(after.len());
             if end == 0 {
-                return Err(format!("path {path:?} has an empty field name after {parsed:?}"));
+                return Err(BadPath::EmptyField { path: path.to_owned(), parsed: parsed() });
             }
             steps.push(Step::Field(&after[..end]));
             rest = &after[end..];
         } else if let Some(after) = rest.strip_prefix('[') {
-            let (index, tail) =
-                after.split_once(']').ok_or_else(|| format!("path {path:?} has an unclosed '[' after {parsed:?}"))?;
-            let index =
-                index.parse().map_err(|_| format!("path {path:?} has an invalid index {index:?} after {parsed:?}"))?;
+            let Some((index, tail)) = after.split_once(']') else {
+                return Err(BadPath::Unclosed { path: path.to_owned(), parsed: parsed() });
+            };
+            let Ok(index) = index.parse() else {
+                return Err(BadPath::Index { path: path.to_owned(), index: index.to_owned(), parsed: parsed() });
+            };
             steps.push(Step::Index(index));
             rest = tail;
         } else {
-            return Err(format!("path {path:?} has {rest:?} after {parsed:?}; expected '.field' or '[index]'"));
+            return Err(BadPath::Unexpected { path: path.to_owned(), rest: rest.to_owned(), parsed: parsed() });
         }
     }
     Ok(steps)
 }
 
 /// The value at `path` in a component's `template`, or why there is none.
-fn value_at<'v>(template: &'v Value, path: &str) -> Result<&'v Value, String> {
+fn value_at<'v>(template: &'v Value, path: &str) -> Result<&'v Value, NotAPodTemplate> {
     let mut cursor = template;
     let mut at = TEMPLATE.to_owned();
     for step in parse_path(path)? {
         cursor = match step {
             Step::Field(name) => {
-                let object = cursor.as_object().ok_or_else(|| format!("{at} is not an object"))?;
+                let object = cursor.as_object().ok_or_else(|| NotAPodTemplate::NotAnObject(at.clone()))?;
                 at = format!("{at}.{name}");
-                object.get(name).ok_or_else(|| format!("{at} does not exist"))?
+                object.get(name).ok_or_else(|| NotAPodTemplate::Missing(at.clone()))?
             }
             Step::Index(i) => {
-                let list = cursor.as_array().ok_or_else(|| format!("{at} is not a list"))?;
+                let list = cursor.as_array().ok_or_else(|| NotAPodTemplate::NotAList(at.clone()))?;
                 let len = list.len();
                 at = format!("{at}[{i}]");
-                list.get(i).ok_or_else(|| format!("{at} is out of range: the list has {len} elements"))?
+                list.get(i).ok_or_else(|| NotAPodTemplate::OutOfRange { at: at.clone(), len })?
             }
         };
     }
     Ok(cursor)
 }
 
-/// The object at `path` in a component's template, to change it; the error is an API-server message.
-fn object_at<'v>(template: &'v mut Value, path: &str) -> Result<&'v mut Map<String, Value>, String> {
+/// The object at `path` in a component's template, to change it; `field` is where the error is.
+fn object_at<'v>(template: &'v mut Value, path: &str, field: &str) -> Result<&'v mut Map<String, Value>, PodSetError> {
     let pointer: String = parse_path(path)
-        .map_err(|why| format!("Invalid value: {path:?}: {why}"))?
+        .map_err(|why| PodSetError::invalid(field, path, &why.to_string()))?
         .iter()
         .map(|step| match step {
             Step::Field(name) => format!("/{}", name.replace('~', "~0").replace('/', "~1")),
             Step::Index(i) => format!("/{i}"),
         })
         .collect();
-    let target = template.pointer_mut(&pointer).ok_or_else(|| "Required value: a pod template".to_owned())?;
+    let target = template
+        .pointer_mut(&pointer)
+        .ok_or_else(|| PodSetError { path: field.to_owned(), message: "Required value: a pod template".to_owned() })?;
     let found = json_type(target);
-    target.as_object_mut().ok_or_else(|| format!("Invalid value: {found:?}: must be an object"))
+    target.as_object_mut().ok_or_else(|| not_an_object(field.to_owned(), found))
 }
 
 /// The object under `key`, created when missing or null; the error is the JSON type found instead.

@@ -95,7 +95,7 @@ impl Settings {
             let Some(text) = annotations.get(&annotation) else { continue };
             match parse_go_duration(text) {
                 Ok(value) => *slot = value.min(CEILING),
-                Err(why) => ignored.push(Ignored { annotation, why }),
+                Err(why) => ignored.push(Ignored { annotation, why: why.to_string() }),
             }
         }
         let annotation = format!("{PREFIX}retryLimit");
@@ -115,7 +115,7 @@ impl Settings {
                     Some(slot) => *slot = codes,
                     None => settings.retryable_exit_codes = Some(codes),
                 },
-                Err(why) => ignored.push(Ignored { annotation, why }),
+                Err(why) => ignored.push(Ignored { annotation, why: why.to_string() }),
             }
         }
         (settings, ignored)
@@ -128,17 +128,30 @@ impl Settings {
     }
 }
 
-fn parse_exit_codes(text: &str) -> Result<Vec<i32>, String> {
+/// An entry of an exit code list that is not a number.
+#[derive(Debug, thiserror::Error)]
+#[error("{entry:?} in {list:?} is not an exit code")]
+struct NotAnExitCode {
+    entry: String,
+    list: String,
+}
+
+fn parse_exit_codes(text: &str) -> Result<Vec<i32>, NotAnExitCode> {
     text.split(',')
         .map(str::trim)
         .filter(|s| !s.is_empty())
-        .map(|s| s.parse::<i32>().map_err(|_| format!("{s:?} in {text:?} is not an exit code")))
+        .map(|s| s.parse::<i32>().map_err(|_| NotAnExitCode { entry: s.to_string(), list: text.to_string() }))
         .collect()
 }
 
+/// Text that is not a Go duration.
+#[derive(Debug, PartialEq, Eq, thiserror::Error)]
+#[error("{0:?} is not a duration like 90s, 1m30s or 2h")]
+pub struct NotADuration(String);
+
 /// A Go `time.ParseDuration` string: `90s`, `1m30s`, `1.5h`, `300ms`; no negative values.
-pub fn parse_go_duration(text: &str) -> Result<Duration, String> {
-    let bad = || format!("{text:?} is not a duration like 90s, 1m30s or 2h");
+pub fn parse_go_duration(text: &str) -> Result<Duration, NotADuration> {
+    let bad = || NotADuration(text.to_string());
     if text == "0" {
         return Ok(Duration::ZERO);
     }

@@ -29,7 +29,7 @@ fn validate_spec(job: &WrappedJob) -> Vec<FieldError> {
     let name = job.name_any();
     if !name.is_empty() {
         if let Err(why) = dns1123_label(&name) {
-            errors.push(FieldError::invalid("metadata.name", &name, &why));
+            errors.push(FieldError::invalid("metadata.name", &name, &why.to_string()));
         } else if name.len() > MAX_NAME_LENGTH {
             errors.push(FieldError::invalid(
                 "metadata.name",

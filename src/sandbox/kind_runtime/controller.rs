@@ -8,6 +8,7 @@ use std::time::Duration;
 use kube::Client;
 use serde_json::json;
 
+use super::error::InstallError;
 use super::wait;
 use crate::integrations::declarative::config::Integration;
 use crate::kube_util;
@@ -19,9 +20,9 @@ const READY_TIMEOUT: Duration = Duration::from_secs(180);
 
 /// Installs the controller running `image` (reading `integrations` when there are any) and
 /// waits until its webhook server is ready.
-pub async fn install(client: &Client, image: &str, integrations: &[Integration]) -> Result<(), String> {
+pub async fn install(client: &Client, image: &str, integrations: &[Integration]) -> Result<(), InstallError> {
     let cert = Pki::service_certificate(manifests::WEBHOOK_SERVICE, &manifests::webhook_dns_names())
-        .map_err(|e| format!("making the webhook certificate: {e}"))?;
+        .map_err(InstallError::Certificate)?;
     let secret = json!({
         "apiVersion": "v1", "kind": "Secret", "type": "kubernetes.io/tls",
         "metadata": {"name": manifests::WEBHOOK_CERT_SECRET, "namespace": manifests::NAMESPACE},
@@ -39,10 +40,11 @@ pub async fn install(client: &Client, image: &str, integrations: &[Integration])
     objects.extend(manifests::webhooks(&endpoint));
     objects.extend(manifests::configured_webhooks(&endpoint, integrations));
     for obj in objects {
-        kube_util::apply(client, &obj).await.map_err(|e| e.to_string())?;
+        kube_util::apply(client, &obj).await?;
     }
     wait::until("the kueue-ext controller to become ready", READY_TIMEOUT, || {
         wait::deployment_available(client, manifests::NAMESPACE, manifests::DEPLOYMENT)
     })
-    .await
+    .await?;
+    Ok(())
 }

@@ -68,19 +68,19 @@ pub trait Docker {
 /// bollard on `$DOCKER_HOST` or the default socket.
 pub struct BollardDocker {
     host: String,
-    connection: Result<bollard::Docker, String>,
+    connection: Result<bollard::Docker, bollard::errors::Error>,
 }
 
 impl BollardDocker {
     pub fn connect() -> Self {
         let host = std::env::var("DOCKER_HOST").unwrap_or_else(|_| DEFAULT_HOST.to_string());
-        BollardDocker { connection: bollard::Docker::connect_with_defaults().map_err(|e| e.to_string()), host }
+        BollardDocker { connection: bollard::Docker::connect_with_defaults(), host }
     }
 
     fn docker(&self) -> Result<&bollard::Docker, KindError> {
         self.connection
             .as_ref()
-            .map_err(|detail| KindError::DockerMissing { host: self.host.clone(), detail: detail.clone() })
+            .map_err(|e| KindError::DockerMissing { host: self.host.clone(), detail: e.to_string() })
     }
 
     fn classify(&self, err: bollard::errors::Error) -> KindError {
@@ -271,8 +271,7 @@ mod tests {
                 "unix:///nonexistent/docker.sock",
                 5,
                 bollard::API_DEFAULT_VERSION,
-            )
-            .map_err(|e| e.to_string()),
+            ),
         };
         let err = docker.ping().await.unwrap_err();
         assert!(matches!(err, KindError::DockerMissing { .. }), "{err:?}");
@@ -287,8 +286,7 @@ mod tests {
         drop(std::os::unix::net::UnixListener::bind(&path).unwrap());
         let host = format!("unix://{}", path.display());
         let docker = BollardDocker {
-            connection: bollard::Docker::connect_with_unix(&host, 5, bollard::API_DEFAULT_VERSION)
-                .map_err(|e| e.to_string()),
+            connection: bollard::Docker::connect_with_unix(&host, 5, bollard::API_DEFAULT_VERSION),
             host,
         };
         let err = docker.ping().await.unwrap_err();

@@ -2,6 +2,9 @@
 
 use std::path::PathBuf;
 
+use super::wait::{TimedOut, Unavailable};
+use crate::kube_util::ApplyError;
+
 /// Tells the user how to avoid the kind runtime altogether.
 const OR_PROCESS: &str = "or run `kubectl kueue-ext up --runtime process`";
 
@@ -41,7 +44,7 @@ pub enum KindError {
         "kind could not create cluster {cluster} (a node that never becomes Ready within 3 minutes ends so): {detail}\n{}",
         where_logs_are(.logs)
     )]
-    ClusterCreate { cluster: String, detail: String, logs: Result<PathBuf, String> },
+    ClusterCreate { cluster: String, detail: String, logs: Result<PathBuf, Box<KindError>> },
     #[error("building the controller image {image} failed: {detail}")]
     ImageBuild { image: String, detail: String },
     #[error("saving the controller image {image} to {path} failed: {detail}")]
@@ -80,7 +83,21 @@ pub enum KindError {
     },
 }
 
-fn where_logs_are(logs: &Result<PathBuf, String>) -> String {
+/// Why Kueue or this project's controller did not come up in a kind cluster.
+#[derive(Debug, thiserror::Error)]
+pub enum InstallError {
+    #[error("making the webhook certificate: {0}")]
+    Certificate(#[source] rcgen::Error),
+    #[error(transparent)]
+    Apply(#[from] ApplyError),
+    #[error(transparent)]
+    Unavailable(#[from] TimedOut<Unavailable>),
+    /// The webhook's dry run was never answered.
+    #[error(transparent)]
+    Webhook(#[from] TimedOut<kube::Error>),
+}
+
+fn where_logs_are(logs: &Result<PathBuf, Box<KindError>>) -> String {
     match logs {
         Ok(dir) => format!("its nodes' logs (kubelet, containerd, control-plane pods) are in {}", dir.display()),
         Err(e) => format!("its nodes' logs could not be exported: {e}"),

@@ -112,7 +112,7 @@ impl Bundle {
     /// them in the image, breadth first from the binary's `DT_NEEDED`, each name loaded once.
     fn for_binary(path: &Path, binary: Vec<u8>) -> Result<Bundle, KindError> {
         let linking = Linking::read(&binary)
-            .map_err(|detail| KindError::ControllerNotElf { path: path.to_path_buf(), detail })?;
+            .map_err(|e| KindError::ControllerNotElf { path: path.to_path_buf(), detail: e.to_string() })?;
         let Some(interpreter) = &linking.interpreter else {
             return Ok(Bundle { binary, libraries: Vec::new() });
         };
@@ -123,7 +123,7 @@ impl Bundle {
                 detail,
             };
             let bytes = std::fs::read(library).map_err(|e| unreadable(e.to_string()))?;
-            let linking = Linking::read(&bytes).map_err(unreadable)?;
+            let linking = Linking::read(&bytes).map_err(|e| unreadable(e.to_string()))?;
             Ok((bytes, linking))
         };
         // The kernel maps the loader before anything else, and glibc answers a DT_NEEDED on the
@@ -158,6 +158,15 @@ impl Bundle {
     }
 }
 
+/// Why a file cannot be read as the loader reads it.
+#[derive(Debug, thiserror::Error)]
+enum NotElf {
+    #[error(transparent)]
+    Object(#[from] object::read::Error),
+    #[error("the dynamic string table is in no loadable segment")]
+    NoStringTable,
+}
+
 /// What the loader reads from an ELF file before running it.
 #[derive(Debug, Default)]
 struct Linking {
@@ -175,18 +184,17 @@ struct Linking {
 impl Linking {
     /// Reads a 64-bit ELF file through its program headers, as the loader does, so a file
     /// stripped of its section headers reads the same.
-    fn read(elf: &[u8]) -> Result<Linking, String> {
-        let text = |e: object::read::Error| e.to_string();
-        let header = FileHeader64::<Endianness>::parse(elf).map_err(text)?;
-        let endian = header.endian().map_err(text)?;
-        let segments = header.program_headers(endian, elf).map_err(text)?;
+    fn read(elf: &[u8]) -> Result<Linking, NotElf> {
+        let header = FileHeader64::<Endianness>::parse(elf)?;
+        let endian = header.endian()?;
+        let segments = header.program_headers(endian, elf)?;
         let mut linking = Linking::default();
         let mut dynamic: &[Dyn64<Endianness>] = &[];
         for segment in segments {
-            if let Some(path) = segment.interpreter(endian, elf).map_err(text)? {
+            if let Some(path) = segment.interpreter(endian, elf)? {
                 linking.interpreter = Some(String::from_utf8_lossy(path).into_owned());
             }
-            if let Some(entries) = segment.dynamic(endian, elf).map_err(text)? {
+            if let Some(entries) = segment.dynamic(endian, elf)? {
                 dynamic = entries;
             }
         }
@@ -200,11 +208,10 @@ impl Linking {
             .iter()
             .filter(|segment| segment.p_type(endian) == PT_LOAD)
             .find_map(|segment| segment.data_range(endian, elf, address, size).ok().flatten())
-            .ok_or("the dynamic string table is in no loadable segment")?;
+            .ok_or(NotElf::NoStringTable)?;
         let strings = StringTable::new(strings, 0, size);
         for entry in entries {
-            let string =
-                || entry.string(endian, strings).map(|s| String::from_utf8_lossy(s).into_owned()).map_err(text);
+            let string = || entry.string(endian, strings).map(|s| String::from_utf8_lossy(s).into_owned());
             match entry.tag(endian) {
                 DT_NEEDED => linking.needed.push(string()?),
                 DT_SONAME => linking.soname = Some(string()?),

@@ -8,30 +8,51 @@ use serde_json::Value;
 
 use crate::sandbox::runtime::AdminAccess;
 
+/// Why kind's kubeconfig gives no admin access.
+#[derive(Debug, thiserror::Error)]
+pub enum NoAdminAccess {
+    #[error("not a kubeconfig: {0}")]
+    NotAKubeconfig(#[source] serde_saphyr::Error),
+    #[error("no {section} entry named {name}")]
+    NoEntry { section: &'static str, name: String },
+    #[error("{0} is missing")]
+    Missing(&'static str),
+    #[error("{key} is not base64: {source}")]
+    NotBase64 {
+        key: &'static str,
+        #[source]
+        source: base64::DecodeError,
+    },
+    #[error("{0} is not PEM text")]
+    NotPem(&'static str),
+    #[error("the cluster has no server")]
+    NoServer,
+}
+
 /// The admin access in kind's kubeconfig for `kind_cluster` (its `kind-<name>` context).
-pub fn admin_access(kubeconfig: &str, kind_cluster: &str) -> Result<AdminAccess, String> {
-    let config: Value = serde_saphyr::from_str(kubeconfig).map_err(|e| format!("not a kubeconfig: {e}"))?;
+pub fn admin_access(kubeconfig: &str, kind_cluster: &str) -> Result<AdminAccess, NoAdminAccess> {
+    let config: Value = serde_saphyr::from_str(kubeconfig).map_err(NoAdminAccess::NotAKubeconfig)?;
     let context_name = format!("kind-{kind_cluster}");
-    let named = |section: &str, name: &str| {
+    let named = |section: &'static str, name: &str| {
         config[section]
             .as_array()
             .into_iter()
             .flatten()
             .find(|e| e["name"] == name)
             .cloned()
-            .ok_or_else(|| format!("no {section} entry named {name}"))
+            .ok_or_else(|| NoAdminAccess::NoEntry { section, name: name.to_string() })
     };
     let context = named("contexts", &context_name)?;
     let cluster_name = context["context"]["cluster"].as_str().unwrap_or(&context_name).to_string();
     let user_name = context["context"]["user"].as_str().unwrap_or(&context_name).to_string();
     let cluster = named("clusters", &cluster_name)?;
     let user = named("users", &user_name)?;
-    let field = |value: &Value, key: &str| {
-        let text = value[key].as_str().ok_or_else(|| format!("{key} is missing"))?;
-        let bytes = STANDARD.decode(text.trim()).map_err(|e| format!("{key} is not base64: {e}"))?;
-        String::from_utf8(bytes).map_err(|_| format!("{key} is not PEM text"))
+    let field = |value: &Value, key: &'static str| {
+        let text = value[key].as_str().ok_or(NoAdminAccess::Missing(key))?;
+        let bytes = STANDARD.decode(text.trim()).map_err(|source| NoAdminAccess::NotBase64 { key, source })?;
+        String::from_utf8(bytes).map_err(|_| NoAdminAccess::NotPem(key))
     };
-    let server = cluster["cluster"]["server"].as_str().ok_or("the cluster has no server")?.to_string();
+    let server = cluster["cluster"]["server"].as_str().ok_or(NoAdminAccess::NoServer)?.to_string();
     Ok(AdminAccess {
         server,
         ca_pem: field(&cluster["cluster"], "certificate-authority-data")?,
@@ -92,7 +113,7 @@ mod tests {
     #[test]
     fn a_kubeconfig_of_another_cluster_is_an_error() {
         let err = admin_access(&kind_kubeconfig(), "kueue-ext-manager").unwrap_err();
-        assert!(err.contains("kind-kueue-ext-manager"), "{err}");
-        assert!(admin_access("{", "x").unwrap_err().contains("not a kubeconfig"));
+        assert!(err.to_string().contains("kind-kueue-ext-manager"), "{err}");
+        assert!(admin_access("{", "x").unwrap_err().to_string().contains("not a kubeconfig"));
     }
 }

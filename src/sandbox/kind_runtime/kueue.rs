@@ -9,7 +9,7 @@ use kube::Client;
 use kube::api::{Api, DynamicObject, Patch, PatchParams};
 use serde_json::{Value, json};
 
-use super::error::KindError;
+use super::error::{InstallError, KindError};
 use super::{download, wait};
 use crate::integrations::declarative::config::Integration;
 use crate::kube_util::{self, FIELD_MANAGER};
@@ -24,6 +24,19 @@ const CONFIG_MAP: &str = "kueue-manager-config";
 const CONFIG_KEY: &str = "controller_manager_config.yaml";
 /// Pulling Kueue's image and issuing its webhook certificate take a while on a cold machine.
 const READY_TIMEOUT: Duration = Duration::from_secs(300);
+
+/// Why the release's Configuration could not be set up for a sandbox.
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigurationError {
+    #[error("the release has no ConfigMap {CONFIG_MAP}")]
+    NoConfigMap,
+    #[error("ConfigMap {CONFIG_MAP} has no {CONFIG_KEY}")]
+    NoConfiguration,
+    #[error("ConfigMap {CONFIG_MAP}, {CONFIG_KEY}: {0}")]
+    Unreadable(#[source] serde_saphyr::Error),
+    #[error(transparent)]
+    Unwritable(#[from] serde_saphyr::SerializeError),
+}
 
 /// sha256 of `bytes`, lowercase hex.
 pub fn verify(bytes: &[u8], expected: &str, source_name: &str) -> Result<(), KindError> {
@@ -47,8 +60,10 @@ pub async fn load(source: &str, sha256: &str, cache_dir: &Path) -> Result<Vec<Va
         match std::fs::read(&cached) {
             Ok(bytes) if verify(&bytes, sha256, source).is_ok() => bytes,
             _ => {
-                let failed = |detail| KindError::KueueManifests { source_name: source.to_string(), detail };
-                let bytes = download::get(source).await.map_err(failed)?;
+                let bytes = download::get(source).await.map_err(|e| KindError::KueueManifests {
+                    source_name: source.to_string(),
+                    detail: e.to_string(),
+                })?;
                 verify(&bytes, sha256, source)?;
                 std::fs::create_dir_all(cache_dir).map_err(KindError::io(cache_dir))?;
                 std::fs::write(&cached, &bytes).map_err(KindError::io(&cached))?;
@@ -85,29 +100,28 @@ pub fn configured(
     release: &[Value],
     multikueue_manager: Option<MultiKueueManager>,
     integrations: &[Integration],
-) -> Result<Vec<Value>, String> {
+) -> Result<Vec<Value>, ConfigurationError> {
     let mut docs = release.to_vec();
     let config_map = docs
         .iter_mut()
         .find(|d| d["kind"] == "ConfigMap" && d["metadata"]["name"] == CONFIG_MAP)
-        .ok_or(format!("the release has no ConfigMap {CONFIG_MAP}"))?;
-    let text = config_map["data"][CONFIG_KEY].as_str().ok_or(format!("ConfigMap {CONFIG_MAP} has no {CONFIG_KEY}"))?;
-    let mut config: Value =
-        serde_saphyr::from_str(text).map_err(|e| format!("ConfigMap {CONFIG_MAP}, {CONFIG_KEY}: {e}"))?;
+        .ok_or(ConfigurationError::NoConfigMap)?;
+    let text = config_map["data"][CONFIG_KEY].as_str().ok_or(ConfigurationError::NoConfiguration)?;
+    let mut config: Value = serde_saphyr::from_str(text).map_err(ConfigurationError::Unreadable)?;
     // The release enables every framework Kueue knows; a sandbox, the ones it has CRDs for.
     config["integrations"]["frameworks"] = json!(frameworks(&[]));
     configure_for_sandbox(&mut config, multikueue_manager, integrations);
-    config_map["data"][CONFIG_KEY] = json!(serde_saphyr::to_string(&config).map_err(|e| e.to_string())?);
+    config_map["data"][CONFIG_KEY] = json!(serde_saphyr::to_string(&config)?);
     Ok(docs)
 }
 
 /// Applies the release (CRDs first) and waits until Kueue runs and its webhook answers.
-pub async fn install(client: &Client, docs: &[Value]) -> Result<(), String> {
+pub async fn install(client: &Client, docs: &[Value]) -> Result<(), InstallError> {
     let (crds, rest): (Vec<Value>, Vec<Value>) =
         docs.iter().cloned().partition(|d| d["kind"] == "CustomResourceDefinition");
-    kube_util::apply_crds(client, &crds).await.map_err(|e| e.to_string())?;
+    kube_util::apply_crds(client, &crds).await?;
     for obj in &rest {
-        kube_util::apply(client, obj).await.map_err(|e| e.to_string())?;
+        kube_util::apply(client, obj).await?;
     }
     wait::until("Kueue's Deployment to become available", READY_TIMEOUT, || {
         wait::deployment_available(client, NAMESPACE, DEPLOYMENT)
@@ -115,10 +129,10 @@ pub async fn install(client: &Client, docs: &[Value]) -> Result<(), String> {
     .await?;
     // Available pods do not mean a served webhook: Kueue issues its own certificate and
     // injects the CA first. A dry-run through the webhook proves it answers.
-    wait::until("Kueue's webhook to answer", READY_TIMEOUT, || webhook_answers(client)).await
+    Ok(wait::until("Kueue's webhook to answer", READY_TIMEOUT, || webhook_answers(client)).await?)
 }
 
-async fn webhook_answers(client: &Client) -> Result<(), String> {
+async fn webhook_answers(client: &Client) -> Result<(), kube::Error> {
     let probe = json!({
         "apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "ResourceFlavor",
         "metadata": {"name": "kueue-ext-webhook-probe"},
@@ -132,7 +146,7 @@ async fn webhook_answers(client: &Client) -> Result<(), String> {
     };
     let api: Api<DynamicObject> = Api::all_with(client.clone(), &resource);
     let params = PatchParams { dry_run: true, ..PatchParams::apply(FIELD_MANAGER) };
-    api.patch("kueue-ext-webhook-probe", &params, &Patch::Apply(&probe)).await.map(drop).map_err(|e| e.to_string())
+    api.patch("kueue-ext-webhook-probe", &params, &Patch::Apply(&probe)).await.map(drop)
 }
 
 #[cfg(test)]
@@ -199,6 +213,6 @@ mod tests {
         assert_eq!(manager["multiKueue"]["workerLostTimeout"], "30s");
         let worker = config_of(&configured(&docs, None, &[]).unwrap());
         assert!(worker.get("multiKueue").is_none());
-        assert!(configured(&docs[..1], None, &[]).unwrap_err().contains(CONFIG_MAP));
+        assert!(configured(&docs[..1], None, &[]).unwrap_err().to_string().contains(CONFIG_MAP));
     }
 }

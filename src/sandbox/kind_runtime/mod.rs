@@ -31,13 +31,13 @@ pub use local_images::{LocalImages, ensure_kind_cli};
 pub use select::select;
 
 use super::error::SandboxError;
-use super::kubeconfig::{Credentials, Entry};
+use super::kubeconfig::{ClientError, Credentials, Entry};
 use super::progress::Progress;
 use super::record::SandboxRecord;
 use super::runtime::{AdminAccess, ClusterPlan, ClusterRuntime, ComponentHealth, StartedCluster};
 use super::state::{Cluster, RuntimeKind, SandboxState};
 use super::{context_name, integration, kueue::manifests::NAMESPACE as KUEUE_NAMESPACE};
-use crate::kube_util;
+use crate::kube_util::{self, KubeconfigError};
 use crate::sandbox::toolchain::versions::KUEUE;
 
 /// Where a kind sandbox's images come from.
@@ -222,12 +222,12 @@ impl<K: Kind, D: Docker> KindRuntime<K, D> {
         if let Err(e) = self.kind.create_cluster(&name, &config, &prepared.node_image, &kubeconfig).await {
             let logs = dir.join(KIND_LOGS);
             let exported = self.kind.export_logs(&name, &logs).await;
-            let logs = exported.map(|()| logs).map_err(|e| e.to_string());
+            let logs = exported.map(|()| logs).map_err(Box::new);
             return Err(KindError::ClusterCreate { cluster: name, detail: e.to_string(), logs });
         }
         let text = self.kind.kubeconfig(&name).await?;
         let admin = kubeconfig::admin_access(&text, &name)
-            .map_err(|detail| KindError::Kubeconfig { cluster: name.clone(), detail })?;
+            .map_err(|e| KindError::Kubeconfig { cluster: name.clone(), detail: e.to_string() })?;
         self.kind.load_image_archive(&name, &prepared.archive).await.map_err(|e| KindError::ImageLoad {
             image: prepared.image.clone(),
             cluster: name.clone(),
@@ -237,26 +237,25 @@ impl<K: Kind, D: Docker> KindRuntime<K, D> {
     }
 }
 
-async fn admin_client(admin: &AdminAccess, context: &str) -> Result<kube::Client, String> {
+async fn admin_client(admin: &AdminAccess, context: &str) -> Result<kube::Client, ClientError> {
     let entry = Entry {
         context,
         server: admin.server.clone(),
         ca_pem: &admin.ca_pem,
         credentials: Credentials::ClientCert { cert_pem: &admin.cert_pem, key_pem: &admin.key_pem },
     };
-    let config = serde_json::from_value(super::kubeconfig::render(&[entry])).map_err(|e| e.to_string())?;
-    kube_util::client_from(config, context).await.map_err(|e| e.to_string())
+    super::kubeconfig::client(entry).await
 }
 
 /// A component that is a Deployment: ready when one of its replicas is available.
 async fn deployment_status(
-    client: &Result<kube::Client, String>,
+    client: &Result<kube::Client, KubeconfigError>,
     name: &str,
     (namespace, deployment): (&str, &str),
     kubectl: &str,
 ) -> ComponentHealth {
     let reason = match client {
-        Ok(client) => wait::deployment_available(client, namespace, deployment).await.err(),
+        Ok(client) => wait::deployment_available(client, namespace, deployment).await.err().map(|e| e.to_string()),
         Err(e) => Some(format!("API server unreachable: {e}")),
     };
     ComponentHealth {
@@ -389,7 +388,7 @@ impl<K: Kind, D: Docker> ClusterRuntime for KindRuntime<K, D> {
         out
     }
 
-    async fn admin_client(&self, state: &SandboxState, cluster: &Cluster) -> Result<kube::Client, String> {
-        kube_util::client_for(&state.kubeconfig, &cluster.context).await.map_err(|e| e.to_string())
+    async fn admin_client(&self, state: &SandboxState, cluster: &Cluster) -> Result<kube::Client, KubeconfigError> {
+        kube_util::client_for(&state.kubeconfig, &cluster.context).await
     }
 }

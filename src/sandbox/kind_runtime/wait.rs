@@ -7,18 +7,40 @@ use k8s_openapi::api::apps::v1::Deployment;
 use kube::Client;
 use kube::api::Api;
 
+/// Something that did not happen in time, with the last reason it had not.
+#[derive(Debug, thiserror::Error)]
+#[error("{what} did not happen within {seconds}s; last: {last}")]
+pub struct TimedOut<E> {
+    what: String,
+    seconds: u64,
+    #[source]
+    last: E,
+}
+
+/// Why a Deployment has no available replica.
+#[derive(Debug, thiserror::Error)]
+pub enum Unavailable {
+    #[error(transparent)]
+    Api(#[from] kube::Error),
+    #[error("Deployment {namespace}/{name} does not exist")]
+    Missing { namespace: String, name: String },
+    /// The first condition that is not True, or that no replica is available yet.
+    #[error("Deployment {namespace}/{name}: {reason}")]
+    NotReady { namespace: String, name: String, reason: String },
+}
+
 /// Polls `check` until it succeeds, or fails after `timeout` with its last answer.
-pub async fn until<F, Fut>(what: &str, timeout: Duration, mut check: F) -> Result<(), String>
+pub async fn until<F, Fut, E>(what: &str, timeout: Duration, mut check: F) -> Result<(), TimedOut<E>>
 where
     F: FnMut() -> Fut,
-    Fut: Future<Output = Result<(), String>>,
+    Fut: Future<Output = Result<(), E>>,
 {
     let deadline = Instant::now() + timeout;
     loop {
         match check().await {
             Ok(()) => return Ok(()),
             Err(last) if Instant::now() >= deadline => {
-                return Err(format!("{what} did not happen within {}s; last: {last}", timeout.as_secs()));
+                return Err(TimedOut { what: what.to_string(), seconds: timeout.as_secs(), last });
             }
             Err(_) => tokio::time::sleep(Duration::from_secs(1)).await,
         }
@@ -26,12 +48,11 @@ where
 }
 
 /// `Ok` once the Deployment has an available replica; otherwise why not.
-pub async fn deployment_available(client: &Client, namespace: &str, name: &str) -> Result<(), String> {
+pub async fn deployment_available(client: &Client, namespace: &str, name: &str) -> Result<(), Unavailable> {
     let deployment = Api::<Deployment>::namespaced(client.clone(), namespace)
         .get_opt(name)
-        .await
-        .map_err(|e| e.to_string())?
-        .ok_or_else(|| format!("Deployment {namespace}/{name} does not exist"))?;
+        .await?
+        .ok_or_else(|| Unavailable::Missing { namespace: namespace.to_string(), name: name.to_string() })?;
     let status = deployment.status.unwrap_or_default();
     if status.available_replicas.unwrap_or(0) >= 1 {
         return Ok(());
@@ -43,7 +64,7 @@ pub async fn deployment_available(client: &Client, namespace: &str, name: &str) 
         .find(|c| c.status != "True")
         .map(|c| format!("{} {}", c.type_, c.message.unwrap_or_default()))
         .unwrap_or_else(|| "no replica is available yet".into());
-    Err(format!("Deployment {namespace}/{name}: {reason}"))
+    Err(Unavailable::NotReady { namespace: namespace.to_string(), name: name.to_string(), reason })
 }
 
 #[cfg(test)]
@@ -55,11 +76,11 @@ mod tests {
         let mut calls = 0;
         let err = until("the thing", Duration::ZERO, || {
             calls += 1;
-            async move { Err(format!("try {calls}")) }
+            async move { Err(std::io::Error::other(format!("try {calls}"))) }
         })
         .await
         .unwrap_err();
-        assert_eq!(err, "the thing did not happen within 0s; last: try 1");
-        assert!(until("now", Duration::ZERO, || async { Ok(()) }).await.is_ok());
+        assert_eq!(err.to_string(), "the thing did not happen within 0s; last: try 1");
+        assert!(until("now", Duration::ZERO, || async { Ok::<_, std::io::Error>(()) }).await.is_ok());
     }
 }

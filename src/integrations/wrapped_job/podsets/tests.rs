@@ -239,7 +239,7 @@ fn pod_template_paths() {
     ];
     for (path, expected) in errors {
         let error = pod_template_at(&template, path).unwrap_err();
-        assert!(error.contains(expected), "{path}: {error}");
+        assert!(error.to_string().contains(expected), "{path}: {error}");
     }
 }
 
