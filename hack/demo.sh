@@ -18,15 +18,27 @@ plugin="$(command -v kubectl-kueue_ext || echo "$HOME/.cargo/bin/kubectl-kueue_e
 
 # The samples are sized for the process runtime's kwok nodes (32 CPU a worker); KUEUE_EXT_RUNTIME=kind
 # runs the demo on kind clusters, where the pods that fit a real node run for real.
-"$plugin" up --runtime "${KUEUE_EXT_RUNTIME:-process}"
-"$plugin" submit samples/ --wait=5m
+runtime="${KUEUE_EXT_RUNTIME:-process}"
+kinds=jobs,externaljobs,wrappedjobs,workloads
+if [ "$runtime" = process ]; then
+  kinds=jobs,jobsets,externaljobs,wrappedjobs,workloads
+  # JobSet's own controller runs beside Kueue on every cluster, and JobSets are queued by the
+  # integrations file alone.
+  "$plugin" up --runtime process --addons jobset --integrations samples/third-party/jobset-integration.yaml
+  "$plugin" submit samples/ --wait=5m
+else
+  # Add-ons run on the process runtime only: the JobSet samples stay out.
+  "$plugin" up --runtime "$runtime"
+  mapfile -t samples < <(find samples -name '*.yaml' ! -name 'jobset*.yaml' | sort)
+  "$plugin" submit "${samples[@]}" --wait=5m
+fi
 
 state_dir="${KUEUE_EXT_HOME:-${XDG_STATE_HOME:-$HOME/.local/state}/kueue-ext}"
 kubectl=("$("$plugin" toolchain path)/kubectl" --kubeconfig "$state_dir/kubeconfig")
 for cluster in manager worker1 worker2; do
   echo
   echo "=== $cluster"
-  "${kubectl[@]}" --context "kueue-ext-$cluster" get jobs,externaljobs,wrappedjobs,workloads -n default
+  "${kubectl[@]}" --context "kueue-ext-$cluster" get "$kinds" -n default
 done
 echo
 "$plugin" status

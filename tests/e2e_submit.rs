@@ -7,7 +7,10 @@ use common::{Sandbox, api, text};
 
 #[tokio::test(flavor = "multi_thread")]
 async fn submit_runs_the_samples_and_refuses_bad_batches_whole() {
-    let sandbox = Sandbox::up(&["--workers", "0"]);
+    // The samples include a JobSet and a WrappedJob of one: JobSet's controller runs beside Kueue,
+    // and our configured integration queues JobSets, as in hack/demo.sh.
+    let jobsets = concat!(env!("CARGO_MANIFEST_DIR"), "/samples/third-party/jobset-integration.yaml");
+    let sandbox = Sandbox::up(&["--workers", "0", "--addons", "jobset", "--integrations", jobsets]);
     let samples = concat!(env!("CARGO_MANIFEST_DIR"), "/samples");
 
     let ran = sandbox.run("submit", &[samples, "--wait=3m"]);
@@ -27,6 +30,8 @@ async fn submit_runs_the_samples_and_refuses_bad_batches_whole() {
         "wrappedjob.kueue-ext.dev/mk-wrapped succeeded",
         "externaljob.kueue-ext.dev/mk-external succeeded",
         "job.batch/configured-job succeeded",
+        "jobset.jobset.x-k8s.io/training-jobset succeeded",
+        "wrappedjob.kueue-ext.dev/wrapped-jobset succeeded",
         "job-integration.yaml:1 (document 1): skipped, an integrations file",
     ] {
         assert!(out.contains(line), "missing {line:?} in:\n{out}");

@@ -14,7 +14,7 @@ pub enum SandboxError {
     #[error(transparent)]
     Kind(#[from] KindError),
     #[error(transparent)]
-    Addon(#[from] AddonError),
+    Addon(Box<AddonError>),
     #[error("{0}")]
     Usage(String),
     #[error("port {port} for {what} is already in use on 127.0.0.1; free it or choose another port")]
@@ -50,6 +50,12 @@ pub enum SandboxError {
         "{dir} holds files but no sandbox record (state.json): it is not a sandbox's state dir, so `down` leaves it as it is; pass the dir `up` used (--state-dir or $KUEUE_EXT_HOME)"
     )]
     NotASandbox { dir: PathBuf },
+}
+
+impl From<AddonError> for SandboxError {
+    fn from(err: AddonError) -> Self {
+        SandboxError::Addon(Box::new(err))
+    }
 }
 
 impl SandboxError {

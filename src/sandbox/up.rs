@@ -12,7 +12,7 @@ use tokio::signal::unix::{Signal, SignalKind, signal};
 use super::addons::Addon;
 use super::chosen_runtime::ChosenRuntime;
 use super::error::SandboxError;
-use super::kind_runtime::{self, BollardDocker, KindCli, KindError, KindOptions, KindRuntime};
+use super::kind_runtime::{self, BollardDocker, KindCli, KindError, KindOptions, KindRuntime, Selection};
 use super::kubeconfig::{self, Credentials, Entry};
 use super::kwok::NodePool;
 use super::process_runtime::ProcessRuntime;
@@ -80,7 +80,13 @@ pub async fn up(options: &UpOptions, progress: &Progress) -> Result<UpOutcome, S
     // Listened to from here on: a ctrl-c while the runtime is prepared is answered as one later.
     let mut interrupt = signal(SignalKind::interrupt()).map_err(SandboxError::io(dir))?;
     let docker = BollardDocker::connect();
-    let selection = kind_runtime::select(options.runtime, &docker).await?;
+    let selection = match options.runtime {
+        // Where Docker would pick kind, the add-ons pick the one runtime that runs them.
+        None if !options.addons.is_empty() => {
+            Selection { runtime: RuntimeKind::Process, reason: "--addons run on the process runtime".into() }
+        }
+        asked => kind_runtime::select(asked, &docker).await?,
+    };
     let runtime = match selection.runtime {
         RuntimeKind::Kind => {
             if !options.component_args.is_empty() {
@@ -88,7 +94,8 @@ pub async fn up(options: &UpOptions, progress: &Progress) -> Result<UpOutcome, S
             }
             if !options.addons.is_empty() {
                 return Err(SandboxError::Usage(
-                    "--addons runs on the process runtime only for now: pass --runtime process".into(),
+                    "--addons run on the process runtime only for now: pass --runtime process, or leave --runtime out"
+                        .into(),
                 ));
             }
             let (images, source) = kind_runtime::images_for(options.kind.images, &docker, progress).await?;

@@ -28,7 +28,7 @@ pub use config::kind_config;
 pub use docker::{BollardDocker, Docker};
 pub use error::KindError;
 pub use local_images::{LocalImages, ensure_kind_cli};
-pub use select::select;
+pub use select::{Selection, select};
 
 use super::error::SandboxError;
 use super::kubeconfig::{ClientError, Credentials, Entry};
