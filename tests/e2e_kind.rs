@@ -38,6 +38,42 @@ spec:
     )
 }
 
+/// A JobSet of a leader and two workers, each pod a real busybox that exits 0.
+fn jobset(name: &str) -> String {
+    let replicated = |job: &str, replicas: u32| {
+        format!(
+            r#"
+  - name: {job}
+    replicas: {replicas}
+    template:
+      spec:
+        backoffLimit: 0
+        template:
+          spec:
+            restartPolicy: Never
+            containers:
+            - name: {job}
+              image: {BUSYBOX}
+              command: [sh, -c, "echo {job} $HOSTNAME; sleep 2"]
+              resources: {{requests: {{cpu: 100m, memory: 32Mi}}}}"#
+        )
+    };
+    format!(
+        r#"
+apiVersion: jobset.x-k8s.io/v1alpha2
+kind: JobSet
+metadata:
+  name: {name}
+  namespace: default
+  labels: {{kueue.x-k8s.io/queue-name: user-queue}}
+spec:
+  replicatedJobs:{}{}
+"#,
+        replicated("leader", 1),
+        replicated("workers", 2)
+    )
+}
+
 /// A WrappedJob of a Job that really runs to completion and a Deployment that serves meanwhile.
 fn wrapped_job(name: &str) -> String {
     format!(
@@ -107,7 +143,9 @@ static KIND_CLUSTERS: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(())
 async fn a_kind_sandbox_runs_jobs_through_multikueue_and_down_leaves_nothing() {
     let _alone = KIND_CLUSTERS.lock().await;
     let network_was_there = kind_network_exists();
-    let sandbox = Sandbox::up_on_kind(&["--workers", "1"]);
+    // JobSet's release runs on both clusters (its own image, built here), and Kueue's built-in
+    // JobSet integration queues JobSets.
+    let sandbox = Sandbox::up_on_kind(&["--workers", "1", "--addons", "jobset"]);
     let status = sandbox.status_json();
     assert_eq!(status["ready"], true, "{status:#}");
     assert_eq!(status["runtime"], "kind", "{status:#}");
@@ -158,6 +196,24 @@ async fn a_kind_sandbox_runs_jobs_through_multikueue_and_down_leaves_nothing() {
         }
     })
     .await;
+
+    let jobset = apply_yaml(&manager, &jobset("kind-jobset")).await.remove(0);
+    let uid = jobset["metadata"]["uid"].as_str().unwrap().to_string();
+    let jobsets = api(&manager, "jobset.x-k8s.io/v1alpha2", "JobSet", "jobsets", Some("default"));
+    eventually("the manager's JobSet to complete on the worker", Duration::from_secs(180), || async {
+        let js = serde_json::to_value(jobsets.get("kind-jobset").await.map_err(|e| e.to_string())?).unwrap();
+        if condition_is(&js, "Completed", "True") { Ok(()) } else { Err(format!("{:#}", js["status"])) }
+    })
+    .await;
+    eventually("the JobSet's Workload to be Finished on worker1", Duration::from_secs(60), || async {
+        match workloads_owned_by(&manager, "default", &uid).await?.as_slice() {
+            [w] if condition_is(w, "Finished", "True") && w["status"]["clusterName"] == "worker1" => Ok(()),
+            other => Err(format!("{other:?}")),
+        }
+    })
+    .await;
+    let components = status["clusters"][1]["components"].as_array().cloned().unwrap_or_default();
+    assert!(components.iter().any(|c| c["name"] == "jobset" && c["ready"] == true), "{status:#}");
 
     let watch = sandbox.run("watch", &["--once", "-o", "json"]);
     assert!(watch.status.success(), "{}", text(&watch));

@@ -43,7 +43,7 @@ pub fn worker_role_rules(integrations: &[Integration], addons: &[Addon]) -> Valu
     let compiled =
         registry::compiled().into_iter().map(|(description, _)| (description.gvk().group, description.resource));
     let configured = integrations.iter().map(|i| (i.gvk().group, i.resource.clone()));
-    let added = addons.iter().map(|a| (a.spec().resource.0.to_string(), a.spec().resource.1.to_string()));
+    let added = addons.iter().map(|a| (a.spec().job_kind.group.to_string(), a.spec().job_kind.plural.to_string()));
     for (group, resource) in compiled.chain(configured).chain(added) {
         rules.push(json!({"apiGroups": [group], "resources": [resource], "verbs": ALL_VERBS}));
         rules.push(json!({"apiGroups": [group], "resources": [format!("{resource}/status")], "verbs": ["get"]}));

@@ -12,7 +12,7 @@ use tokio::signal::unix::{Signal, SignalKind, signal};
 use super::addons::Addon;
 use super::chosen_runtime::ChosenRuntime;
 use super::error::SandboxError;
-use super::kind_runtime::{self, BollardDocker, KindCli, KindError, KindOptions, KindRuntime, Selection};
+use super::kind_runtime::{self, BollardDocker, KindCli, KindError, KindOptions, KindRuntime};
 use super::kubeconfig::{self, Credentials, Entry};
 use super::kwok::NodePool;
 use super::process_runtime::ProcessRuntime;
@@ -45,7 +45,7 @@ pub struct UpOptions {
     pub integrations: Vec<Integration>,
     /// CustomResourceDefinitions (`--crds`) applied on every cluster before Kueue starts.
     pub crds: Vec<Value>,
-    /// Third-party controllers run on every cluster (`--addons`; process runtime).
+    /// Third-party controllers run on every cluster (`--addons`).
     pub addons: Vec<Addon>,
     /// MultiKueue's workerLostTimeout on the manager.
     pub worker_lost_timeout: Duration,
@@ -80,23 +80,11 @@ pub async fn up(options: &UpOptions, progress: &Progress) -> Result<UpOutcome, S
     // Listened to from here on: a ctrl-c while the runtime is prepared is answered as one later.
     let mut interrupt = signal(SignalKind::interrupt()).map_err(SandboxError::io(dir))?;
     let docker = BollardDocker::connect();
-    let selection = match options.runtime {
-        // Where Docker would pick kind, the add-ons pick the one runtime that runs them.
-        None if !options.addons.is_empty() => {
-            Selection { runtime: RuntimeKind::Process, reason: "--addons run on the process runtime".into() }
-        }
-        asked => kind_runtime::select(asked, &docker).await?,
-    };
+    let selection = kind_runtime::select(options.runtime, &docker).await?;
     let runtime = match selection.runtime {
         RuntimeKind::Kind => {
             if !options.component_args.is_empty() {
                 return Err(SandboxError::Usage("--component-arg applies to the process runtime only".into()));
-            }
-            if !options.addons.is_empty() {
-                return Err(SandboxError::Usage(
-                    "--addons run on the process runtime only for now: pass --runtime process, or leave --runtime out"
-                        .into(),
-                ));
             }
             let (images, source) = kind_runtime::images_for(options.kind.images, &docker, progress).await?;
             let program = kind_runtime::ensure_kind_cli(progress).await.map_err(KindError::from)?;
@@ -109,6 +97,7 @@ pub async fn up(options: &UpOptions, progress: &Progress) -> Result<UpOutcome, S
                     &options.kind,
                     images,
                     &plans,
+                    &options.addons,
                     &cache,
                     &format!("{}; {source}", selection.reason),
                     progress,

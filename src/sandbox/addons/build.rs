@@ -1,8 +1,9 @@
 //! Building an add-on once per toolchain: its main package with the toolchain's Go module (which
 //! requires the add-on's module through Kueue), and its `config/components` copied beside it.
 //!
-//! One cache entry (`<toolchain>/addons/<name>-<version>/`): `bin/<name>`, `config/components/`
-//! (CRDs, RBAC and webhook manifests), `build.log`, and `ready`, written last.
+//! One cache entry (`<toolchain>/addons/<name>-<version>/`): `bin/<name>`, `config/` (the
+//! module's `components/` and the `default/` kustomization over them), `build.log`, and `ready`,
+//! written last.
 
 use std::path::PathBuf;
 
@@ -17,8 +18,20 @@ use crate::sandbox::toolchain::{self, Toolchain, ToolchainError, io_err};
 pub struct BuiltAddon {
     pub addon: Addon,
     pub program: PathBuf,
-    /// The module's `config/components`.
-    pub components: PathBuf,
+    /// The module's `config`.
+    pub config: PathBuf,
+}
+
+impl BuiltAddon {
+    /// CRDs, RBAC and webhook manifests, one directory each.
+    pub fn components(&self) -> PathBuf {
+        self.config.join("components")
+    }
+
+    /// The kustomization of a release install, over `components`.
+    pub fn release_kustomization(&self) -> PathBuf {
+        self.config.join("default")
+    }
 }
 
 /// Returns each add-on built, building those not cached yet.
@@ -38,12 +51,11 @@ pub async fn ensure_built(
 async fn ensure_one(toolchain: &Toolchain, addon: Addon, progress: &Progress) -> Result<BuiltAddon, ToolchainError> {
     let spec = addon.spec();
     let root = toolchain.addons_dir().join(format!("{}-{}", spec.name, spec.version));
-    let built =
-        BuiltAddon { addon, program: root.join("bin").join(spec.name), components: root.join("config/components") };
+    let built = BuiltAddon { addon, program: root.join("bin").join(spec.name), config: root.join("config") };
     std::fs::create_dir_all(&root).map_err(io_err(&root))?;
     let _lock = toolchain::lock(&root).await?;
     let ready = root.join("ready");
-    if ready.exists() && built.program.exists() {
+    if ready.exists() && built.program.exists() && built.release_kustomization().exists() {
         return Ok(built);
     }
     let log = root.join("build.log");
@@ -60,9 +72,8 @@ async fn ensure_one(toolchain: &Toolchain, addon: Addon, progress: &Progress) ->
     toolchain::run_logged(command, &format!("go build {}", spec.package), &log).await?;
     toolchain::check_module_version(&staging.join(spec.name), spec.module, spec.version, &log).await?;
     let module = toolchain::module_dir(&toolchain.src_dir(), spec.module, &log).await?;
-    for sub in ["crd/bases", "rbac", "webhook"] {
-        let from = module.join("config/components").join(sub);
-        toolchain::copy_tree(&from, &built.components.join(sub))?;
+    for sub in ["components", "default"] {
+        toolchain::copy_tree(&module.join("config").join(sub), &built.config.join(sub))?;
     }
     let bin = root.join("bin");
     toolchain::remove_any(&bin)?;

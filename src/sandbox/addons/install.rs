@@ -76,7 +76,7 @@ impl AddonLayout {
 /// kind and MultiKueue's check of the workers both look for them).
 pub async fn install_crds(client: &Client, built: &BuiltAddon) -> Result<(), AddonError> {
     let addon = built.addon.name();
-    let crds = kustomize::crds(&built.components).map_err(|source| AddonError::Manifest { addon, source })?;
+    let crds = kustomize::crds(&built.components()).map_err(|source| AddonError::Manifest { addon, source })?;
     kube_util::apply_crds(client, &crds).await.map_err(|source| AddonError::Apply { addon, source })
 }
 
@@ -90,10 +90,10 @@ pub async fn install(client: &Client, cluster: &Layout, layout: &AddonLayout) ->
     let namespace = spec.kustomization.namespace;
     let ca_pem = std::fs::read_to_string(&cluster.pki.ca_cert).map_err(AddonError::io(addon, &cluster.pki.ca_cert))?;
     let objects = std::iter::once(json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": namespace}}))
-        .chain(spec.kustomization.rbac(&built.components).map_err(manifest)?)
+        .chain(spec.kustomization.rbac(&built.components()).map_err(manifest)?)
         .chain(
             spec.kustomization
-                .webhooks(&built.components, layout.webhook_port, &kubeconfig::b64(&ca_pem))
+                .webhooks(&built.components(), layout.webhook_port, &kubeconfig::b64(&ca_pem))
                 .map_err(manifest)?,
         );
     for obj in objects {
@@ -131,7 +131,7 @@ mod tests {
         let built = BuiltAddon {
             addon: Addon::Jobset,
             program: PathBuf::from("/cache/addons/jobset-v0.12.0/bin/jobset"),
-            components: PathBuf::from("/cache/addons/jobset-v0.12.0/config/components"),
+            config: PathBuf::from("/cache/addons/jobset-v0.12.0/config"),
         };
         let layout =
             AddonLayout { built, dir: PathBuf::from("/state/manager/jobset"), webhook_port: 9443, health_port: 8081 };

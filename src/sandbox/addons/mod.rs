@@ -36,11 +36,31 @@ pub struct AddonSpec {
     /// The linker variable that carries the release's version, if the binary reports one.
     pub version_variable: Option<&'static str>,
     pub kustomization: Kustomization,
-    /// The kind's API group and resource, which MultiKueue copies to the workers.
-    pub resource: (&'static str, &'static str),
-    /// Kueue's built-in integration of the add-on's kind (framework name, `Kind.version.group`):
-    /// on while no integrations file configures that kind.
-    pub kueue_framework: (&'static str, &'static str),
+    /// The job kind it runs, which Kueue queues and MultiKueue copies to the workers.
+    pub job_kind: JobKindRef,
+    /// Kueue's built-in integration of that kind: on while no integrations file configures it.
+    pub kueue_framework: &'static str,
+    /// Its Deployment, as `config/default` names it (in-cluster installs).
+    pub deployment: &'static str,
+}
+
+/// A job kind by group, version, kind and resource.
+pub struct JobKindRef {
+    pub group: &'static str,
+    pub version: &'static str,
+    pub kind: &'static str,
+    pub plural: &'static str,
+}
+
+impl JobKindRef {
+    /// `Kind.version.group`, as Kueue's externalFrameworks and integrations files name kinds.
+    pub fn qualified(&self) -> String {
+        format!("{}.{}.{}", self.kind, self.version, self.group)
+    }
+
+    pub fn api_version(&self) -> String {
+        format!("{}/{}", self.group, self.version)
+    }
 }
 
 impl Addon {
@@ -62,8 +82,9 @@ const JOBSET: AddonSpec = AddonSpec {
     package: "sigs.k8s.io/jobset",
     version_variable: Some("sigs.k8s.io/jobset/pkg/version.GitVersion"),
     kustomization: Kustomization { namespace: "jobset-system", name_prefix: "jobset-" },
-    resource: ("jobset.x-k8s.io", "jobsets"),
-    kueue_framework: ("jobset.x-k8s.io/jobset", "JobSet.v1alpha2.jobset.x-k8s.io"),
+    job_kind: JobKindRef { group: "jobset.x-k8s.io", version: "v1alpha2", kind: "JobSet", plural: "jobsets" },
+    kueue_framework: "jobset.x-k8s.io/jobset",
+    deployment: "jobset-controller-manager",
 };
 
 #[derive(Debug, thiserror::Error)]
@@ -110,11 +131,12 @@ impl AddonError {
 /// Kueue's built-in frameworks the add-ons bring: an add-on's kind is queued by Kueue's own
 /// integration unless an integrations file configures it (then ours replaces Kueue's).
 pub fn kueue_frameworks(addons: &[Addon]) -> Vec<&'static str> {
-    addons.iter().map(|addon| addon.spec().kueue_framework.0).collect()
+    addons.iter().map(|addon| addon.spec().kueue_framework).collect()
 }
 
-/// The kind of one of Kueue's built-in frameworks that an add-on brings.
-pub fn framework_kind(framework: &str) -> Option<&'static str> {
+/// The kind (`Kind.version.group`) of one of Kueue's built-in frameworks that an add-on brings.
+pub fn framework_kind(framework: &str) -> Option<String> {
     use clap::ValueEnum;
-    Addon::value_variants().iter().map(|a| a.spec().kueue_framework).find(|(f, _)| *f == framework).map(|(_, k)| k)
+    let spec = Addon::value_variants().iter().map(|a| a.spec()).find(|s| s.kueue_framework == framework)?;
+    Some(spec.job_kind.qualified())
 }

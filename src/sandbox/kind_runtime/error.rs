@@ -75,6 +75,8 @@ pub enum KindError {
     Kubeconfig { cluster: String, detail: String },
     #[error(transparent)]
     LocalImages(#[from] super::local_images::error::LocalImageError),
+    #[error(transparent)]
+    Addon(Box<crate::sandbox::addons::AddonError>),
     #[error("{path}: {source}")]
     Io {
         path: PathBuf,
@@ -95,6 +97,12 @@ pub enum InstallError {
     /// The webhook's dry run was never answered.
     #[error(transparent)]
     Webhook(#[from] TimedOut<kube::Error>),
+}
+
+impl From<crate::sandbox::addons::AddonError> for KindError {
+    fn from(err: crate::sandbox::addons::AddonError) -> Self {
+        KindError::Addon(Box::new(err))
+    }
 }
 
 fn where_logs_are(logs: &Result<PathBuf, Box<KindError>>) -> String {

@@ -13,6 +13,7 @@ use super::error::{InstallError, KindError};
 use super::{download, wait};
 use crate::integrations::declarative::config::Integration;
 use crate::kube_util::{self, FIELD_MANAGER};
+use crate::sandbox::addons::Addon;
 use crate::sandbox::kueue::manifests::NAMESPACE;
 use crate::sandbox::kueue::{configure_for_sandbox, frameworks};
 use crate::sandbox::runtime::MultiKueueManager;
@@ -100,6 +101,7 @@ pub fn configured(
     release: &[Value],
     multikueue_manager: Option<MultiKueueManager>,
     integrations: &[Integration],
+    addons: &[Addon],
 ) -> Result<Vec<Value>, ConfigurationError> {
     let mut docs = release.to_vec();
     let config_map = docs
@@ -109,7 +111,7 @@ pub fn configured(
     let text = config_map["data"][CONFIG_KEY].as_str().ok_or(ConfigurationError::NoConfiguration)?;
     let mut config: Value = serde_saphyr::from_str(text).map_err(ConfigurationError::Unreadable)?;
     // The release enables every framework Kueue knows; a sandbox, the ones it has CRDs for.
-    config["integrations"]["frameworks"] = json!(frameworks(&[]));
+    config["integrations"]["frameworks"] = json!(frameworks(addons));
     configure_for_sandbox(&mut config, multikueue_manager, integrations);
     config_map["data"][CONFIG_KEY] = json!(serde_saphyr::to_string(&config)?);
     Ok(docs)
@@ -203,7 +205,8 @@ mod tests {
     fn configuration_keeps_the_release_settings_and_adds_ours() {
         let docs = parse(RELEASE.as_bytes(), "f").unwrap();
         let manager = config_of(
-            &configured(&docs, Some(MultiKueueManager { worker_lost_timeout: Duration::from_secs(30) }), &[]).unwrap(),
+            &configured(&docs, Some(MultiKueueManager { worker_lost_timeout: Duration::from_secs(30) }), &[], &[])
+                .unwrap(),
         );
         assert_eq!(manager["webhook"]["port"], 9443, "release settings stay");
         // The release's jobset framework would need JobSet's CRD on every worker.
@@ -211,8 +214,8 @@ mod tests {
         assert_eq!(manager["integrations"]["externalFrameworks"], json!(crate::manifests::external_frameworks(&[])));
         assert_eq!(manager["featureGates"]["MultiKueueAdaptersForCustomJobs"], true);
         assert_eq!(manager["multiKueue"]["workerLostTimeout"], "30s");
-        let worker = config_of(&configured(&docs, None, &[]).unwrap());
+        let worker = config_of(&configured(&docs, None, &[], &[]).unwrap());
         assert!(worker.get("multiKueue").is_none());
-        assert!(configured(&docs[..1], None, &[]).unwrap_err().to_string().contains(CONFIG_MAP));
+        assert!(configured(&docs[..1], None, &[], &[]).unwrap_err().to_string().contains(CONFIG_MAP));
     }
 }

@@ -2,6 +2,7 @@
 //! release manifests and this project's controller as an image built with bollard from this
 //! (static) binary and loaded into the nodes. Docker and the kind CLI sit behind traits.
 
+mod addons;
 mod cli;
 mod config;
 mod controller;
@@ -28,14 +29,19 @@ pub use config::kind_config;
 pub use docker::{BollardDocker, Docker};
 pub use error::KindError;
 pub use local_images::{LocalImages, ensure_kind_cli};
-pub use select::{Selection, select};
+pub use select::select;
 
+use addons::KindAddon;
+use local_images::LocalImageError;
+
+use super::addons::{self as sandbox_addons, Addon};
 use super::error::SandboxError;
 use super::kubeconfig::{ClientError, Credentials, Entry};
 use super::progress::Progress;
 use super::record::SandboxRecord;
 use super::runtime::{AdminAccess, ClusterPlan, ClusterRuntime, ComponentHealth, StartedCluster};
 use super::state::{Cluster, RuntimeKind, SandboxState};
+use super::toolchain;
 use super::{context_name, integration, kueue::manifests::NAMESPACE as KUEUE_NAMESPACE};
 use crate::kube_util::{self, KubeconfigError};
 use crate::sandbox::toolchain::versions::KUEUE;
@@ -130,6 +136,8 @@ struct Prepared {
     kueue: Vec<Value>,
     /// kind's network does not exist yet: the first cluster creates it, and it is ours to remove.
     creates_network: bool,
+    /// The add-ons every cluster runs, their images loaded like the controller's.
+    addons: Vec<KindAddon>,
 }
 
 /// Clusters as kind clusters, through the kind CLI `K` and the Docker API `D`.
@@ -155,6 +163,7 @@ impl<K: Kind, D: Docker> KindRuntime<K, D> {
         options: &KindOptions,
         images: Option<LocalImages>,
         plans: &[ClusterPlan],
+        addons: &[Addon],
         cache: &Path,
         reason: &str,
         progress: &Progress,
@@ -198,9 +207,23 @@ impl<K: Kind, D: Docker> KindRuntime<K, D> {
                 kueue::load(&options.kueue_manifests, &options.kueue_manifests_sha256, &cache.join("kueue")).await?
             }
         };
+        let mut kind_addons = Vec::new();
+        if !addons.is_empty() {
+            let toolchain = toolchain::ensure(progress).await.map_err(LocalImageError::from)?;
+            for built in sandbox_addons::ensure_built(&toolchain, addons, progress).await? {
+                kind_addons.push(addons::prepare(&docker, &toolchain, &built, &cache.join("images"), progress).await?);
+            }
+        }
         let creates_network = !docker.has_network(docker::KIND_NETWORK).await?;
-        let prepared =
-            Prepared { node_image, local_images: images.is_some(), image: tag, archive, kueue, creates_network };
+        let prepared = Prepared {
+            node_image,
+            local_images: images.is_some(),
+            image: tag,
+            archive,
+            kueue,
+            creates_network,
+            addons: kind_addons,
+        };
         Ok(KindRuntime { kind, docker, prepared: Some(prepared) })
     }
 
@@ -228,11 +251,15 @@ impl<K: Kind, D: Docker> KindRuntime<K, D> {
         let text = self.kind.kubeconfig(&name).await?;
         let admin = kubeconfig::admin_access(&text, &name)
             .map_err(|e| KindError::Kubeconfig { cluster: name.clone(), detail: e.to_string() })?;
-        self.kind.load_image_archive(&name, &prepared.archive).await.map_err(|e| KindError::ImageLoad {
-            image: prepared.image.clone(),
-            cluster: name.clone(),
-            detail: e.to_string(),
-        })?;
+        let images = std::iter::once((&prepared.image, &prepared.archive))
+            .chain(prepared.addons.iter().map(|addon| (&addon.image, &addon.archive)));
+        for (image, archive) in images {
+            self.kind.load_image_archive(&name, archive).await.map_err(|e| KindError::ImageLoad {
+                image: image.clone(),
+                cluster: name.clone(),
+                detail: e.to_string(),
+            })?;
+        }
         Ok(admin)
     }
 }
@@ -317,10 +344,22 @@ impl<K: Kind, D: Docker> ClusterRuntime for KindRuntime<K, D> {
         integration::install_definitions(&client, &plan.integrations, &plan.crds)
             .await
             .map_err(|e| SandboxError::step(name, "installing kueue-ext's CRDs and RBAC", e))?;
-        let docs = kueue::configured(&prepared.kueue, plan.multikueue_manager, &plan.integrations)
+        for addon in &prepared.addons {
+            let what = format!("installing {}'s CRDs", addon.built.addon.name());
+            addons::install_crds(&client, addon).await.map_err(|e| SandboxError::step(name, what, e))?;
+        }
+        let docs = kueue::configured(&prepared.kueue, plan.multikueue_manager, &plan.integrations, &plan.addons)
             .map_err(|e| SandboxError::step(name, "configuring Kueue", e))?;
         kueue::install(&client, &docs).await.map_err(|e| SandboxError::step(name, "installing Kueue", e))?;
         step.done();
+
+        for addon in &prepared.addons {
+            let spec = addon.built.addon.spec();
+            let step = progress.step(format!("cluster {name}: add-on {} {}", spec.name, spec.version));
+            let what = format!("installing add-on {}", spec.name);
+            addons::install(&client, addon).await.map_err(|e| SandboxError::step(name, what, e))?;
+            step.done();
+        }
 
         let step = progress.step(format!("cluster {name}: kueue-ext controller {}", prepared.image));
         controller::install(&client, &prepared.image, &plan.integrations)
@@ -385,6 +424,11 @@ impl<K: Kind, D: Docker> ClusterRuntime for KindRuntime<K, D> {
         out.push(deployment_status(&client, "kueue", (KUEUE_NAMESPACE, "kueue-controller-manager"), &kubectl).await);
         let ours = (crate::manifests::NAMESPACE, crate::manifests::DEPLOYMENT);
         out.push(deployment_status(&client, "kueue-ext-controller", ours, &kubectl).await);
+        for addon in &state.addons {
+            let spec = addon.spec();
+            let deployment = (spec.kustomization.namespace, spec.deployment);
+            out.push(deployment_status(&client, spec.name, deployment, &kubectl).await);
+        }
         out
     }
 

@@ -283,7 +283,7 @@ async fn prepare(
 ) -> Result<KindRuntime<FakeKind, FakeDocker>, KindError> {
     let plans = ClusterPlan::all(2, &NodePool::default(), None);
     let cache = inputs.dir.path().join("cache");
-    KindRuntime::prepare(kind, docker, &inputs.options, None, &plans, &cache, "test", &Progress::stderr()).await
+    KindRuntime::prepare(kind, docker, &inputs.options, None, &plans, &[], &cache, "test", &Progress::stderr()).await
 }
 
 #[tokio::test]

@@ -139,9 +139,9 @@ pub fn configure_for_sandbox(
 const IDLE_FRAMEWORK: (&str, &str) = ("sparkoperator.k8s.io/sparkapplication", "SparkApplicationIntegration");
 
 /// The kind (`Kind.version.group`) of one of Kueue's built-in frameworks a sandbox enables.
-fn built_in_kind(framework: &str) -> Option<&'static str> {
+fn built_in_kind(framework: &str) -> Option<String> {
     match framework {
-        "batch/job" => Some("Job.v1.batch"),
+        "batch/job" => Some("Job.v1.batch".into()),
         _ => addons::framework_kind(framework),
     }
 }

@@ -8,8 +8,8 @@
 mod context;
 pub mod error;
 mod go;
-mod kueue;
 pub mod recipes;
+pub mod release;
 mod rootfs;
 
 pub use error::LocalImageError;
@@ -122,7 +122,7 @@ async fn build(
     step.done();
 
     let step = progress.step("rendering Kueue's manifests from its module");
-    kueue::render(toolchain, &entry.kueue_manifests(), &log).await?;
+    release::render(toolchain, &entry.kueue_manifests(), &log).await?;
     step.done();
 
     let digest = key.rsplit('_').next().unwrap_or_default();
@@ -146,7 +146,7 @@ async fn build(
     build_one(docker, recipes::PAUSE, &recipes::pause(&bin.join("pause")), &entry.root).await?;
     let kube_proxy = recipes::kube_proxy(&rootfs_image, &bin.join("kueue-ext-node"));
     build_one(docker, &recipes::kube_proxy_image(), &kube_proxy, &entry.root).await?;
-    build_one(docker, &recipes::kueue_image(), &recipes::kueue(&toolchain.bin("kueue")), &entry.root).await?;
+    build_one(docker, &recipes::kueue_image(), &recipes::manager(&toolchain.bin("kueue")), &entry.root).await?;
     build_one(docker, recipes::BUSYBOX, &recipes::busybox(&bin.join("busybox")), &entry.root).await?;
     step.done();
 
@@ -160,6 +160,21 @@ async fn build(
     std::fs::remove_file(&archive).map_err(LocalImageError::io(&archive))?;
     step.done();
     Ok(())
+}
+
+/// Builds the image `tag` of a static manager binary (an add-on's) and saves it to `archive`
+/// for kind to load, leaving no copy in the daemon.
+pub async fn save_manager_image(
+    docker: &impl Docker,
+    tag: &str,
+    binary: &Path,
+    archive: &Path,
+) -> Result<(), KindError> {
+    let dir = archive.parent().unwrap_or(Path::new("."));
+    std::fs::create_dir_all(dir).map_err(LocalImageError::io(dir))?;
+    build_one(docker, tag, &recipes::manager(binary), dir).await?;
+    docker.save_images(&[tag.to_string()], archive).await?;
+    docker.remove_image(tag).await
 }
 
 /// Builds `tag` from `context`, written to a file in `dir` for the daemon to read.

@@ -63,8 +63,9 @@ pub fn kube_proxy(rootfs: &str, node: &Path) -> Context {
         .symlink("bin/kube-proxy", "node")
 }
 
-/// Kueue's manager, where its Deployment looks for it.
-pub fn kueue(manager: &Path) -> Context {
+/// A static controller-runtime manager (Kueue's, an add-on's), where their Deployments look for
+/// it, run as a non-root user.
+pub fn manager(manager: &Path) -> Context {
     Context::new("FROM scratch\nCOPY manager /manager\nUSER 65532:65532\nENTRYPOINT [\"/manager\"]\n")
         .disk("manager", 0o755, manager)
 }

@@ -1,5 +1,5 @@
-//! Kueue's install manifests rendered from its pinned module (`config/default`, through the
-//! toolchain's kubectl kustomize), as its release file is made, with the local Kueue image.
+//! Install manifests rendered from a pinned module's `config/default` (through the toolchain's
+//! kubectl kustomize), as a release file is made, with a local image: Kueue's, and the add-ons'.
 
 use std::path::Path;
 
@@ -12,9 +12,30 @@ use crate::sandbox::toolchain::{self, Toolchain};
 /// Renders the manifests into `to`.
 pub async fn render(toolchain: &Toolchain, to: &Path, log: &Path) -> Result<(), LocalImageError> {
     let module = toolchain::module_dir(&toolchain.src_dir(), "sigs.k8s.io/kueue", log).await?;
-    let config = module.join("config/default");
+    let docs = release(toolchain, &module.join("config/default"), &recipes::kueue_image(), log).await?;
+    let mut rendered = String::new();
+    for doc in &docs {
+        rendered.push_str("---\n");
+        let text = serde_saphyr::to_string(doc).map_err(|e| LocalImageError::Step {
+            step: "writing Kueue's manifests".into(),
+            log: log.to_path_buf(),
+            tail: e.to_string(),
+        })?;
+        rendered.push_str(&text);
+    }
+    std::fs::write(to, rendered).map_err(LocalImageError::io(to))
+}
+
+/// A project's release install, as its `config/default` kustomization makes it (through the
+/// toolchain's kubectl), with its Deployments running the local `image`.
+pub async fn release(
+    toolchain: &Toolchain,
+    config: &Path,
+    image: &str,
+    log: &Path,
+) -> Result<Vec<Value>, LocalImageError> {
     let output =
-        Command::new(toolchain.bin("kubectl")).arg("kustomize").arg(&config).output().await.map_err(|source| {
+        Command::new(toolchain.bin("kubectl")).arg("kustomize").arg(config).output().await.map_err(|source| {
             LocalImageError::Missing {
                 program: toolchain.bin("kubectl").display().to_string(),
                 hint: "the toolchain is damaged: run `kubectl kueue-ext toolchain install`",
@@ -31,21 +52,15 @@ pub async fn render(toolchain: &Toolchain, to: &Path, log: &Path) -> Result<(), 
     }
     let text = String::from_utf8_lossy(&output.stdout);
     let docs: Vec<Value> = serde_saphyr::from_multiple(&text).map_err(|e| failed(e.to_string()))?;
-    let docs = with_local_image(docs);
-    let mut rendered = String::new();
-    for doc in docs.iter().filter(|d| d.is_object()) {
-        rendered.push_str("---\n");
-        rendered.push_str(&serde_saphyr::to_string(doc).map_err(|e| failed(e.to_string()))?);
-    }
-    std::fs::write(to, rendered).map_err(LocalImageError::io(to))
+    Ok(with_local_image(docs.into_iter().filter(Value::is_object).collect(), image))
 }
 
-/// Points every container of Kueue's Deployments at the local image, which is never pulled.
-fn with_local_image(mut docs: Vec<Value>) -> Vec<Value> {
+/// Points every container of the Deployments at the local image, which is never pulled.
+fn with_local_image(mut docs: Vec<Value>, image: &str) -> Vec<Value> {
     for doc in docs.iter_mut().filter(|d| d["kind"] == "Deployment") {
         if let Some(containers) = doc["spec"]["template"]["spec"]["containers"].as_array_mut() {
             for container in containers {
-                container["image"] = json!(recipes::kueue_image());
+                container["image"] = json!(image);
                 container["imagePullPolicy"] = json!("IfNotPresent");
             }
         }
@@ -64,7 +79,7 @@ mod tests {
                 {"name": "manager", "image": "controller:latest", "imagePullPolicy": "Always"}]}}}}),
             json!({"kind": "Service", "spec": {}}),
         ];
-        let docs = with_local_image(docs);
+        let docs = with_local_image(docs, &recipes::kueue_image());
         let manager = &docs[0]["spec"]["template"]["spec"]["containers"][0];
         assert_eq!(manager["image"], recipes::kueue_image());
         assert_eq!(manager["imagePullPolicy"], "IfNotPresent");

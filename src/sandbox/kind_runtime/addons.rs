@@ -1,0 +1,105 @@
+//! Add-ons on kind clusters, installed as their releases install them: the module's
+//! `config/default` rendered by the toolchain's kubectl, its Deployment running the add-on's
+//! binary from an image built here (loaded into every node, like the controller's), its own
+//! certificate management issuing its webhook certificate in the cluster.
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use kube::Client;
+use kube::api::{Api, DynamicObject, PostParams};
+use serde_json::{Value, json};
+
+use super::docker::Docker;
+use super::error::{InstallError, KindError};
+use super::local_images::{self, recipes};
+use super::wait;
+use crate::kube_util;
+use crate::sandbox::addons::BuiltAddon;
+use crate::sandbox::progress::Progress;
+use crate::sandbox::toolchain::Toolchain;
+
+/// Pulling nothing but issuing and injecting its own certificate takes a while on a cold node.
+const READY_TIMEOUT: Duration = Duration::from_secs(300);
+
+/// An add-on ready for kind clusters: the image archive to load and the documents to apply.
+#[derive(Clone, Debug)]
+pub struct KindAddon {
+    pub built: BuiltAddon,
+    pub image: String,
+    pub archive: PathBuf,
+    docs: Vec<Value>,
+}
+
+/// Builds the add-on's image (once per version) and renders its release for `image`.
+pub async fn prepare(
+    docker: &impl Docker,
+    toolchain: &Toolchain,
+    built: &BuiltAddon,
+    images: &Path,
+    progress: &Progress,
+) -> Result<KindAddon, KindError> {
+    let spec = built.addon.spec();
+    let image = format!("{}/{}:{}", recipes::REGISTRY, spec.name, spec.version);
+    let archive = images.join(format!("addon-{}-{}.tar", spec.name, spec.version));
+    if !archive.exists() {
+        let step = progress.step(format!("add-on image {image}"));
+        local_images::save_manager_image(docker, &image, &built.program, &archive).await?;
+        step.done();
+    }
+    let log = built.config.with_file_name("render.log");
+    let docs = local_images::release::release(toolchain, &built.release_kustomization(), &image, &log)
+        .await
+        .map_err(KindError::from)?;
+    Ok(KindAddon { built: built.clone(), image, archive, docs })
+}
+
+impl KindAddon {
+    fn crds(&self) -> impl Iterator<Item = &Value> {
+        self.docs.iter().filter(|d| d["kind"] == "CustomResourceDefinition")
+    }
+}
+
+/// The add-on's CRDs, before Kueue starts (Kueue's integration of the kind looks for them).
+pub async fn install_crds(client: &Client, addon: &KindAddon) -> Result<(), InstallError> {
+    let crds: Vec<Value> = addon.crds().cloned().collect();
+    Ok(kube_util::apply_crds(client, &crds).await?)
+}
+
+/// Applies the rest of the release and waits until its Deployment is available and its
+/// webhook answers (it injects its own CA into its webhook configurations first).
+pub async fn install(client: &Client, addon: &KindAddon) -> Result<(), InstallError> {
+    for obj in addon.docs.iter().filter(|d| d["kind"] != "CustomResourceDefinition") {
+        kube_util::apply(client, obj).await?;
+    }
+    let spec = addon.built.addon.spec();
+    let namespace = spec.kustomization.namespace;
+    let what = format!("{}'s Deployment to become available", spec.name);
+    wait::until(&what, READY_TIMEOUT, || wait::deployment_available(client, namespace, spec.deployment)).await?;
+    let what = format!("{}'s webhook to answer", spec.name);
+    Ok(wait::until(&what, READY_TIMEOUT, || webhook_answers(client, addon)).await?)
+}
+
+/// A dry-run create of an empty job of the add-on's kind: refused by its validation (an answer),
+/// or failed because its webhook could not be called (not yet).
+async fn webhook_answers(client: &Client, addon: &KindAddon) -> Result<(), kube::Error> {
+    let kind = &addon.built.addon.spec().job_kind;
+    let resource = kube::api::ApiResource {
+        group: kind.group.into(),
+        version: kind.version.into(),
+        api_version: kind.api_version(),
+        kind: kind.kind.into(),
+        plural: kind.plural.into(),
+    };
+    let api: Api<DynamicObject> = Api::namespaced_with(client.clone(), "default", &resource);
+    let probe = json!({
+        "apiVersion": kind.api_version(), "kind": kind.kind,
+        "metadata": {"name": "kueue-ext-webhook-probe"}, "spec": {},
+    });
+    let probe: DynamicObject = serde_json::from_value(probe).expect("the probe is an object");
+    match api.create(&PostParams { dry_run: true, ..Default::default() }, &probe).await {
+        Ok(_) => Ok(()),
+        Err(kube::Error::Api(status)) if !status.message.contains("failed calling webhook") => Ok(()),
+        Err(e) => Err(e),
+    }
+}
