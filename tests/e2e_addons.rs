@@ -88,7 +88,11 @@ async fn a_jobset_by_configuration_gets_kueues_own_pod_sets_and_runs_on_one_clus
         let status = sandbox.status_json();
         let components = status["clusters"][0]["components"].as_array().cloned().unwrap_or_default();
         assert!(components.iter().any(|c| c["name"] == "jobset" && c["ready"] == true), "{status:#}");
-        run_on_one_cluster(&sandbox).await
+        let pod_sets = run_on_one_cluster(&sandbox).await;
+        // Kueue's own JobSet integration is one of the kinds every command knows.
+        let explained = text(&sandbox.run("explain", &["jobset/training-jobset"]));
+        assert!(explained.starts_with("JobSet default/training-jobset has finished: Succeeded"), "{explained}");
+        pod_sets
     };
     assert_eq!(
         reference.as_array().map(|s| s.iter().map(|s| (s["name"].clone(), s["count"].clone())).collect::<Vec<_>>()),

@@ -56,9 +56,9 @@ pub struct Args {
     /// file names, so they are served from the first moment.
     #[arg(long = "crds", value_name = "FILE|DIR")]
     pub crds: Vec<PathBuf>,
-    /// Third-party job controllers run on every cluster beside Kueue (comma-separated; process
-    /// runtime), each built once from the Go module Kueue's release pins. Kueue's own
-    /// integration of the kind is on unless --integrations configures that kind.
+    /// Third-party job controllers run on every cluster beside Kueue (comma-separated), each
+    /// built once from the Go module Kueue's release pins. Kueue's own integration of the kind
+    /// is on unless --integrations configures that kind.
     #[arg(long, value_enum, value_delimiter = ',', value_name = "ADDON")]
     pub addons: Vec<Addon>,
     /// How long MultiKueue waits for an unreachable worker before running its jobs on another

@@ -11,8 +11,11 @@ use crate::integrations::registry;
 
 /// Built-in samples: pods of 100m–200m CPU that run 20 s on kwok, long enough to be stopped
 /// while they run and short enough to wait for their end. Each compiled kind brings its own;
-/// Kueue's batch Job has this one.
-const BATCH_JOB: (&str, &str) = ("Job.v1.batch", include_str!("samples/job.yaml"));
+/// the kinds Kueue integrates itself have these.
+const KUEUE_KINDS: [(&str, &str); 2] = [
+    ("Job.v1.batch", include_str!("samples/job.yaml")),
+    ("JobSet.v1alpha2.jobset.x-k8s.io", include_str!("samples/jobset.yaml")),
+];
 
 #[derive(Clone, Debug)]
 pub struct Sample {
@@ -74,7 +77,7 @@ pub fn load(integration: &Integration, file: Option<&Path>) -> Result<Sample, Sa
     let Some(file) = file else {
         let compiled = registry::compiled().into_iter().map(|(description, kind)| (description.kind, kind.sample));
         let text = compiled
-            .chain([(BATCH_JOB.0.to_string(), BATCH_JOB.1)])
+            .chain(KUEUE_KINDS.map(|(kind, text)| (kind.to_string(), text)))
             .find(|(kind, _)| *kind == integration.kind)
             .map(|(_, text)| text)
             .ok_or_else(|| SampleError::Missing { kind: integration.kind.clone() })?;

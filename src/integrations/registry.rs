@@ -21,7 +21,7 @@ use crate::jobframework::generic_job::{JobReading, reading};
 use crate::jobframework::integration_callbacks::IntegrationCallbacks;
 use crate::jobframework::managed_by::KUEUE_EXT_CONTROLLER;
 
-/// Kueue's batch Job, described as a configured kind is (the entries of `integrations:`).
+/// Kueue's batch Job and JobSet, described as a configured kind is (the entries of `integrations:`).
 const BUILT_IN_ITEMS: &str = include_str!("builtin_kinds.yaml");
 
 /// The kinds compiled into this project, one line each: everything else about a compiled kind
@@ -56,6 +56,9 @@ impl JobKind {
         let (runner, own_managed_by) = match (compiled, description.kind.as_str()) {
             (Some(_), _) => ("kueue-ext".to_string(), KUEUE_EXT_CONTROLLER),
             (None, "Job.v1.batch") => ("kube-controller-manager".to_string(), "kubernetes.io/job-controller"),
+            (None, "JobSet.v1alpha2.jobset.x-k8s.io") => {
+                ("the JobSet controller".to_string(), "jobset.sigs.k8s.io/jobset-controller")
+            }
             (None, _) => (format!("the {} controller", description.gvk().kind), ""),
         };
         JobKind(Arc::new(Entry { description: Arc::new(description), origin, compiled, runner, own_managed_by }))
@@ -176,7 +179,7 @@ impl Default for KindRegistry {
 }
 
 impl KindRegistry {
-    /// This project's kinds and Kueue's batch Job.
+    /// This project's kinds and those Kueue integrates itself (batch Job, JobSet).
     pub fn built_in() -> KindRegistry {
         let compiled =
             compiled().into_iter().map(|(description, c)| JobKind::new(description, Origin::BuiltIn, Some(c)));

@@ -21,7 +21,7 @@ use tokio::sync::watch;
 use tokio::task::JoinHandle;
 
 use super::snapshot::{ClusterSnapshot, JobKind, JobObject, Role, Snapshot, event_line, pod_counts};
-use crate::integrations::registry::KindRegistry;
+use crate::integrations::registry::{KindRegistry, Origin};
 use crate::jobframework::api_error;
 use crate::kube_util::KubeconfigError;
 use crate::manifests;
@@ -63,13 +63,23 @@ enum Health {
 
 type HealthMap = Arc<Mutex<BTreeMap<String, Health>>>;
 
+/// Whether a watch's kind must be served: a kind Kueue integrates itself (JobSet) may simply
+/// not be installed on a cluster, which is then no problem to report.
+#[derive(Clone, Copy, PartialEq)]
+enum Served {
+    Required,
+    Optional,
+}
+
 /// Starts one watch feeding a store; reports its health under `kind` and bumps `changed` on
 /// every event, so the UI redraws when (and only when) something changed.
+#[allow(clippy::too_many_arguments)]
 fn spawn_watch<K>(
     api: Api<K>,
     config: watcher::Config,
     writer: Writer<K>,
     kind: String,
+    served: Served,
     health: HealthMap,
     changed: watch::Sender<u64>,
     trim: fn(&mut K),
@@ -92,6 +102,7 @@ where
                 Ok(watcher::Event::InitDone) => set(Health::Ready),
                 Ok(watcher::Event::Init | watcher::Event::InitApply(_)) => continue,
                 Ok(_) => {}
+                Err(e) if served == Served::Optional && is_unserved(&e) => set(Health::Ready),
                 Err(e) => set(Health::Failed(short_error(&e))),
             }
             changed.send_modify(|generation| *generation += 1);
@@ -99,14 +110,19 @@ where
     })
 }
 
+fn is_unserved(error: &watcher::Error) -> bool {
+    match error {
+        watcher::Error::InitialListFailed(e) | watcher::Error::WatchStartFailed(e) | watcher::Error::WatchFailed(e) => {
+            api_error::is_unserved(e)
+        }
+        _ => false,
+    }
+}
+
 /// A watch error in words a user can act on; the kind it is about is said beside it.
 fn short_error(error: &watcher::Error) -> String {
     match error {
-        watcher::Error::InitialListFailed(e) | watcher::Error::WatchStartFailed(e) | watcher::Error::WatchFailed(e)
-            if api_error::is_unserved(e) =>
-        {
-            "the cluster does not serve it: is its CRD installed (kubectl get crds)?".into()
-        }
+        error if is_unserved(error) => "the cluster does not serve it: is its CRD installed (kubectl get crds)?".into(),
         watcher::Error::InitialListFailed(e) | watcher::Error::WatchStartFailed(e) | watcher::Error::WatchFailed(e) => {
             api_error::in_words(e)
         }
@@ -195,31 +211,38 @@ impl ClusterWatch {
             Some(ns) => Api::<DynamicObject>::namespaced_with(client.clone(), ns, resource),
             None => Api::all_with(client.clone(), resource),
         };
-        let mut dynamic = |resource: ApiResource, api: Api<DynamicObject>, trim: fn(&mut DynamicObject)| {
-            let writer = Writer::new(resource.clone());
-            let store = writer.as_reader();
-            let health = watch.health.clone();
-            let task =
-                spawn_watch(api, watcher::Config::default(), writer, resource.kind, health, changed.clone(), trim);
-            watch.tasks.push(task);
-            store
-        };
+        let mut dynamic =
+            |resource: ApiResource, api: Api<DynamicObject>, served: Served, trim: fn(&mut DynamicObject)| {
+                let writer = Writer::new(resource.clone());
+                let store = writer.as_reader();
+                let health = watch.health.clone();
+                let config = watcher::Config::default();
+                let task = spawn_watch(api, config, writer, resource.kind, served, health, changed.clone(), trim);
+                watch.tasks.push(task);
+                store
+            };
         for kind in kinds {
             let resource = kind.api_resource();
-            let store = dynamic(resource.clone(), namespaced(&resource), trim_object);
+            // Our kinds and the configured ones must be served; those Kueue integrates itself may be absent.
+            let served = match (kind.compiled(), kind.origin()) {
+                (None, Origin::BuiltIn) => Served::Optional,
+                _ => Served::Required,
+            };
+            let store = dynamic(resource.clone(), namespaced(&resource), served, trim_object);
             watch.jobs.push((kind.clone(), store));
         }
         let workloads = kueue("Workload", "workloads");
-        watch.workloads = Some(dynamic(workloads.clone(), namespaced(&workloads), trim_workload));
+        watch.workloads = Some(dynamic(workloads.clone(), namespaced(&workloads), Served::Required, trim_workload));
         let local_queues = kueue("LocalQueue", "localqueues");
-        watch.local_queues = Some(dynamic(local_queues.clone(), namespaced(&local_queues), trim_object));
+        let queues = dynamic(local_queues.clone(), namespaced(&local_queues), Served::Required, trim_object);
+        watch.local_queues = Some(queues);
         for (slot, resource) in [
             (&mut watch.cluster_queues, kueue("ClusterQueue", "clusterqueues")),
             (&mut watch.admission_checks, kueue("AdmissionCheck", "admissionchecks")),
             (&mut watch.multikueue_clusters, kueue("MultiKueueCluster", "multikueueclusters")),
         ] {
             let api = Api::all_with(client.clone(), &resource);
-            *slot = Some(dynamic(resource, api, trim_object));
+            *slot = Some(dynamic(resource, api, Served::Required, trim_object));
         }
         let pods: Api<Pod> = match namespace {
             Some(ns) => Api::namespaced(client.clone(), ns),
@@ -231,6 +254,7 @@ impl ClusterWatch {
             watcher::Config::default(),
             writer,
             "Pod".into(),
+            Served::Required,
             watch.health.clone(),
             changed.clone(),
             trim_pod,
@@ -252,6 +276,7 @@ impl ClusterWatch {
                 config,
                 writer,
                 format!("Event ({kind})"),
+                Served::Required,
                 health,
                 changed.clone(),
                 trim_event,

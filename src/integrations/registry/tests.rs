@@ -9,9 +9,17 @@ fn configured(file: &str) -> KindRegistry {
 }
 
 #[test]
-fn the_built_in_kinds_are_this_projects_and_kueues_job() {
+fn the_built_in_kinds_are_this_projects_and_those_kueue_integrates_itself() {
     let registry = KindRegistry::built_in();
-    assert_eq!(registry.names(), "ExternalJob, WrappedJob, Job");
+    assert_eq!(registry.names(), "ExternalJob, WrappedJob, Job, JobSet");
+    let jobset = registry.find("JobSet.v1alpha2.jobset.x-k8s.io").unwrap();
+    assert_eq!(jobset.own_runner(), ("the JobSet controller", "jobset.sigs.k8s.io/jobset-controller"));
+    let ours = configured("jobset-integration.yaml");
+    assert_eq!(
+        ours.find(jobset.qualified()).unwrap().description(),
+        jobset.description(),
+        "the sample configures JobSets for our controller as Kueue's own integration reads them"
+    );
     let job = registry.find("Job.v1.batch").unwrap();
     assert_eq!(job.api_resource().api_version, "batch/v1");
     assert_eq!(job.own_runner(), ("kube-controller-manager", "kubernetes.io/job-controller"));
@@ -40,7 +48,7 @@ fn kinds_answer_to_kubectl_aliases() {
 #[test]
 fn a_configured_kind_replaces_the_built_in_description_of_the_same_kind() {
     let registry = configured("job-integration.yaml");
-    assert_eq!(registry.kinds().len(), 3);
+    assert_eq!(registry.kinds().len(), 4);
     let job = registry.find("Job.v1.batch").unwrap();
     assert_eq!(job.origin(), &Origin::Configured("job-integration.yaml".into()));
     assert_eq!(job.own_runner().0, "kube-controller-manager", "who runs a Job's pods does not change");
@@ -130,7 +138,7 @@ fn config_map(file: &str) -> Value {
 async fn a_cluster_says_which_kinds_it_runs_in_the_controllers_config_map() {
     let file = std::fs::read_to_string("samples/third-party/pipelinerun-integration.yaml").unwrap();
     let registry = discovered(Ok(config_map(&file))).await.unwrap();
-    assert_eq!(registry.names(), "ExternalJob, WrappedJob, Job, PipelineRun");
+    assert_eq!(registry.names(), "ExternalJob, WrappedJob, Job, JobSet, PipelineRun");
     let origin = registry.by_alias("pipelinerun").unwrap().origin().clone();
     assert_eq!(origin, Origin::Configured("ConfigMap kueue-ext-system/kueue-ext-integrations".into()));
 }
@@ -138,7 +146,7 @@ async fn a_cluster_says_which_kinds_it_runs_in_the_controllers_config_map() {
 #[tokio::test]
 async fn without_a_config_map_or_the_right_to_read_it_only_the_built_in_kinds_are_known() {
     for code in [404, 403] {
-        assert_eq!(discovered(Err(code)).await.unwrap().names(), "ExternalJob, WrappedJob, Job", "{code}");
+        assert_eq!(discovered(Err(code)).await.unwrap().names(), "ExternalJob, WrappedJob, Job, JobSet", "{code}");
     }
 }
 
