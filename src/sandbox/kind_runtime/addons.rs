@@ -21,6 +21,9 @@ use crate::sandbox::toolchain::Toolchain;
 
 /// Pulling nothing but issuing and injecting its own certificate takes a while on a cold node.
 const READY_TIMEOUT: Duration = Duration::from_secs(300);
+/// The CPU an add-on's container asks for, as our controller's does: a kind node has the
+/// machine's few cores, and a release's request (JobSet's 500m) would leave the jobs' pods Pending.
+const CPU_REQUEST: &str = "100m";
 
 /// An add-on ready for kind clusters: the image archive to load and the documents to apply.
 #[derive(Clone, Debug)]
@@ -48,10 +51,19 @@ pub async fn prepare(
         step.done();
     }
     let log = built.config.with_file_name("render.log");
-    let docs = local_images::release::release(toolchain, &built.release_kustomization(), &image, &log)
+    let mut docs = local_images::release::release(toolchain, &built.release_kustomization(), &image, &log)
         .await
         .map_err(KindError::from)?;
+    ask_for_little_cpu(&mut docs);
     Ok(KindAddon { built: built.clone(), image, archive, docs })
+}
+
+fn ask_for_little_cpu(docs: &mut [Value]) {
+    for deployment in docs.iter_mut().filter(|d| d["kind"] == "Deployment") {
+        for container in deployment["spec"]["template"]["spec"]["containers"].as_array_mut().into_iter().flatten() {
+            container["resources"]["requests"]["cpu"] = json!(CPU_REQUEST);
+        }
+    }
 }
 
 impl KindAddon {
@@ -101,5 +113,28 @@ async fn webhook_answers(client: &Client, addon: &KindAddon) -> Result<(), kube:
         Ok(_) => Ok(()),
         Err(kube::Error::Api(status)) if !status.message.contains("failed calling webhook") => Ok(()),
         Err(e) => Err(e),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_add_on_asks_for_a_tenth_of_a_core_and_keeps_its_other_requests() {
+        let mut docs = vec![
+            json!({"kind": "Deployment", "spec": {"template": {"spec": {"containers": [
+                {"name": "manager", "resources": {"requests": {"cpu": "500m", "memory": "128Mi"}, "limits": {"memory": "4Gi"}}},
+                {"name": "sidecar"}]}}}}),
+            json!({"kind": "Service", "spec": {}}),
+        ];
+        ask_for_little_cpu(&mut docs);
+        let containers = &docs[0]["spec"]["template"]["spec"]["containers"];
+        assert_eq!(
+            containers[0]["resources"],
+            json!({"requests": {"cpu": "100m", "memory": "128Mi"}, "limits": {"memory": "4Gi"}})
+        );
+        assert_eq!(containers[1]["resources"]["requests"]["cpu"], "100m");
+        assert_eq!(docs[1], json!({"kind": "Service", "spec": {}}));
     }
 }
