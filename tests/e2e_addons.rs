@@ -153,4 +153,11 @@ async fn a_jobset_and_a_wrapped_jobset_run_on_a_worker_through_multikueue() {
     let wrapped = sandbox.run("submit", &[WRAPPED_JOBSET, "--wait", "3m"]);
     let out = text(&wrapped);
     assert!(wrapped.status.success() && out.contains("wrappedjob.kueue-ext.dev/wrapped-jobset succeeded"), "{out}");
+
+    // Kueue's contract, held by our configured integration of JobSets run by JobSet's controller.
+    let conformance = sandbox.run("conformance", &["--kind", "JobSet.v1alpha2.jobset.x-k8s.io"]);
+    let report = text(&conformance);
+    assert!(conformance.status.success(), "{report}");
+    assert!(report.contains("description: ConfigMap kueue-ext-system/kueue-ext-integrations"), "{report}");
+    assert!(report.contains("11 checks: 11 passed"), "{report}");
 }
