@@ -5,7 +5,8 @@ use std::time::Duration;
 use clap::ValueEnum;
 use serde_json::Value;
 
-use crate::integrations::declarative::config::IntegrationConfig;
+use crate::integrations::declarative::config::{Integration, IntegrationConfig};
+use crate::integrations::declarative::schema;
 use crate::integrations::wrapped_job::settings::parse_go_duration;
 use crate::sandbox::kwok::NodePool;
 use crate::sandbox::progress::{Progress, human_duration};
@@ -155,6 +156,19 @@ fn read_crds(paths: &[PathBuf]) -> Result<Vec<Value>, Vec<String>> {
 
 const CRD_API_VERSION: &str = "apiextensions.k8s.io/v1";
 
+/// The fields of the integrations `file` that the schemas of the kinds' CRDs given with `--crds`
+/// have no room for, named by file and field.
+fn fields_the_crds_lack(file: &str, integrations: &[Integration], crds: &[Value]) -> Vec<String> {
+    let mut problems = Vec::new();
+    for (i, integration) in integrations.iter().enumerate() {
+        let Some(crd) = schema::crd_of(integration, crds) else { continue };
+        for (field, message) in schema::missing_fields(integration, crd) {
+            problems.push(format!("{file}: integrations[{i}].{field}: {message}"));
+        }
+    }
+    problems
+}
+
 fn parse_component_arg(text: &str) -> Result<(String, String), String> {
     let (component, flag) = text.split_once('=').ok_or("expected COMPONENT=FLAG, e.g. kube-apiserver=--v=4")?;
     let addons = Addon::value_variants().iter().map(|addon| addon.name());
@@ -181,6 +195,20 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
             return Ok(ExitCode::FAILURE);
         }
     };
+    if let Some(file) = &args.integrations {
+        let problems = fields_the_crds_lack(&file.display().to_string(), &integrations, &crds);
+        if !problems.is_empty() {
+            for problem in &problems {
+                eprintln!("error: {problem}");
+            }
+            eprintln!(
+                "nothing was started ({} field(s) of {} not in their kinds' CRDs)",
+                problems.len(),
+                file.display()
+            );
+            return Ok(ExitCode::FAILURE);
+        }
+    }
     let options = UpOptions {
         state_dir: args.sandbox.dir(),
         workers: args.workers,

@@ -7,6 +7,7 @@ pub mod controller;
 pub mod count;
 pub mod path;
 pub mod probe;
+pub mod schema;
 pub mod webhook;
 
 use std::borrow::Cow;

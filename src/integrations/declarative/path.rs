@@ -117,6 +117,27 @@ impl FieldPath {
         self.segments.first() == Some(&Segment::Key("spec".into()))
     }
 
+    /// Whether a structural schema (a CRD version's `openAPIV3Schema`) has room for the field:
+    /// each name a property or a map's entry, each index a list's item, or anything below a
+    /// field that keeps unknown fields.
+    pub fn in_schema(&self, schema: &Value) -> bool {
+        let mut node = schema;
+        for segment in &self.segments {
+            if node["x-kubernetes-preserve-unknown-fields"] == true {
+                return true;
+            }
+            let below = match segment {
+                Segment::Key(key) => node["properties"].get(key).or_else(|| node.get("additionalProperties")),
+                Segment::Index(_) => node.get("items"),
+            };
+            match below {
+                Some(below) if below.is_object() => node = below,
+                _ => return false,
+            }
+        }
+        true
+    }
+
     pub fn get<'a>(&self, object: &'a Value) -> Option<&'a Value> {
         self.segments.iter().try_fold(object, |value, segment| match segment {
             Segment::Key(key) => value.get(key),

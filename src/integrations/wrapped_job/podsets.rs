@@ -24,7 +24,6 @@ mod tests;
 pub use template_path::{BadPath, NotAPodTemplate};
 use template_path::{TEMPLATE, json_pointer, value_at};
 
-
 /// One pod set of a WrappedJob, flattened across its components in order.
 #[derive(Clone, Debug, PartialEq)]
 pub struct JobPodSet {
