@@ -136,6 +136,17 @@ fn sandbox_containers() -> Vec<String> {
     names
 }
 
+/// Waits until the manager's Workload of the job `uid` is Finished, having run on worker1.
+async fn finished_on_worker1(manager: &kube::Client, uid: &str) {
+    eventually("the job's manager Workload to be Finished on worker1", Duration::from_secs(60), || async {
+        match workloads_owned_by(manager, "default", uid).await?.as_slice() {
+            [w] if condition_is(w, "Finished", "True") && w["status"]["clusterName"] == "worker1" => Ok(()),
+            other => Err(format!("{other:?}")),
+        }
+    })
+    .await;
+}
+
 /// The tests' kind clusters share names and kind's network: one test at a time.
 static KIND_CLUSTERS: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
 
@@ -189,13 +200,7 @@ async fn a_kind_sandbox_runs_jobs_through_multikueue_and_down_leaves_nothing() {
         if job["status"]["phase"] == "Succeeded" { Ok(()) } else { Err(format!("{:#}", job["status"])) }
     })
     .await;
-    eventually("its manager Workload to be Finished on worker1", Duration::from_secs(60), || async {
-        match workloads_owned_by(&manager, "default", &uid).await?.as_slice() {
-            [w] if condition_is(w, "Finished", "True") && w["status"]["clusterName"] == "worker1" => Ok(()),
-            other => Err(format!("{other:?}")),
-        }
-    })
-    .await;
+    finished_on_worker1(&manager, &uid).await;
 
     let jobset = apply_yaml(&manager, &jobset("kind-jobset")).await.remove(0);
     let uid = jobset["metadata"]["uid"].as_str().unwrap().to_string();
@@ -205,13 +210,7 @@ async fn a_kind_sandbox_runs_jobs_through_multikueue_and_down_leaves_nothing() {
         if condition_is(&js, "Completed", "True") { Ok(()) } else { Err(format!("{:#}", js["status"])) }
     })
     .await;
-    eventually("the JobSet's Workload to be Finished on worker1", Duration::from_secs(60), || async {
-        match workloads_owned_by(&manager, "default", &uid).await?.as_slice() {
-            [w] if condition_is(w, "Finished", "True") && w["status"]["clusterName"] == "worker1" => Ok(()),
-            other => Err(format!("{other:?}")),
-        }
-    })
-    .await;
+    finished_on_worker1(&manager, &uid).await;
     let components = status["clusters"][1]["components"].as_array().cloned().unwrap_or_default();
     assert!(components.iter().any(|c| c["name"] == "jobset" && c["ready"] == true), "{status:#}");
 

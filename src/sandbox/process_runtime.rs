@@ -207,6 +207,8 @@ async fn start_cluster(
     for component in &started {
         launcher.wait_ready(component, &mut prober).await?;
     }
+    // Kueue sets its integration of an add-on's kind up once it has seen the CRD, after it serves.
+    addons::wait_until_admitted(&client, &plan.addons, READY_TIMEOUT).await?;
     step.done();
     Ok(StartedCluster {
         name: name.to_string(),

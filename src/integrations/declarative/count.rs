@@ -20,6 +20,8 @@ pub enum InvalidCount {
     NegativeDefault(i64),
     #[error("must list at least one term")]
     NoTerms,
+    #[error("{0}: `[*]` only goes in a probe's `sum`")]
+    Many(String),
 }
 
 /// One of:
@@ -83,6 +85,9 @@ impl Count {
 
     pub fn validate(&self) -> Result<(), InvalidCount> {
         match self {
+            Count::Path(path) | Count::Defaulted { path, .. } if path.is_many() => {
+                Err(InvalidCount::Many(path.to_string()))
+            }
             Count::Path(_) => Ok(()),
             Count::Defaulted { default, .. } if *default < 0 => Err(InvalidCount::NegativeDefault(*default)),
             Count::Defaulted { .. } => Ok(()),

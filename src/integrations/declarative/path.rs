@@ -1,6 +1,7 @@
 //! Field paths into an object, written as the API server writes field errors:
 //! `spec.template`, `spec.tasks[0].replicas`, `metadata.annotations[example.com/pods]`.
-//! A bracket holds an array index, or a map key that contains dots.
+//! A bracket holds an array index, or a map key that contains dots; `[*]` is every entry of a
+//! list (only where values are summed: `status.replicatedJobsStatus[*].active`).
 
 use std::fmt;
 
@@ -11,6 +12,7 @@ use serde_json::{Map, Value};
 enum Segment {
     Key(String),
     Index(usize),
+    Every,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -48,6 +50,8 @@ pub enum Unsettable {
     NoEntry { path: String, index: usize },
     #[error("{path}: something that is not an object is in the way")]
     NotAnObject { path: String },
+    #[error("{path}: `[*]` names many fields, not one to set")]
+    Many { path: String },
 }
 
 impl FieldPath {
@@ -67,6 +71,7 @@ impl FieldPath {
                 }
                 segments.push(match key.parse::<usize>() {
                     Ok(index) => Segment::Index(index),
+                    Err(_) if key == "*" => Segment::Every,
                     Err(_) => Segment::Key(key.to_string()),
                 });
                 rest = &inner[end + 1..];
@@ -128,7 +133,7 @@ impl FieldPath {
             }
             let below = match segment {
                 Segment::Key(key) => node["properties"].get(key).or_else(|| node.get("additionalProperties")),
-                Segment::Index(_) => node.get("items"),
+                Segment::Index(_) | Segment::Every => node.get("items"),
             };
             match below {
                 Some(below) if below.is_object() => node = below,
@@ -138,11 +143,34 @@ impl FieldPath {
         true
     }
 
+    /// The one value at the path; `None` when absent or when the path names many (`[*]`).
     pub fn get<'a>(&self, object: &'a Value) -> Option<&'a Value> {
         self.segments.iter().try_fold(object, |value, segment| match segment {
             Segment::Key(key) => value.get(key),
             Segment::Index(index) => value.get(index),
+            Segment::Every => None,
         })
+    }
+
+    /// Every value at the path: one at most, or one per entry of each list named by `[*]`.
+    pub fn values<'a>(&self, object: &'a Value) -> Vec<&'a Value> {
+        let mut found = vec![object];
+        for segment in &self.segments {
+            found = found
+                .into_iter()
+                .flat_map(|value| match segment {
+                    Segment::Key(key) => value.get(key).into_iter().collect::<Vec<_>>(),
+                    Segment::Index(index) => value.get(index).into_iter().collect(),
+                    Segment::Every => value.as_array().map(|list| list.iter().collect()).unwrap_or_default(),
+                })
+                .collect();
+        }
+        found
+    }
+
+    /// Whether the path names many fields (`[*]`).
+    pub fn is_many(&self) -> bool {
+        self.segments.contains(&Segment::Every)
     }
 
     /// Sets the field, creating the maps on the way; fails where a list entry is missing or
@@ -157,6 +185,7 @@ impl FieldPath {
                     map.entry(key.clone()).or_insert_with(|| Value::Object(Map::new()))
                 }
                 Segment::Index(index) => value.get_mut(index).ok_or_else(|| self.no_entry(*index))?,
+                Segment::Every => return Err(Unsettable::Many { path: self.text.clone() }),
             };
             if value.is_null() {
                 *value = Value::Object(Map::new());
@@ -169,6 +198,7 @@ impl FieldPath {
             Segment::Index(index) => {
                 *value.get_mut(index).ok_or_else(|| self.no_entry(*index))? = new;
             }
+            Segment::Every => return Err(Unsettable::Many { path: self.text.clone() }),
         }
         Ok(())
     }
@@ -183,6 +213,7 @@ impl FieldPath {
         let parent = parents.iter().try_fold(object, |value, segment| match segment {
             Segment::Key(key) => value.get_mut(key),
             Segment::Index(index) => value.get_mut(index),
+            Segment::Every => None,
         });
         if let (Some(Value::Object(map)), Segment::Key(key)) = (parent, last) {
             map.remove(key);

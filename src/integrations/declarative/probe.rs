@@ -22,7 +22,7 @@ impl Probe {
             return values.contains(value);
         }
         if let (Some(paths), Some(at_least)) = (&self.sum, &self.at_least) {
-            let sum: i64 = paths.iter().filter_map(|p| p.get(object)).filter_map(number).sum();
+            let sum: i64 = paths.iter().flat_map(|p| p.values(object)).filter_map(number).sum();
             let threshold = match at_least {
                 AtLeast::Number(n) => *n,
                 AtLeast::Word(_) => pods,

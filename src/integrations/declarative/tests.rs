@@ -379,3 +379,22 @@ fn a_computed_count_is_checked_field_by_field_and_as_a_whole() {
         "{zero:?}"
     );
 }
+
+#[test]
+fn a_sum_adds_every_entry_of_a_list_and_only_a_sum_may_name_many() {
+    let integration = sample_kind("jobset-integration.yaml");
+    let active = integration.active.as_ref().expect("the sample says when a JobSet is active");
+    let running = json!({"status": {"replicatedJobsStatus": [{"name": "driver", "active": 0}, {"name": "workers", "active": 2}]}});
+    assert!(active.holds(&running, 5));
+    let stopped = json!({"status": {"replicatedJobsStatus": [{"name": "driver", "active": 0}, {"name": "workers", "active": 0}]}});
+    assert!(!active.holds(&stopped, 5), "suspended Jobs whose pods are gone");
+    assert!(!active.holds(&json!({"status": {}}), 5));
+
+    let text = include_str!("../../../samples/third-party/jobset-integration.yaml")
+        .replace("path: spec.suspend", "path: spec.replicatedJobs[*].suspend");
+    let err = IntegrationConfig::parse("jobset.yaml", &text).unwrap_err().to_string();
+    assert_eq!(
+        err,
+        "jobset.yaml: integrations[0].suspend.path: spec.replicatedJobs[*].suspend: `[*]` only goes in a probe's `sum`"
+    );
+}

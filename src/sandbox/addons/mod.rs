@@ -3,6 +3,7 @@
 //! integration of the kind compiles against), installed from that module's own manifests, and
 //! run like Kueue: as its own ServiceAccount, its webhooks called by URL with the sandbox's CA.
 
+mod admitted;
 mod build;
 mod install;
 
@@ -13,6 +14,7 @@ use serde::{Deserialize, Serialize};
 use super::kustomize::{Kustomization, ManifestError};
 use super::toolchain::ToolchainError;
 
+pub use admitted::{admits, wait_until_admitted};
 pub use build::{BuiltAddon, ensure_built};
 pub use install::{AddonLayout, install, install_crds};
 
@@ -110,6 +112,13 @@ pub enum AddonError {
     #[error("requesting a token for add-on {addon}'s ServiceAccount: {source}")]
     Token {
         addon: &'static str,
+        #[source]
+        source: kube::Error,
+    },
+    #[error("jobs of add-on {addon}'s kind were not admitted within {seconds}s: {source}")]
+    NotAdmitted {
+        addon: &'static str,
+        seconds: u64,
         #[source]
         source: kube::Error,
     },

@@ -7,7 +7,6 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use kube::Client;
-use kube::api::{Api, DynamicObject, PostParams};
 use serde_json::{Value, json};
 
 use super::docker::Docker;
@@ -15,7 +14,7 @@ use super::error::{InstallError, KindError};
 use super::local_images::{self, recipes};
 use super::wait;
 use crate::kube_util;
-use crate::sandbox::addons::BuiltAddon;
+use crate::sandbox::addons::{self as sandbox_addons, BuiltAddon};
 use crate::sandbox::progress::Progress;
 use crate::sandbox::toolchain::Toolchain;
 
@@ -89,31 +88,7 @@ pub async fn install(client: &Client, addon: &KindAddon) -> Result<(), InstallEr
     let what = format!("{}'s Deployment to become available", spec.name);
     wait::until(&what, READY_TIMEOUT, || wait::deployment_available(client, namespace, spec.deployment)).await?;
     let what = format!("{}'s webhook to answer", spec.name);
-    Ok(wait::until(&what, READY_TIMEOUT, || webhook_answers(client, addon)).await?)
-}
-
-/// A dry-run create of an empty job of the add-on's kind: refused by its validation (an answer),
-/// or failed because its webhook could not be called (not yet).
-async fn webhook_answers(client: &Client, addon: &KindAddon) -> Result<(), kube::Error> {
-    let kind = &addon.built.addon.spec().job_kind;
-    let resource = kube::api::ApiResource {
-        group: kind.group.into(),
-        version: kind.version.into(),
-        api_version: kind.api_version(),
-        kind: kind.kind.into(),
-        plural: kind.plural.into(),
-    };
-    let api: Api<DynamicObject> = Api::namespaced_with(client.clone(), "default", &resource);
-    let probe = json!({
-        "apiVersion": kind.api_version(), "kind": kind.kind,
-        "metadata": {"name": "kueue-ext-webhook-probe"}, "spec": {},
-    });
-    let probe: DynamicObject = serde_json::from_value(probe).expect("the probe is an object");
-    match api.create(&PostParams { dry_run: true, ..Default::default() }, &probe).await {
-        Ok(_) => Ok(()),
-        Err(kube::Error::Api(status)) if !status.message.contains("failed calling webhook") => Ok(()),
-        Err(e) => Err(e),
-    }
+    Ok(wait::until(&what, READY_TIMEOUT, || sandbox_addons::admits(client, addon.built.addon)).await?)
 }
 
 #[cfg(test)]
