@@ -226,6 +226,38 @@ impl Integration {
         ApiResource::from_gvk_with_plural(&self.gvk(), &self.resource)
     }
 
+    /// Every path of the description that names one field (all but a probe's `sum`), with the
+    /// field of the file that holds it. A count's paths are checked with the count.
+    fn single_fields(&self) -> Vec<(String, &FieldPath)> {
+        let mut fields = vec![("suspend.path".to_string(), &self.suspend.path)];
+        fields.extend(self.managed_by.iter().map(|path| ("managedBy".to_string(), path)));
+        for (i, rule) in self.pod_sets.iter().enumerate() {
+            let named = [
+                ("each", &rule.each),
+                ("nameFrom", &rule.name_from),
+                ("template", &rule.template),
+                ("requests", &rule.requests),
+                ("minCount", &rule.min_count),
+            ];
+            for (name, path) in named {
+                fields.extend(path.iter().map(|path| (format!("podSets[{i}].{name}"), path)));
+            }
+        }
+        for (i, path) in self.multi_kueue.remove_from_copies.iter().enumerate() {
+            fields.push((format!("multiKueue.removeFromCopies[{i}]"), path));
+        }
+        let probes = [
+            ("finished.succeeded", Some(&self.finished.succeeded)),
+            ("finished.failed", Some(&self.finished.failed)),
+            ("active", self.active.as_ref()),
+            ("podsReady", self.pods_ready.as_ref()),
+        ];
+        for (name, probe) in probes {
+            fields.extend(probe.and_then(|p| p.path.as_ref()).map(|path| (format!("{name}.path"), path)));
+        }
+        fields
+    }
+
     fn validate(&self) -> Result<(), (String, String)> {
         let (_, version, group) = split_kind(&self.kind).ok_or_else(|| {
             ("kind".to_string(), format!("{:?} must be Kind.version.group, e.g. PipelineRun.v1.tekton.dev", self.kind))
@@ -279,40 +311,6 @@ impl Integration {
             }
         }
         Ok(())
-    }
-}
-
-impl Integration {
-    /// Every path of the description that names one field (all but a probe's `sum`), with the
-    /// field of the file that holds it. A count's paths are checked with the count.
-    fn single_fields(&self) -> Vec<(String, &FieldPath)> {
-        let mut fields = vec![("suspend.path".to_string(), &self.suspend.path)];
-        fields.extend(self.managed_by.iter().map(|path| ("managedBy".to_string(), path)));
-        for (i, rule) in self.pod_sets.iter().enumerate() {
-            let named = [
-                ("each", &rule.each),
-                ("nameFrom", &rule.name_from),
-                ("template", &rule.template),
-                ("requests", &rule.requests),
-                ("minCount", &rule.min_count),
-            ];
-            for (name, path) in named {
-                fields.extend(path.iter().map(|path| (format!("podSets[{i}].{name}"), path)));
-            }
-        }
-        for (i, path) in self.multi_kueue.remove_from_copies.iter().enumerate() {
-            fields.push((format!("multiKueue.removeFromCopies[{i}]"), path));
-        }
-        let probes = [
-            ("finished.succeeded", Some(&self.finished.succeeded)),
-            ("finished.failed", Some(&self.finished.failed)),
-            ("active", self.active.as_ref()),
-            ("podsReady", self.pods_ready.as_ref()),
-        ];
-        for (name, probe) in probes {
-            fields.extend(probe.and_then(|p| p.path.as_ref()).map(|path| (format!("{name}.path"), path)));
-        }
-        fields
     }
 }
 
