@@ -74,6 +74,39 @@ spec:
     )
 }
 
+/// An AppWrapper of a batch Job, as AppWrapper's own samples wrap one: run by AppWrapper's
+/// controller under Kueue's built-in AppWrapper integration.
+fn appwrapper(name: &str) -> String {
+    format!(
+        r#"
+apiVersion: workload.codeflare.dev/v1beta2
+kind: AppWrapper
+metadata:
+  name: {name}
+  namespace: default
+  labels: {{kueue.x-k8s.io/queue-name: user-queue}}
+spec:
+  components:
+  - template:
+      apiVersion: batch/v1
+      kind: Job
+      metadata: {{name: {name}-job}}
+      spec:
+        parallelism: 2
+        completions: 2
+        backoffLimit: 0
+        template:
+          spec:
+            restartPolicy: Never
+            containers:
+            - name: work
+              image: {BUSYBOX}
+              command: [sh, -c, "echo wrapped $HOSTNAME; sleep 2"]
+              resources: {{requests: {{cpu: 100m, memory: 32Mi}}}}
+"#
+    )
+}
+
 /// A WrappedJob of a Job that really runs to completion and a Deployment that serves meanwhile.
 fn wrapped_job(name: &str) -> String {
     format!(
@@ -154,9 +187,9 @@ static KIND_CLUSTERS: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(())
 async fn a_kind_sandbox_runs_jobs_through_multikueue_and_down_leaves_nothing() {
     let _alone = KIND_CLUSTERS.lock().await;
     let network_was_there = kind_network_exists();
-    // JobSet's release runs on both clusters (its own image, built here), and Kueue's built-in
-    // JobSet integration queues JobSets.
-    let sandbox = Sandbox::up_on_kind(&["--workers", "1", "--addons", "jobset"]);
+    // JobSet's and AppWrapper's releases run on both clusters (their own images, built here), and
+    // Kueue's built-in integrations queue their kinds.
+    let sandbox = Sandbox::up_on_kind(&["--workers", "1", "--addons", "jobset,appwrapper"]);
     let status = sandbox.status_json();
     assert_eq!(status["ready"], true, "{status:#}");
     assert_eq!(status["runtime"], "kind", "{status:#}");
@@ -212,7 +245,20 @@ async fn a_kind_sandbox_runs_jobs_through_multikueue_and_down_leaves_nothing() {
     .await;
     finished_on_worker1(&manager, &uid).await;
     let components = status["clusters"][1]["components"].as_array().cloned().unwrap_or_default();
-    assert!(components.iter().any(|c| c["name"] == "jobset" && c["ready"] == true), "{status:#}");
+    for addon in ["jobset", "appwrapper"] {
+        assert!(components.iter().any(|c| c["name"] == addon && c["ready"] == true), "{addon}: {status:#}");
+    }
+
+    // WrappedJob's model, side by side: AppWrapper's own controller runs the same kind of job.
+    let wrapper = apply_yaml(&manager, &appwrapper("kind-appwrapper")).await.remove(0);
+    let uid = wrapper["metadata"]["uid"].as_str().unwrap().to_string();
+    let appwrappers = api(&manager, "workload.codeflare.dev/v1beta2", "AppWrapper", "appwrappers", Some("default"));
+    eventually("the manager's AppWrapper to report Succeeded", Duration::from_secs(180), || async {
+        let aw = serde_json::to_value(appwrappers.get("kind-appwrapper").await.map_err(|e| e.to_string())?).unwrap();
+        if aw["status"]["phase"] == "Succeeded" { Ok(()) } else { Err(format!("{:#}", aw["status"])) }
+    })
+    .await;
+    finished_on_worker1(&manager, &uid).await;
 
     let watch = sandbox.run("watch", &["--once", "-o", "json"]);
     assert!(watch.status.success(), "{}", text(&watch));

@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 
 use futures::future::join_all;
 
-use super::addons::{self, Addon, AddonLayout, BuiltAddon};
+use super::addons::{self, Addon, AddonError, AddonLayout, BuiltAddon};
 use super::error::SandboxError;
 use super::health::Prober;
 use super::kubeconfig::{self, Credentials, Entry};
@@ -44,6 +44,11 @@ impl ProcessRuntime {
         reason: &str,
         progress: &Progress,
     ) -> Result<Self, SandboxError> {
+        for addon in addons {
+            if let Some(why) = addon.spec().not_a_local_process {
+                return Err(AddonError::NotALocalProcess { addon: addon.name(), why }.into());
+            }
+        }
         if let Some(port) = api_server_port.filter(|p| !ports::is_free(*p)) {
             return Err(SandboxError::PortInUse { port, what: "kube-apiserver of cluster manager".into() });
         }

@@ -25,12 +25,16 @@ pub struct BuiltAddon {
 impl BuiltAddon {
     /// CRDs, RBAC and webhook manifests, one directory each.
     pub fn components(&self) -> PathBuf {
-        self.config.join("components")
+        self.root().join(self.addon.spec().components)
     }
 
     /// The kustomization of a release install, over `components`.
     pub fn release_kustomization(&self) -> PathBuf {
-        self.config.join("default")
+        self.root().join(self.addon.spec().release)
+    }
+
+    fn root(&self) -> &std::path::Path {
+        self.config.parent().expect("config is in the entry")
     }
 }
 
@@ -72,9 +76,7 @@ async fn ensure_one(toolchain: &Toolchain, addon: Addon, progress: &Progress) ->
     toolchain::run_logged(command, &format!("go build {}", spec.package), &log).await?;
     toolchain::check_module_version(&staging.join(spec.name), spec.module, spec.version, &log).await?;
     let module = toolchain::module_dir(&toolchain.src_dir(), spec.module, &log).await?;
-    for sub in ["components", "default"] {
-        toolchain::copy_tree(&module.join("config").join(sub), &built.config.join(sub))?;
-    }
+    toolchain::copy_tree(&module.join("config"), &built.config)?;
     let bin = root.join("bin");
     toolchain::remove_any(&bin)?;
     std::fs::rename(&staging, &bin).map_err(io_err(&bin))?;

@@ -57,9 +57,9 @@ impl AddonLayout {
     /// The add-on's own Configuration: one replica per cluster without leader election,
     /// certificates from the sandbox PKI (its internal manager would rotate them into a Secret
     /// for a kubelet to mount), servers on loopback, metrics off.
-    fn configuration(&self) -> Value {
+    fn configuration(&self) -> Option<Value> {
         match self.built.addon {
-            Addon::Jobset => json!({
+            Addon::Jobset => Some(json!({
                 "apiVersion": "config.jobset.x-k8s.io/v1alpha1",
                 "kind": "Configuration",
                 "leaderElection": {"leaderElect": false},
@@ -67,7 +67,8 @@ impl AddonLayout {
                 "webhook": {"host": "127.0.0.1", "port": self.webhook_port, "certDir": self.certs().display().to_string()},
                 "health": {"healthProbeBindAddress": format!("127.0.0.1:{}", self.health_port)},
                 "metrics": {"bindAddress": "0"},
-            }),
+            })),
+            Addon::Appwrapper => None,
         }
     }
 }
@@ -113,8 +114,10 @@ pub async fn install(client: &Client, cluster: &Layout, layout: &AddonLayout) ->
     let path = layout.dir.join("kubeconfig");
     kubeconfig::write(&path, &kubeconfig::render(&[entry])).map_err(AddonError::io(addon, &path))?;
     let path = layout.dir.join("config.yaml");
-    let config = serde_saphyr::to_string(&layout.configuration())
-        .map_err(|e| AddonError::io(addon, &path)(std::io::Error::other(e)))?;
+    let why = spec.not_a_local_process.unwrap_or_default();
+    let configuration = layout.configuration().ok_or(AddonError::NotALocalProcess { addon, why })?;
+    let config =
+        serde_saphyr::to_string(&configuration).map_err(|e| AddonError::io(addon, &path)(std::io::Error::other(e)))?;
     std::fs::write(&path, config).map_err(AddonError::io(addon, &path))?;
     let certs = layout.certs();
     cluster.pki.copy_serving_pair(&certs).map_err(AddonError::io(addon, &certs))
@@ -135,7 +138,7 @@ mod tests {
         };
         let layout =
             AddonLayout { built, dir: PathBuf::from("/state/manager/jobset"), webhook_port: 9443, health_port: 8081 };
-        let config = layout.configuration();
+        let config = layout.configuration().unwrap();
         assert_eq!(
             config["webhook"],
             json!({"host": "127.0.0.1", "port": 9443, "certDir": "/state/manager/jobset/certs"})

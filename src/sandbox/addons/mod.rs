@@ -24,6 +24,9 @@ pub use install::{AddonLayout, install, install_crds};
 pub enum Addon {
     /// JobSet's controller and webhooks (sigs.k8s.io/jobset).
     Jobset,
+    /// AppWrapper's controller and webhooks (github.com/project-codeflare/appwrapper), WrappedJob's
+    /// model, on kind clusters.
+    Appwrapper,
 }
 
 /// Where an add-on comes from and how it is installed.
@@ -37,6 +40,9 @@ pub struct AddonSpec {
     pub package: &'static str,
     /// The linker variable that carries the release's version, if the binary reports one.
     pub version_variable: Option<&'static str>,
+    /// The module's directory of CRDs, RBAC and webhook manifests, and its release kustomization.
+    pub components: &'static str,
+    pub release: &'static str,
     pub kustomization: Kustomization,
     /// The job kind it runs, which Kueue queues and MultiKueue copies to the workers.
     pub job_kind: JobKindRef,
@@ -44,6 +50,8 @@ pub struct AddonSpec {
     pub kueue_framework: &'static str,
     /// Its Deployment, as `config/default` names it (in-cluster installs).
     pub deployment: &'static str,
+    /// Why it cannot run as a local process, if it cannot.
+    pub not_a_local_process: Option<&'static str>,
 }
 
 /// A job kind by group, version, kind and resource.
@@ -69,6 +77,7 @@ impl Addon {
     pub fn spec(self) -> &'static AddonSpec {
         match self {
             Addon::Jobset => &JOBSET,
+            Addon::Appwrapper => &APPWRAPPER,
         }
     }
 
@@ -83,10 +92,36 @@ const JOBSET: AddonSpec = AddonSpec {
     version: super::toolchain::versions::JOBSET,
     package: "sigs.k8s.io/jobset",
     version_variable: Some("sigs.k8s.io/jobset/pkg/version.GitVersion"),
+    components: "config/components",
+    release: "config/default",
     kustomization: Kustomization { namespace: "jobset-system", name_prefix: "jobset-" },
     job_kind: JobKindRef { group: "jobset.x-k8s.io", version: "v1alpha2", kind: "JobSet", plural: "jobsets" },
     kueue_framework: "jobset.x-k8s.io/jobset",
     deployment: "jobset-controller-manager",
+    not_a_local_process: None,
+};
+
+const APPWRAPPER: AddonSpec = AddonSpec {
+    name: "appwrapper",
+    module: "github.com/project-codeflare/appwrapper",
+    version: super::toolchain::versions::APPWRAPPER,
+    package: "github.com/project-codeflare/appwrapper/cmd",
+    version_variable: Some("main.BuildVersion"),
+    components: "config",
+    release: "config/default",
+    kustomization: Kustomization { namespace: "appwrapper-system", name_prefix: "appwrapper-" },
+    job_kind: JobKindRef {
+        group: "workload.codeflare.dev",
+        version: "v1beta2",
+        kind: "AppWrapper",
+        plural: "appwrappers",
+    },
+    kueue_framework: "workload.codeflare.dev/appwrapper",
+    deployment: "appwrapper-controller-manager",
+    not_a_local_process: Some(
+        "its webhook server listens on port 9443 of every interface (fixed in its main.go), which a second \
+         cluster's would collide with and a sandbox keeps to 127.0.0.1: run it on kind (--runtime kind)",
+    ),
 };
 
 #[derive(Debug, thiserror::Error)]
@@ -115,6 +150,8 @@ pub enum AddonError {
         #[source]
         source: kube::Error,
     },
+    #[error("add-on {addon} cannot run on the process runtime: {why}")]
+    NotALocalProcess { addon: &'static str, why: &'static str },
     #[error("jobs of add-on {addon}'s kind were not admitted within {seconds}s: {source}")]
     NotAdmitted {
         addon: &'static str,

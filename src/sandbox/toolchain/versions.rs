@@ -17,6 +17,10 @@ pub const KWOK: &str = "v0.8.0";
 /// JobSet release (`sigs.k8s.io/jobset`) that Kueue's go.mod requires: the `jobset` add-on.
 pub const JOBSET: &str = "v0.12.0";
 
+/// AppWrapper release (`github.com/project-codeflare/appwrapper`) that Kueue's go.mod requires:
+/// the `appwrapper` add-on.
+pub const APPWRAPPER: &str = "v1.2.2";
+
 /// The Go module that provides each built binary, and the version it must report.
 pub const MODULES: [(&str, &str, &str); 4] = [
     ("kube", "k8s.io/kubernetes", KUBERNETES),
@@ -52,6 +56,7 @@ mod tests {
     #[test]
     fn add_ons_are_the_versions_kueue_requires() {
         assert_eq!(required_version("sigs.k8s.io/jobset").as_deref(), Some(JOBSET));
+        assert_eq!(required_version("github.com/project-codeflare/appwrapper").as_deref(), Some(APPWRAPPER));
     }
 
     #[test]
