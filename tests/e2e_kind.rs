@@ -9,6 +9,7 @@ use std::process::Command;
 use std::time::Duration;
 
 use common::{Sandbox, api, apply_yaml, condition_is, eventually, text, workloads_owned_by};
+use kube::api::{Api, DynamicObject};
 use serde_json::Value;
 
 /// The job pods' image the node image carries.
@@ -74,45 +75,13 @@ spec:
     )
 }
 
-/// An AppWrapper of a batch Job, as AppWrapper's own samples wrap one: run by AppWrapper's
-/// controller under Kueue's built-in AppWrapper integration.
-fn appwrapper(name: &str) -> String {
+/// A wrapper (`kind` of `api_version`: AppWrapper or WrappedJob) of a Job whose two pods really
+/// run to completion, followed by `more` components.
+fn wrapper_of_a_job(api_version: &str, kind: &str, name: &str, more: &str) -> String {
     format!(
         r#"
-apiVersion: workload.codeflare.dev/v1beta2
-kind: AppWrapper
-metadata:
-  name: {name}
-  namespace: default
-  labels: {{kueue.x-k8s.io/queue-name: user-queue}}
-spec:
-  components:
-  - template:
-      apiVersion: batch/v1
-      kind: Job
-      metadata: {{name: {name}-job}}
-      spec:
-        parallelism: 2
-        completions: 2
-        backoffLimit: 0
-        template:
-          spec:
-            restartPolicy: Never
-            containers:
-            - name: work
-              image: {BUSYBOX}
-              command: [sh, -c, "echo wrapped $HOSTNAME; sleep 2"]
-              resources: {{requests: {{cpu: 100m, memory: 32Mi}}}}
-"#
-    )
-}
-
-/// A WrappedJob of a Job that really runs to completion and a Deployment that serves meanwhile.
-fn wrapped_job(name: &str) -> String {
-    format!(
-        r#"
-apiVersion: kueue-ext.dev/v1alpha1
-kind: WrappedJob
+apiVersion: {api_version}
+kind: {kind}
 metadata:
   name: {name}
   namespace: default
@@ -133,9 +102,22 @@ spec:
             containers:
             - name: main
               image: {BUSYBOX}
-              command: [sleep, "3"]
+              command: [sh, -c, "echo wrapped $HOSTNAME; sleep 3"]
               resources: {{requests: {{cpu: 100m, memory: 32Mi}}}}
-  - template:
+{more}"#
+    )
+}
+
+/// An AppWrapper of a batch Job, as AppWrapper's own samples wrap one: run by AppWrapper's
+/// controller under Kueue's built-in AppWrapper integration.
+fn appwrapper(name: &str) -> String {
+    wrapper_of_a_job("workload.codeflare.dev/v1beta2", "AppWrapper", name, "")
+}
+
+/// A WrappedJob of the same Job and a Deployment that serves meanwhile.
+fn wrapped_job(name: &str) -> String {
+    let server = format!(
+        r#"  - template:
       apiVersion: apps/v1
       kind: Deployment
       metadata: {{name: {name}-server}}
@@ -151,7 +133,8 @@ spec:
               command: [sleep, "3600"]
               resources: {{requests: {{cpu: 100m, memory: 32Mi}}}}
 "#
-    )
+    );
+    wrapper_of_a_job("kueue-ext.dev/v1alpha1", "WrappedJob", name, &server)
 }
 
 /// Names of the containers Docker runs for kind clusters of this sandbox.
@@ -167,6 +150,19 @@ fn sandbox_containers() -> Vec<String> {
         .collect();
     names.sort();
     names
+}
+
+/// Submits a wrapper (`yaml`) on the manager and waits until it reports Succeeded and its Workload
+/// is Finished, having run on worker1.
+async fn wrapper_succeeds_on_worker1(manager: &kube::Client, wrappers: &Api<DynamicObject>, yaml: &str) {
+    let wrapper = apply_yaml(manager, yaml).await.remove(0);
+    let (name, kind) = (wrapper["metadata"]["name"].as_str().unwrap(), wrapper["kind"].as_str().unwrap());
+    eventually(&format!("the manager's {kind} to report Succeeded"), Duration::from_secs(180), || async {
+        let found = serde_json::to_value(wrappers.get(name).await.map_err(|e| e.to_string())?).unwrap();
+        if found["status"]["phase"] == "Succeeded" { Ok(()) } else { Err(format!("{:#}", found["status"])) }
+    })
+    .await;
+    finished_on_worker1(manager, wrapper["metadata"]["uid"].as_str().unwrap()).await;
 }
 
 /// Waits until the manager's Workload of the job `uid` is Finished, having run on worker1.
@@ -225,15 +221,8 @@ async fn a_kind_sandbox_runs_jobs_through_multikueue_and_down_leaves_nothing() {
     assert_eq!(ran.len(), 2, "both pods ran to their end on the worker: {exited:?}");
     assert!(ran.iter().all(|(_, code)| *code == 0), "{ran:?}");
 
-    let wrapped = apply_yaml(&manager, &wrapped_job("kind-wrapped")).await.remove(0);
-    let uid = wrapped["metadata"]["uid"].as_str().unwrap().to_string();
     let wrappeds = api(&manager, "kueue-ext.dev/v1alpha1", "WrappedJob", "wrappedjobs", Some("default"));
-    eventually("the manager's WrappedJob to report Succeeded", Duration::from_secs(180), || async {
-        let job = serde_json::to_value(wrappeds.get("kind-wrapped").await.map_err(|e| e.to_string())?).unwrap();
-        if job["status"]["phase"] == "Succeeded" { Ok(()) } else { Err(format!("{:#}", job["status"])) }
-    })
-    .await;
-    finished_on_worker1(&manager, &uid).await;
+    wrapper_succeeds_on_worker1(&manager, &wrappeds, &wrapped_job("kind-wrapped")).await;
 
     let jobset = apply_yaml(&manager, &jobset("kind-jobset")).await.remove(0);
     let uid = jobset["metadata"]["uid"].as_str().unwrap().to_string();
@@ -250,15 +239,8 @@ async fn a_kind_sandbox_runs_jobs_through_multikueue_and_down_leaves_nothing() {
     }
 
     // WrappedJob's model, side by side: AppWrapper's own controller runs the same kind of job.
-    let wrapper = apply_yaml(&manager, &appwrapper("kind-appwrapper")).await.remove(0);
-    let uid = wrapper["metadata"]["uid"].as_str().unwrap().to_string();
     let appwrappers = api(&manager, "workload.codeflare.dev/v1beta2", "AppWrapper", "appwrappers", Some("default"));
-    eventually("the manager's AppWrapper to report Succeeded", Duration::from_secs(180), || async {
-        let aw = serde_json::to_value(appwrappers.get("kind-appwrapper").await.map_err(|e| e.to_string())?).unwrap();
-        if aw["status"]["phase"] == "Succeeded" { Ok(()) } else { Err(format!("{:#}", aw["status"])) }
-    })
-    .await;
-    finished_on_worker1(&manager, &uid).await;
+    wrapper_succeeds_on_worker1(&manager, &appwrappers, &appwrapper("kind-appwrapper")).await;
 
     let watch = sandbox.run("watch", &["--once", "-o", "json"]);
     assert!(watch.status.success(), "{}", text(&watch));

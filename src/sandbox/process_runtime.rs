@@ -291,3 +291,18 @@ pub(super) async fn wait_ready(cluster: &str, component: &Component, prober: &mu
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn an_add_on_that_cannot_run_as_a_local_process_is_refused_before_anything_is_built() {
+        let progress = Progress::stderr();
+        let refused =
+            ProcessRuntime::prepare(None, vec![], &[Addon::Jobset, Addon::Appwrapper], "test", &progress).await;
+        let err = refused.err().expect("refused").to_string();
+        assert!(err.starts_with("add-on appwrapper cannot run on the process runtime: its webhook server"), "{err}");
+        assert!(err.ends_with("run it on kind (--runtime kind)"), "{err}");
+    }
+}
