@@ -1,9 +1,9 @@
 //! Building an add-on once per toolchain: its main package with the toolchain's Go module (which
-//! requires the add-on's module through Kueue), and its `config/components` copied beside it.
+//! requires the add-on's module through Kueue), and the module's `config/` copied beside it.
 //!
 //! One cache entry (`<toolchain>/addons/<name>-<version>/`): `bin/<name>`, `config/` (the
-//! module's `components/` and the `default/` kustomization over them), `build.log`, and `ready`,
-//! written last.
+//! module's manifests and its release kustomization over them), `build.log`, and `ready`, written
+//! last.
 
 use std::path::PathBuf;
 
@@ -18,23 +18,19 @@ use crate::sandbox::toolchain::{self, Toolchain, ToolchainError, io_err};
 pub struct BuiltAddon {
     pub addon: Addon,
     pub program: PathBuf,
-    /// The module's `config`.
-    pub config: PathBuf,
+    /// The cache entry, which holds the module's `config/`.
+    pub entry: PathBuf,
 }
 
 impl BuiltAddon {
     /// CRDs, RBAC and webhook manifests, one directory each.
     pub fn components(&self) -> PathBuf {
-        self.root().join(self.addon.spec().components)
+        self.entry.join(self.addon.spec().components)
     }
 
     /// The kustomization of a release install, over `components`.
     pub fn release_kustomization(&self) -> PathBuf {
-        self.root().join(self.addon.spec().release)
-    }
-
-    fn root(&self) -> &std::path::Path {
-        self.config.parent().expect("config is in the entry")
+        self.entry.join(self.addon.spec().release)
     }
 }
 
@@ -55,7 +51,7 @@ pub async fn ensure_built(
 async fn ensure_one(toolchain: &Toolchain, addon: Addon, progress: &Progress) -> Result<BuiltAddon, ToolchainError> {
     let spec = addon.spec();
     let root = toolchain.addons_dir().join(format!("{}-{}", spec.name, spec.version));
-    let built = BuiltAddon { addon, program: root.join("bin").join(spec.name), config: root.join("config") };
+    let built = BuiltAddon { addon, program: root.join("bin").join(spec.name), entry: root.clone() };
     std::fs::create_dir_all(&root).map_err(io_err(&root))?;
     let _lock = toolchain::lock(&root).await?;
     let ready = root.join("ready");
@@ -76,7 +72,7 @@ async fn ensure_one(toolchain: &Toolchain, addon: Addon, progress: &Progress) ->
     toolchain::run_logged(command, &format!("go build {}", spec.package), &log).await?;
     toolchain::check_module_version(&staging.join(spec.name), spec.module, spec.version, &log).await?;
     let module = toolchain::module_dir(&toolchain.src_dir(), spec.module, &log).await?;
-    toolchain::copy_tree(&module.join("config"), &built.config)?;
+    toolchain::copy_tree(&module.join("config"), &root.join("config"))?;
     let bin = root.join("bin");
     toolchain::remove_any(&bin)?;
     std::fs::rename(&staging, &bin).map_err(io_err(&bin))?;

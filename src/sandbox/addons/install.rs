@@ -134,7 +134,7 @@ mod tests {
         let built = BuiltAddon {
             addon: Addon::Jobset,
             program: PathBuf::from("/cache/addons/jobset-v0.12.0/bin/jobset"),
-            config: PathBuf::from("/cache/addons/jobset-v0.12.0/config"),
+            entry: PathBuf::from("/cache/addons/jobset-v0.12.0"),
         };
         let layout =
             AddonLayout { built, dir: PathBuf::from("/state/manager/jobset"), webhook_port: 9443, health_port: 8081 };

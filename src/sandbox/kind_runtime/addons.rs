@@ -49,7 +49,7 @@ pub async fn prepare(
         local_images::save_manager_image(docker, &image, &built.program, &archive).await?;
         step.done();
     }
-    let log = built.config.with_file_name("render.log");
+    let log = built.entry.join("render.log");
     let mut docs = local_images::release::release(toolchain, &built.release_kustomization(), &image, &log)
         .await
         .map_err(KindError::from)?;
