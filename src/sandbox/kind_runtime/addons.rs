@@ -33,18 +33,18 @@ pub struct KindAddon {
     docs: Vec<Value>,
 }
 
-/// Builds the add-on's image (once per version) and renders its release for `image`.
+/// Builds the add-on's image (once per build of its binary, kept beside it) and renders its
+/// release for that image.
 pub async fn prepare(
     docker: &impl Docker,
     toolchain: &Toolchain,
     built: &BuiltAddon,
-    images: &Path,
     progress: &Progress,
 ) -> Result<KindAddon, KindError> {
     let spec = built.addon.spec();
     let image = format!("{}/{}:{}", recipes::REGISTRY, spec.name, spec.version);
-    let archive = images.join(format!("addon-{}-{}.tar", spec.name, spec.version));
-    if !archive.exists() {
+    let archive = built.entry.join("kind-image.tar");
+    if !is_newer(&archive, &built.program) {
         let step = progress.step(format!("add-on image {image}"));
         local_images::save_manager_image(docker, &image, &built.program, &archive).await?;
         step.done();
@@ -55,6 +55,12 @@ pub async fn prepare(
         .map_err(KindError::from)?;
     ask_for_little_cpu(&mut docs);
     Ok(KindAddon { built: built.clone(), image, archive, docs })
+}
+
+/// Whether `file` exists and was written after `than`.
+fn is_newer(file: &Path, than: &Path) -> bool {
+    let modified = |path: &Path| std::fs::metadata(path).and_then(|m| m.modified()).ok();
+    matches!((modified(file), modified(than)), (Some(file), Some(than)) if file >= than)
 }
 
 fn ask_for_little_cpu(docs: &mut [Value]) {
@@ -94,6 +100,24 @@ pub async fn install(client: &Client, addon: &KindAddon) -> Result<(), InstallEr
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_image_is_built_again_for_a_binary_built_after_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let (archive, program) = (dir.path().join("kind-image.tar"), dir.path().join("jobset"));
+        std::fs::write(&program, b"binary").unwrap();
+        assert!(!is_newer(&archive, &program), "no image yet");
+        std::fs::write(&archive, b"image").unwrap();
+        let at = |secs| std::time::SystemTime::UNIX_EPOCH + Duration::from_secs(secs);
+        let touch = |path: &Path, secs| {
+            std::fs::File::options().write(true).open(path).unwrap().set_modified(at(secs)).unwrap()
+        };
+        touch(&program, 1_000);
+        touch(&archive, 2_000);
+        assert!(is_newer(&archive, &program));
+        touch(&program, 3_000);
+        assert!(!is_newer(&archive, &program), "the binary was rebuilt since");
+    }
 
     #[test]
     fn an_add_on_asks_for_a_tenth_of_a_core_and_keeps_its_other_requests() {

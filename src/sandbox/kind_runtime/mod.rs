@@ -211,7 +211,7 @@ impl<K: Kind, D: Docker> KindRuntime<K, D> {
         if !addons.is_empty() {
             let toolchain = toolchain::ensure(progress).await.map_err(LocalImageError::from)?;
             for built in sandbox_addons::ensure_built(&toolchain, addons, progress).await? {
-                kind_addons.push(addons::prepare(&docker, &toolchain, &built, &cache.join("images"), progress).await?);
+                kind_addons.push(addons::prepare(&docker, &toolchain, &built, progress).await?);
             }
         }
         let creates_network = !docker.has_network(docker::KIND_NETWORK).await?;
