@@ -76,7 +76,10 @@ impl Suite<'_> {
     async fn pods_ready(&self, scene: &Scene) -> Verdict {
         self.create(scene).await?;
         let admitted = scene.admitted_workload().await?;
-        until(ADMISSION, POLL, || async { verdict::pods_ready(&scene.workload(&admitted.name_any()).await?) }).await
+        until(ADMISSION, POLL, || async {
+            verdict::pods_ready(&scene.workload(&admitted.name_any()).await?, &scene.pods().await?)
+        })
+        .await
     }
 
     /// Creates the job, waits until it runs, and evicts it as Kueue does on deactivation.

@@ -9,8 +9,9 @@ use crate::api::kueue::{PREBUILT_WORKLOAD_LABEL, QUEUE_NAME_LABEL};
 use crate::integrations::declarative::config::Integration;
 use crate::integrations::registry;
 
-/// Built-in samples: pods of 100m–200m CPU that run 20 s on kwok, long enough to be stopped
-/// while they run and short enough to wait for their end. Each compiled kind brings its own;
+/// Built-in samples: pods that run 20 s, long enough to be stopped while they run and short
+/// enough to wait for their end. They ask for 10m–20m CPU, so that the pods of every check at
+/// once fit beside Kueue on a kind node of a 2-core machine. Each compiled kind brings its own;
 /// the kinds Kueue integrates itself have these.
 const KUEUE_KINDS: [(&str, &str); 2] = [
     ("Job.v1.batch", include_str!("samples/job.yaml")),

@@ -12,7 +12,7 @@ use kube::{Client, ResourceExt};
 use serde_json::{Value, json};
 
 use super::report::Evidence;
-use super::verdict::workload_ref;
+use super::verdict::{self, workload_ref};
 use crate::api::kueue::Workload;
 use crate::integrations::declarative::ConfiguredJob;
 use crate::integrations::declarative::config::Integration;
@@ -163,10 +163,13 @@ impl Scene {
             }
             Err(Evidence::new(
                 "the job running, with a pod Running, and active by its description",
-                format!(
-                    "job suspended: {}, {running} of {} pod(s) Running, active by its description: {counted}",
-                    job.is_suspended(),
-                    pods.len()
+                verdict::with_unscheduled(
+                    format!(
+                        "job suspended: {}, {running} of {} pod(s) Running, active by its description: {counted}",
+                        job.is_suspended(),
+                        pods.len()
+                    ),
+                    &pods,
                 ),
             ))
         })

@@ -259,15 +259,32 @@ fn show_map(map: &BTreeMap<String, String>) -> String {
     map.iter().map(|(k, v)| format!("{k}={v}")).collect::<Vec<_>>().join(",")
 }
 
-pub fn pods_ready(wl: &Workload) -> Verdict {
+pub fn pods_ready(wl: &Workload, pods: &[Pod]) -> Verdict {
     if wl.is(PODS_READY) {
         return Ok(());
     }
     Err(Evidence::new(
         format!("{}: PodsReady=True once every pod runs ready (waitForPodsReady is on)", workload_ref(wl)),
-        describe_condition(wl, PODS_READY),
+        with_unscheduled(describe_condition(wl, PODS_READY), pods),
     )
     .on(workload_ref(wl)))
+}
+
+/// `observed`, and why the scheduler left pods unplaced if it did: a cluster short of room for
+/// the sample, not the job's integration, is then what keeps it from running.
+pub fn with_unscheduled(observed: String, pods: &[Pod]) -> String {
+    let unplaced: Vec<String> = pods
+        .iter()
+        .filter_map(|pod| {
+            let conditions = pod.status.as_ref()?.conditions.as_ref()?;
+            let scheduled = conditions.iter().find(|c| c.type_ == "PodScheduled" && c.status == "False")?;
+            Some(format!("{} ({})", pod.name_any(), scheduled.message.as_deref().unwrap_or("no message")))
+        })
+        .collect();
+    if unplaced.is_empty() {
+        return observed;
+    }
+    format!("{observed}; {} pod(s) not scheduled: {}", unplaced.len(), unplaced.join(", "))
 }
 
 /// The job is suspended again and its spec is what it was before admission.

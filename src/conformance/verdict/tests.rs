@@ -158,10 +158,29 @@ fn started_wants_the_flavors_labels_on_every_running_pod() {
 #[test]
 fn pods_ready_shows_the_condition_it_found() {
     let ready = workload("wl", Some("uid-1"), json!([condition("PodsReady", "True", "Started")]));
-    assert_eq!(pods_ready(&ready), Ok(()));
+    assert_eq!(pods_ready(&ready, &[]), Ok(()));
     let waiting = workload("wl", Some("uid-1"), json!([condition("PodsReady", "False", "WaitForStart")]));
-    assert_eq!(pods_ready(&waiting).unwrap_err().observed, "PodsReady=False reason \"WaitForStart\" message \"\"");
-    assert_eq!(pods_ready(&workload("wl", None, json!([]))).unwrap_err().observed, "no PodsReady condition");
+    assert_eq!(pods_ready(&waiting, &[]).unwrap_err().observed, "PodsReady=False reason \"WaitForStart\" message \"\"");
+    assert_eq!(pods_ready(&workload("wl", None, json!([])), &[]).unwrap_err().observed, "no PodsReady condition");
+}
+
+#[test]
+fn pods_the_scheduler_could_not_place_are_named_with_its_reason() {
+    let waiting = workload("wl", Some("uid-1"), json!([condition("PodsReady", "False", "WaitForStart")]));
+    let mut unplaced = pod("b", Some("main"), "100m", json!({}), "Pending");
+    unplaced.status.as_mut().unwrap().conditions = Some(vec![
+        serde_json::from_value(json!({
+            "type": "PodScheduled", "status": "False", "reason": "Unschedulable",
+            "message": "0/1 nodes are available: 1 Insufficient cpu.",
+        }))
+        .unwrap(),
+    ]);
+    let pods = [kwok_pod("a"), unplaced];
+    assert_eq!(
+        pods_ready(&waiting, &pods).unwrap_err().observed,
+        "PodsReady=False reason \"WaitForStart\" message \"\"; 1 pod(s) not scheduled: \
+         b (0/1 nodes are available: 1 Insufficient cpu.)"
+    );
 }
 
 #[test]

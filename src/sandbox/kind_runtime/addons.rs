@@ -7,12 +7,12 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use kube::Client;
-use serde_json::{Value, json};
+use serde_json::Value;
 
 use super::docker::Docker;
 use super::error::{InstallError, KindError};
 use super::local_images::{self, recipes};
-use super::wait;
+use super::{requests, wait};
 use crate::kube_util;
 use crate::sandbox::addons::{self as sandbox_addons, BuiltAddon};
 use crate::sandbox::progress::Progress;
@@ -20,9 +20,6 @@ use crate::sandbox::toolchain::Toolchain;
 
 /// Pulling nothing but issuing and injecting its own certificate takes a while on a cold node.
 const READY_TIMEOUT: Duration = Duration::from_secs(300);
-/// The CPU an add-on's container asks for, as our controller's does: a kind node has the
-/// machine's few cores, and a release's request (JobSet's 500m) would leave the jobs' pods Pending.
-const CPU_REQUEST: &str = "100m";
 
 /// An add-on ready for kind clusters: the image archive to load and the documents to apply.
 #[derive(Clone, Debug)]
@@ -53,7 +50,7 @@ pub async fn prepare(
     let mut docs = local_images::release::release(toolchain, &built.release_kustomization(), &image, &log)
         .await
         .map_err(KindError::from)?;
-    ask_for_little_cpu(&mut docs);
+    requests::ask_for_little_cpu(&mut docs);
     Ok(KindAddon { built: built.clone(), image, archive, docs })
 }
 
@@ -61,14 +58,6 @@ pub async fn prepare(
 fn is_newer(file: &Path, than: &Path) -> bool {
     let modified = |path: &Path| std::fs::metadata(path).and_then(|m| m.modified()).ok();
     matches!((modified(file), modified(than)), (Some(file), Some(than)) if file >= than)
-}
-
-fn ask_for_little_cpu(docs: &mut [Value]) {
-    for deployment in docs.iter_mut().filter(|d| d["kind"] == "Deployment") {
-        for container in deployment["spec"]["template"]["spec"]["containers"].as_array_mut().into_iter().flatten() {
-            container["resources"]["requests"]["cpu"] = json!(CPU_REQUEST);
-        }
-    }
 }
 
 impl KindAddon {
@@ -117,23 +106,5 @@ mod tests {
         assert!(is_newer(&archive, &program));
         touch(&program, 3_000);
         assert!(!is_newer(&archive, &program), "the binary was rebuilt since");
-    }
-
-    #[test]
-    fn an_add_on_asks_for_a_tenth_of_a_core_and_keeps_its_other_requests() {
-        let mut docs = vec![
-            json!({"kind": "Deployment", "spec": {"template": {"spec": {"containers": [
-                {"name": "manager", "resources": {"requests": {"cpu": "500m", "memory": "128Mi"}, "limits": {"memory": "4Gi"}}},
-                {"name": "sidecar"}]}}}}),
-            json!({"kind": "Service", "spec": {}}),
-        ];
-        ask_for_little_cpu(&mut docs);
-        let containers = &docs[0]["spec"]["template"]["spec"]["containers"];
-        assert_eq!(
-            containers[0]["resources"],
-            json!({"requests": {"cpu": "100m", "memory": "128Mi"}, "limits": {"memory": "4Gi"}})
-        );
-        assert_eq!(containers[1]["resources"]["requests"]["cpu"], "100m");
-        assert_eq!(docs[1], json!({"kind": "Service", "spec": {}}));
     }
 }

@@ -10,7 +10,7 @@ use kube::api::{Api, DynamicObject, Patch, PatchParams};
 use serde_json::{Value, json};
 
 use super::error::{InstallError, KindError};
-use super::{download, wait};
+use super::{download, requests, wait};
 use crate::integrations::declarative::config::Integration;
 use crate::kube_util::{self, FIELD_MANAGER};
 use crate::sandbox::addons::Addon;
@@ -114,6 +114,7 @@ pub fn configured(
     config["integrations"]["frameworks"] = json!(frameworks(addons));
     configure_for_sandbox(&mut config, multikueue_manager, integrations);
     config_map["data"][CONFIG_KEY] = json!(serde_saphyr::to_string(&config)?);
+    requests::ask_for_little_cpu(&mut docs);
     Ok(docs)
 }
 
@@ -160,7 +161,9 @@ mod tests {
         data:\n  controller_manager_config.yaml: |\n    apiVersion: config.kueue.x-k8s.io/v1beta2\n    \
         kind: Configuration\n    webhook:\n      port: 9443\n    integrations:\n      frameworks:\n      \
         - batch/job\n      - jobset.x-k8s.io/jobset\n---\n\
-        apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: kueue-controller-manager\n  namespace: kueue-system\n";
+        apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: kueue-controller-manager\n  namespace: kueue-system\n\
+        spec:\n  template:\n    spec:\n      containers:\n      - name: manager\n        \
+        resources: {requests: {cpu: 500m}}\n";
 
     fn config_of(docs: &[Value]) -> Value {
         let text = docs[1]["data"][CONFIG_KEY].as_str().unwrap();
@@ -214,8 +217,10 @@ mod tests {
         assert_eq!(manager["integrations"]["externalFrameworks"], json!(crate::manifests::external_frameworks(&[])));
         assert_eq!(manager["featureGates"]["MultiKueueAdaptersForCustomJobs"], true);
         assert_eq!(manager["multiKueue"]["workerLostTimeout"], "30s");
-        let worker = config_of(&configured(&docs, None, &[], &[]).unwrap());
-        assert!(worker.get("multiKueue").is_none());
+        let worker = configured(&docs, None, &[], &[]).unwrap();
+        assert!(config_of(&worker).get("multiKueue").is_none());
+        let deployment = worker.iter().find(|d| d["kind"] == "Deployment").unwrap();
+        assert_eq!(deployment["spec"]["template"]["spec"]["containers"][0]["resources"]["requests"]["cpu"], "100m");
         assert!(configured(&docs[..1], None, &[], &[]).unwrap_err().to_string().contains(CONFIG_MAP));
     }
 }

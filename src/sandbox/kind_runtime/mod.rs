@@ -13,6 +13,7 @@ mod image;
 mod kubeconfig;
 mod kueue;
 pub mod local_images;
+mod requests;
 mod select;
 mod versions;
 mod wait;
