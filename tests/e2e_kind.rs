@@ -75,6 +75,57 @@ spec:
     )
 }
 
+/// A PyTorchJob of two Workers that really run and exit 0, run by the training operator under
+/// Kueue's built-in PyTorchJob integration. No Master: it would give each Worker an init container
+/// that looks the Master's Service up by name, and a sandbox's kind cluster has no cluster DNS.
+fn pytorch_job(name: &str) -> String {
+    format!(
+        r#"
+apiVersion: kubeflow.org/v1
+kind: PyTorchJob
+metadata:
+  name: {name}
+  namespace: default
+  labels: {{kueue.x-k8s.io/queue-name: user-queue}}
+spec:
+  pytorchReplicaSpecs:
+    Worker:
+      replicas: 2
+      restartPolicy: OnFailure
+      template:
+        spec:
+          containers:
+          - name: pytorch
+            image: {BUSYBOX}
+            command: [sh, -c, "echo rank $RANK of $WORLD_SIZE, master $MASTER_ADDR; sleep 2"]
+            resources: {{requests: {{cpu: 100m, memory: 32Mi}}}}
+"#
+    )
+}
+
+/// A WrappedJob of a PyTorchJob, as AppWrapper's samples wrap one.
+fn wrapped_pytorch_job(name: &str) -> String {
+    let job = pytorch_job(&format!("{name}-run"));
+    let template: String = job
+        .lines()
+        .filter(|line| !line.trim().is_empty() && !line.contains("namespace:") && !line.contains("queue-name"))
+        .map(|line| format!("      {line}\n"))
+        .collect();
+    format!(
+        r#"
+apiVersion: kueue-ext.dev/v1alpha1
+kind: WrappedJob
+metadata:
+  name: {name}
+  namespace: default
+  labels: {{kueue.x-k8s.io/queue-name: user-queue}}
+spec:
+  components:
+  - template:
+{template}"#
+    )
+}
+
 /// A wrapper (`kind` of `api_version`: AppWrapper or WrappedJob) of a Job whose two pods really
 /// run to completion, followed by `more` components.
 fn wrapper_of_a_job(api_version: &str, kind: &str, name: &str, more: &str) -> String {
@@ -183,9 +234,9 @@ static KIND_CLUSTERS: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(())
 async fn a_kind_sandbox_runs_jobs_through_multikueue_and_down_leaves_nothing() {
     let _alone = KIND_CLUSTERS.lock().await;
     let network_was_there = kind_network_exists();
-    // JobSet's and AppWrapper's releases run on both clusters (their own images, built here), and
-    // Kueue's built-in integrations queue their kinds.
-    let sandbox = Sandbox::up_on_kind(&["--workers", "1", "--addons", "jobset,appwrapper"]);
+    // JobSet's, AppWrapper's and Kubeflow's training operator's releases run on both clusters
+    // (their own images, built here), and Kueue's built-in integrations queue their kinds.
+    let sandbox = Sandbox::up_on_kind(&["--workers", "1", "--addons", "jobset,appwrapper,kubeflow"]);
     let status = sandbox.status_json();
     assert_eq!(status["ready"], true, "{status:#}");
     assert_eq!(status["runtime"], "kind", "{status:#}");
@@ -234,13 +285,36 @@ async fn a_kind_sandbox_runs_jobs_through_multikueue_and_down_leaves_nothing() {
     .await;
     finished_on_worker1(&manager, &uid).await;
     let components = status["clusters"][1]["components"].as_array().cloned().unwrap_or_default();
-    for addon in ["jobset", "appwrapper"] {
+    for addon in ["jobset", "appwrapper", "kubeflow"] {
         assert!(components.iter().any(|c| c["name"] == addon && c["ready"] == true), "{addon}: {status:#}");
     }
 
     // WrappedJob's model, side by side: AppWrapper's own controller runs the same kind of job.
     let appwrappers = api(&manager, "workload.codeflare.dev/v1beta2", "AppWrapper", "appwrappers", Some("default"));
     wrapper_succeeds_on_worker1(&manager, &appwrappers, &appwrapper("kind-appwrapper")).await;
+
+    // A PyTorchJob: one Workload with Kueue's pod set of its Workers, run on worker1 by the
+    // worker's training operator, its end copied back to the manager's job.
+    let pytorch = apply_yaml(&manager, &pytorch_job("kind-pytorch")).await.remove(0);
+    assert_eq!(pytorch["spec"]["runPolicy"]["suspend"], true, "suspended on create: {pytorch:#}");
+    let uid = pytorch["metadata"]["uid"].as_str().unwrap().to_string();
+    let pytorchjobs = api(&manager, "kubeflow.org/v1", "PyTorchJob", "pytorchjobs", Some("default"));
+    eventually("the manager's PyTorchJob to succeed on the worker", Duration::from_secs(180), || async {
+        let job = serde_json::to_value(pytorchjobs.get("kind-pytorch").await.map_err(|e| e.to_string())?).unwrap();
+        if condition_is(&job, "Succeeded", "True") { Ok(()) } else { Err(format!("{:#}", job["status"])) }
+    })
+    .await;
+    finished_on_worker1(&manager, &uid).await;
+    let workload = workloads_owned_by(&manager, "default", &uid).await.unwrap().remove(0);
+    let pod_sets: Vec<(&str, i64)> = workload["spec"]["podSets"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| (p["name"].as_str().unwrap(), p["count"].as_i64().unwrap()))
+        .collect();
+    assert_eq!(pod_sets, [("worker", 2)], "{workload:#}");
+    let wrapped_pytorch = wrapped_pytorch_job("kind-wrapped-pytorch");
+    wrapper_succeeds_on_worker1(&manager, &wrappeds, &wrapped_pytorch).await;
 
     let watch = sandbox.run("watch", &["--once", "-o", "json"]);
     assert!(watch.status.success(), "{}", text(&watch));

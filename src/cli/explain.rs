@@ -110,7 +110,7 @@ mod tests {
         }
         assert_eq!(
             resolve("pod/x").unwrap_err(),
-            "unknown job kind \"pod\": this cluster runs ExternalJob, WrappedJob, Job, JobSet (KIND/NAME)"
+            "unknown job kind \"pod\": this cluster runs ExternalJob, WrappedJob, Job, JobSet, PyTorchJob (KIND/NAME)"
         );
     }
 

@@ -103,7 +103,7 @@ mod tests {
         assert_eq!(
             err.to_string(),
             "--kind RayJob.v1.ray.io: not integrated on this cluster; it knows ExternalJob.v1alpha1.kueue-ext.dev, \
-             WrappedJob.v1alpha1.kueue-ext.dev, Job.v1.batch, JobSet.v1alpha2.jobset.x-k8s.io, PipelineRun.v1.tekton.dev. Describe the kind in an \
+             WrappedJob.v1alpha1.kueue-ext.dev, Job.v1.batch, JobSet.v1alpha2.jobset.x-k8s.io, PyTorchJob.v1.kubeflow.org, PipelineRun.v1.tekton.dev. Describe the kind in an \
              integrations file and start the sandbox with `up --integrations FILE` (see samples/third-party/)"
         );
         assert_eq!(describe("batch/v1", &registry).unwrap_err(), KindError::Malformed("batch/v1".into()));

@@ -13,9 +13,10 @@ use crate::integrations::registry;
 /// enough to wait for their end. They ask for 10m–20m CPU, so that the pods of every check at
 /// once fit beside Kueue on a kind node of a 2-core machine. Each compiled kind brings its own;
 /// the kinds Kueue integrates itself have these.
-const KUEUE_KINDS: [(&str, &str); 2] = [
+const KUEUE_KINDS: [(&str, &str); 3] = [
     ("Job.v1.batch", include_str!("samples/job.yaml")),
     ("JobSet.v1alpha2.jobset.x-k8s.io", include_str!("samples/jobset.yaml")),
+    ("PyTorchJob.v1.kubeflow.org", include_str!("samples/pytorchjob.yaml")),
 ];
 
 #[derive(Clone, Debug)]

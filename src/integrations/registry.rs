@@ -59,6 +59,9 @@ impl JobKind {
             (None, "JobSet.v1alpha2.jobset.x-k8s.io") => {
                 ("the JobSet controller".to_string(), "jobset.sigs.k8s.io/jobset-controller")
             }
+            (None, "PyTorchJob.v1.kubeflow.org") => {
+                ("the training operator".to_string(), "kubeflow.org/training-operator")
+            }
             (None, _) => (format!("the {} controller", description.gvk().kind), ""),
         };
         JobKind(Arc::new(Entry { description: Arc::new(description), origin, compiled, runner, own_managed_by }))

@@ -304,5 +304,8 @@ mod tests {
         let err = refused.err().expect("refused").to_string();
         assert!(err.starts_with("add-on appwrapper cannot run on the process runtime: its webhook server"), "{err}");
         assert!(err.ends_with("run it on kind (--runtime kind)"), "{err}");
+        let refused = ProcessRuntime::prepare(None, vec![], &[Addon::Kubeflow], "test", &progress).await;
+        let err = refused.err().expect("refused").to_string();
+        assert!(err.starts_with("add-on kubeflow cannot run on the process runtime: its webhook server"), "{err}");
     }
 }

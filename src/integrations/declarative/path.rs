@@ -1,7 +1,8 @@
 //! Field paths into an object, written as the API server writes field errors:
 //! `spec.template`, `spec.tasks[0].replicas`, `metadata.annotations[example.com/pods]`.
 //! A bracket holds an array index, or a map key that contains dots; `[*]` is every entry of a
-//! list (only where values are summed: `status.replicatedJobsStatus[*].active`).
+//! list or every value of a map (only where values are summed:
+//! `status.replicatedJobsStatus[*].active`, `status.replicaStatuses[*].active`).
 
 use std::fmt;
 
@@ -133,7 +134,8 @@ impl FieldPath {
             }
             let below = match segment {
                 Segment::Key(key) => node["properties"].get(key).or_else(|| node.get("additionalProperties")),
-                Segment::Index(_) | Segment::Every => node.get("items"),
+                Segment::Index(_) => node.get("items"),
+                Segment::Every => node.get("items").or_else(|| node.get("additionalProperties")),
             };
             match below {
                 Some(below) if below.is_object() => node = below,
@@ -152,7 +154,7 @@ impl FieldPath {
         })
     }
 
-    /// Every value at the path: one at most, or one per entry of each list named by `[*]`.
+    /// Every value at the path: one at most, or one per entry of each list (or map) named by `[*]`.
     pub fn values<'a>(&self, object: &'a Value) -> Vec<&'a Value> {
         let mut found = vec![object];
         for segment in &self.segments {
@@ -161,7 +163,11 @@ impl FieldPath {
                 .flat_map(|value| match segment {
                     Segment::Key(key) => value.get(key).into_iter().collect::<Vec<_>>(),
                     Segment::Index(index) => value.get(index).into_iter().collect(),
-                    Segment::Every => value.as_array().map(|list| list.iter().collect()).unwrap_or_default(),
+                    Segment::Every => match value {
+                        Value::Array(list) => list.iter().collect(),
+                        Value::Object(map) => map.values().collect(),
+                        _ => vec![],
+                    },
                 })
                 .collect();
         }
@@ -246,7 +252,7 @@ impl<'de> Deserialize<'de> for FieldPath {
 
 #[cfg(test)]
 mod tests {
-    use serde_json::json;
+    use serde_json::{Value, json};
 
     use super::*;
 
@@ -263,6 +269,24 @@ mod tests {
         assert_eq!(path("spec.tasks[1].replicas").get(&object), None);
         assert_eq!(path("spec.tasks").index(0).join(&path("replicas")).get(&object), Some(&json!(3)));
         assert_eq!(path("spec.tasks").index(0).join(&path("replicas")).to_string(), "spec.tasks[0].replicas");
+    }
+
+    #[test]
+    fn every_entry_of_a_list_or_map_is_read_and_found_in_a_schema() {
+        let status = json!({"status": {
+            "replicatedJobsStatus": [{"active": 1}, {"active": 2}, {}],
+            "replicaStatuses": {"Master": {"active": 1}, "Worker": {"active": 3}},
+        }});
+        let numbers = |text: &str| -> Vec<Value> { path(text).values(&status).into_iter().cloned().collect() };
+        assert_eq!(numbers("status.replicatedJobsStatus[*].active"), [json!(1), json!(2)]);
+        assert_eq!(numbers("status.replicaStatuses[*].active"), [json!(1), json!(3)]);
+        assert_eq!(numbers("status.replicaStatuses.Master.active[*]"), Vec::<Value>::new(), "a number has no entries");
+        let schema = json!({"properties": {"status": {"properties": {"replicaStatuses": {
+            "type": "object",
+            "additionalProperties": {"properties": {"active": {"type": "integer"}}},
+        }}}}});
+        assert!(path("status.replicaStatuses[*].active").in_schema(&schema));
+        assert!(!path("status.replicaStatuses[*].ready").in_schema(&schema));
     }
 
     #[test]

@@ -11,7 +11,7 @@ fn configured(file: &str) -> KindRegistry {
 #[test]
 fn the_built_in_kinds_are_this_projects_and_those_kueue_integrates_itself() {
     let registry = KindRegistry::built_in();
-    assert_eq!(registry.names(), "ExternalJob, WrappedJob, Job, JobSet");
+    assert_eq!(registry.names(), "ExternalJob, WrappedJob, Job, JobSet, PyTorchJob");
     let jobset = registry.find("JobSet.v1alpha2.jobset.x-k8s.io").unwrap();
     assert_eq!(jobset.own_runner(), ("the JobSet controller", "jobset.sigs.k8s.io/jobset-controller"));
     let ours = configured("jobset-integration.yaml");
@@ -19,6 +19,13 @@ fn the_built_in_kinds_are_this_projects_and_those_kueue_integrates_itself() {
         ours.find(jobset.qualified()).unwrap().description(),
         jobset.description(),
         "the sample configures JobSets for our controller as Kueue's own integration reads them"
+    );
+    let pytorch = registry.find("PyTorchJob.v1.kubeflow.org").unwrap();
+    assert_eq!(pytorch.own_runner(), ("the training operator", "kubeflow.org/training-operator"));
+    assert_eq!(
+        configured("pytorchjob-integration.yaml").find(pytorch.qualified()).unwrap().description(),
+        pytorch.description(),
+        "the sample configures PyTorchJobs for our controller as Kueue's own integration reads them"
     );
     let job = registry.find("Job.v1.batch").unwrap();
     assert_eq!(job.api_resource().api_version, "batch/v1");
@@ -48,7 +55,7 @@ fn kinds_answer_to_kubectl_aliases() {
 #[test]
 fn a_configured_kind_replaces_the_built_in_description_of_the_same_kind() {
     let registry = configured("job-integration.yaml");
-    assert_eq!(registry.kinds().len(), 4);
+    assert_eq!(registry.kinds().len(), 5);
     let job = registry.find("Job.v1.batch").unwrap();
     assert_eq!(job.origin(), &Origin::Configured("job-integration.yaml".into()));
     assert_eq!(job.own_runner().0, "kube-controller-manager", "who runs a Job's pods does not change");
@@ -138,7 +145,7 @@ fn config_map(file: &str) -> Value {
 async fn a_cluster_says_which_kinds_it_runs_in_the_controllers_config_map() {
     let file = std::fs::read_to_string("samples/third-party/pipelinerun-integration.yaml").unwrap();
     let registry = discovered(Ok(config_map(&file))).await.unwrap();
-    assert_eq!(registry.names(), "ExternalJob, WrappedJob, Job, JobSet, PipelineRun");
+    assert_eq!(registry.names(), "ExternalJob, WrappedJob, Job, JobSet, PyTorchJob, PipelineRun");
     let origin = registry.by_alias("pipelinerun").unwrap().origin().clone();
     assert_eq!(origin, Origin::Configured("ConfigMap kueue-ext-system/kueue-ext-integrations".into()));
 }
@@ -146,7 +153,11 @@ async fn a_cluster_says_which_kinds_it_runs_in_the_controllers_config_map() {
 #[tokio::test]
 async fn without_a_config_map_or_the_right_to_read_it_only_the_built_in_kinds_are_known() {
     for code in [404, 403] {
-        assert_eq!(discovered(Err(code)).await.unwrap().names(), "ExternalJob, WrappedJob, Job, JobSet", "{code}");
+        assert_eq!(
+            discovered(Err(code)).await.unwrap().names(),
+            "ExternalJob, WrappedJob, Job, JobSet, PyTorchJob",
+            "{code}"
+        );
     }
 }
 

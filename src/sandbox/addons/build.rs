@@ -1,15 +1,16 @@
 //! Building an add-on once per toolchain: its main package with the toolchain's Go module (which
-//! requires the add-on's module through Kueue), and the module's `config/` copied beside it.
+//! requires the add-on's module through Kueue) or, for an add-on whose code does not compile
+//! against Kueue's dependencies, with its own; and the module's manifests copied beside it.
 //!
-//! One cache entry (`<toolchain>/addons/<name>-<version>/`): `bin/<name>`, `config/` (the
-//! module's manifests and its release kustomization over them), `build.log`, and `ready`, written
-//! last.
+//! One cache entry (`<toolchain>/addons/<name>-<version>/`): `bin/<name>`, the module's manifests
+//! directory (`config/` or `manifests/`: its components and its release kustomization over them),
+//! `build.log`, and `ready`, written last.
 
 use std::path::PathBuf;
 
 use tokio::process::Command;
 
-use super::{Addon, AddonError};
+use super::{Addon, AddonError, GoBuild};
 use crate::sandbox::progress::Progress;
 use crate::sandbox::toolchain::{self, Toolchain, ToolchainError, io_err};
 
@@ -18,7 +19,7 @@ use crate::sandbox::toolchain::{self, Toolchain, ToolchainError, io_err};
 pub struct BuiltAddon {
     pub addon: Addon,
     pub program: PathBuf,
-    /// The cache entry, which holds the module's `config/`.
+    /// The cache entry, which holds the module's manifests.
     pub entry: PathBuf,
 }
 
@@ -62,17 +63,25 @@ async fn ensure_one(toolchain: &Toolchain, addon: Addon, progress: &Progress) ->
     let step = progress.step(format!("building add-on {} {} from its Go module", spec.name, spec.version));
     let staging = root.join("bin.partial");
     toolchain::remove_any(&staging)?;
+    // The module's files at the version the toolchain's go.sum pins.
+    let module = toolchain::module_dir(&toolchain.src_dir(), spec.module, &log).await?;
     let mut command = Command::new("go");
     command
-        .current_dir(toolchain.src_dir())
+        .current_dir(match spec.build {
+            GoBuild::WithKueue => toolchain.src_dir(),
+            GoBuild::OwnModule => module.clone(),
+        })
         .env("CGO_ENABLED", "0")
         .args(["build", "-trimpath", "-tags", toolchain::BUILD_TAGS, "-ldflags", &ldflags(addon), "-o"])
         .arg(staging.join(spec.name))
         .arg(spec.package);
     toolchain::run_logged(command, &format!("go build {}", spec.package), &log).await?;
-    toolchain::check_module_version(&staging.join(spec.name), spec.module, spec.version, &log).await?;
-    let module = toolchain::module_dir(&toolchain.src_dir(), spec.module, &log).await?;
-    toolchain::copy_tree(&module.join("config"), &root.join("config"))?;
+    if spec.build == GoBuild::WithKueue {
+        // Built in its own module, the add-on is the main module, whose build info has no version.
+        toolchain::check_module_version(&staging.join(spec.name), spec.module, spec.version, &log).await?;
+    }
+    let manifests = spec.manifests_dir();
+    toolchain::copy_tree(&module.join(manifests), &root.join(manifests))?;
     let bin = root.join("bin");
     toolchain::remove_any(&bin)?;
     std::fs::rename(&staging, &bin).map_err(io_err(&bin))?;

@@ -27,6 +27,9 @@ pub enum Addon {
     /// AppWrapper's controller and webhooks (github.com/project-codeflare/appwrapper), WrappedJob's
     /// model, on kind clusters.
     Appwrapper,
+    /// Kubeflow's training operator (github.com/kubeflow/training-operator): PyTorchJob and the
+    /// other kubeflow.org/v1 training jobs, on kind clusters.
+    Kubeflow,
 }
 
 /// Where an add-on comes from and how it is installed.
@@ -36,8 +39,9 @@ pub struct AddonSpec {
     /// The Go module, at the version Kueue's go.mod requires.
     pub module: &'static str,
     pub version: &'static str,
-    /// The main package built.
+    /// The main package built, and in which module.
     pub package: &'static str,
+    pub build: GoBuild,
     /// The linker variable that carries the release's version, if the binary reports one.
     pub version_variable: Option<&'static str>,
     /// The module's directory of CRDs, RBAC and webhook manifests, and its release kustomization.
@@ -52,6 +56,27 @@ pub struct AddonSpec {
     pub deployment: &'static str,
     /// Why it cannot run as a local process, if it cannot.
     pub not_a_local_process: Option<&'static str>,
+    /// The flag naming the image of the init containers it adds to job pods, if it adds any:
+    /// on kind, where nothing is pulled, it names the sandbox's own image for job pods.
+    pub init_container_image_flag: Option<&'static str>,
+}
+
+/// Where an add-on's main package is built.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum GoBuild {
+    /// In the toolchain's module, with the versions Kueue's go.mod selects (and Kueue's build cache).
+    WithKueue,
+    /// In its own module, with its own go.mod: its code does not compile against the
+    /// controller-runtime Kueue's release selects.
+    OwnModule,
+}
+
+impl AddonSpec {
+    /// The module's top directory of manifests (`config`, `manifests`), copied into the build's
+    /// cache entry: the components and the release kustomization both lie under it.
+    pub fn manifests_dir(&self) -> &'static str {
+        self.release.split('/').next().unwrap_or(self.release)
+    }
 }
 
 /// A job kind by group, version, kind and resource.
@@ -78,6 +103,7 @@ impl Addon {
         match self {
             Addon::Jobset => &JOBSET,
             Addon::Appwrapper => &APPWRAPPER,
+            Addon::Kubeflow => &KUBEFLOW,
         }
     }
 
@@ -91,6 +117,7 @@ const JOBSET: AddonSpec = AddonSpec {
     module: "sigs.k8s.io/jobset",
     version: super::toolchain::versions::JOBSET,
     package: "sigs.k8s.io/jobset",
+    build: GoBuild::WithKueue,
     version_variable: Some("sigs.k8s.io/jobset/pkg/version.GitVersion"),
     components: "config/components",
     release: "config/default",
@@ -99,6 +126,7 @@ const JOBSET: AddonSpec = AddonSpec {
     kueue_framework: "jobset.x-k8s.io/jobset",
     deployment: "jobset-controller-manager",
     not_a_local_process: None,
+    init_container_image_flag: None,
 };
 
 const APPWRAPPER: AddonSpec = AddonSpec {
@@ -106,6 +134,7 @@ const APPWRAPPER: AddonSpec = AddonSpec {
     module: "github.com/project-codeflare/appwrapper",
     version: super::toolchain::versions::APPWRAPPER,
     package: "github.com/project-codeflare/appwrapper/cmd",
+    build: GoBuild::WithKueue,
     version_variable: Some("main.BuildVersion"),
     components: "config",
     release: "config/default",
@@ -122,6 +151,27 @@ const APPWRAPPER: AddonSpec = AddonSpec {
         "its webhook server listens on port 9443 of every interface (fixed in its main.go), which a second \
          cluster's would collide with and a sandbox keeps to 127.0.0.1: run it on kind (--runtime kind)",
     ),
+    init_container_image_flag: None,
+};
+
+const KUBEFLOW: AddonSpec = AddonSpec {
+    name: "kubeflow",
+    module: "github.com/kubeflow/training-operator",
+    version: super::toolchain::versions::TRAINING_OPERATOR,
+    package: "./cmd/training-operator.v1",
+    build: GoBuild::OwnModule,
+    version_variable: None,
+    components: "manifests/base",
+    release: "manifests/overlays/standalone",
+    kustomization: Kustomization { namespace: "kubeflow", name_prefix: "" },
+    job_kind: JobKindRef { group: "kubeflow.org", version: "v1", kind: "PyTorchJob", plural: "pytorchjobs" },
+    kueue_framework: "kubeflow.org/pytorchjob",
+    deployment: "training-operator",
+    not_a_local_process: Some(
+        "its webhook server listens on every interface (only its port is a flag), which a sandbox keeps to \
+         127.0.0.1: run it on kind (--runtime kind)",
+    ),
+    init_container_image_flag: Some("--pytorch-init-container-image"),
 };
 
 #[derive(Debug, thiserror::Error)]

@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use kube::Client;
-use serde_json::Value;
+use serde_json::{Value, json};
 
 use super::docker::Docker;
 use super::error::{InstallError, KindError};
@@ -51,6 +51,9 @@ pub async fn prepare(
         .await
         .map_err(KindError::from)?;
     requests::ask_for_little_cpu(&mut docs);
+    if let Some(flag) = spec.init_container_image_flag {
+        add_argument(&mut docs, &format!("{flag}={}", recipes::BUSYBOX));
+    }
     Ok(KindAddon { built: built.clone(), image, archive, docs })
 }
 
@@ -58,6 +61,18 @@ pub async fn prepare(
 fn is_newer(file: &Path, than: &Path) -> bool {
     let modified = |path: &Path| std::fs::metadata(path).and_then(|m| m.modified()).ok();
     matches!((modified(file), modified(than)), (Some(file), Some(than)) if file >= than)
+}
+
+/// Adds `argument` to the command line of every Deployment's containers.
+fn add_argument(docs: &mut [Value], argument: &str) {
+    for deployment in docs.iter_mut().filter(|d| d["kind"] == "Deployment") {
+        for container in deployment["spec"]["template"]["spec"]["containers"].as_array_mut().into_iter().flatten() {
+            match container["args"].as_array_mut() {
+                Some(args) => args.push(argument.into()),
+                None => container["args"] = json!([argument]),
+            }
+        }
+    }
 }
 
 impl KindAddon {
@@ -89,6 +104,17 @@ pub async fn install(client: &Client, addon: &KindAddon) -> Result<(), InstallEr
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_argument_goes_after_the_containers_own() {
+        let mut docs = vec![json!({"kind": "Deployment", "spec": {"template": {"spec": {"containers": [
+            {"name": "manager", "command": ["/manager"]},
+            {"name": "proxy", "args": ["--secure"]}]}}}})];
+        add_argument(&mut docs, "--init-image=x");
+        let containers = &docs[0]["spec"]["template"]["spec"]["containers"];
+        assert_eq!(containers[0]["args"], json!(["--init-image=x"]));
+        assert_eq!(containers[1]["args"], json!(["--secure", "--init-image=x"]));
+    }
 
     #[test]
     fn an_image_is_built_again_for_a_binary_built_after_it() {

@@ -21,6 +21,10 @@ pub const JOBSET: &str = "v0.12.0";
 /// the `appwrapper` add-on.
 pub const APPWRAPPER: &str = "v1.2.2";
 
+/// Kubeflow's training operator release (`github.com/kubeflow/training-operator`) that Kueue's
+/// go.mod requires: the `kubeflow` add-on (PyTorchJob and the other v1 training jobs).
+pub const TRAINING_OPERATOR: &str = "v1.9.3";
+
 /// The Go module that provides each built binary, and the version it must report.
 pub const MODULES: [(&str, &str, &str); 4] = [
     ("kube", "k8s.io/kubernetes", KUBERNETES),
@@ -57,6 +61,7 @@ mod tests {
     fn add_ons_are_the_versions_kueue_requires() {
         assert_eq!(required_version("sigs.k8s.io/jobset").as_deref(), Some(JOBSET));
         assert_eq!(required_version("github.com/project-codeflare/appwrapper").as_deref(), Some(APPWRAPPER));
+        assert_eq!(required_version("github.com/kubeflow/training-operator").as_deref(), Some(TRAINING_OPERATOR));
     }
 
     #[test]
