@@ -103,6 +103,38 @@ spec:
     )
 }
 
+/// A PipelineRun of two Tasks, one after the other, run by Tekton's controller: queued by the
+/// integrations file as one synthetic pod set its annotations describe.
+fn pipeline_run(name: &str) -> String {
+    let task = |task: &str, after: &str| {
+        format!(
+            r#"
+    - name: {task}{after}
+      taskSpec:
+        steps:
+        - name: {task}
+          image: {BUSYBOX}
+          command: [sh, -c, "echo {task} done"]"#
+        )
+    };
+    format!(
+        r#"
+apiVersion: tekton.dev/v1
+kind: PipelineRun
+metadata:
+  name: {name}
+  namespace: default
+  labels: {{kueue.x-k8s.io/queue-name: user-queue}}
+  annotations: {{kueue-ext.dev/pod-requests: "cpu=100m,memory=64Mi", kueue-ext.dev/pod-count: "1"}}
+spec:
+  pipelineSpec:
+    tasks:{}{}
+"#,
+        task("build", ""),
+        task("test", "\n      runAfter: [build]")
+    )
+}
+
 /// A WrappedJob of a PyTorchJob, as AppWrapper's samples wrap one.
 fn wrapped_pytorch_job(name: &str) -> String {
     let job = pytorch_job(&format!("{name}-run"));
@@ -234,9 +266,18 @@ static KIND_CLUSTERS: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(())
 async fn a_kind_sandbox_runs_jobs_through_multikueue_and_down_leaves_nothing() {
     let _alone = KIND_CLUSTERS.lock().await;
     let network_was_there = kind_network_exists();
-    // JobSet's, AppWrapper's and Kubeflow's training operator's releases run on both clusters
-    // (their own images, built here), and Kueue's built-in integrations queue their kinds.
-    let sandbox = Sandbox::up_on_kind(&["--workers", "1", "--addons", "jobset,appwrapper,kubeflow"]);
+    // JobSet's, AppWrapper's, Kubeflow's training operator's and Tekton's releases run on both
+    // clusters (their own images, built here); Kueue's built-in integrations queue the first
+    // three kinds, and the integrations file PipelineRuns.
+    let pipelineruns = concat!(env!("CARGO_MANIFEST_DIR"), "/samples/third-party/pipelinerun-integration.yaml");
+    let sandbox = Sandbox::up_on_kind(&[
+        "--workers",
+        "1",
+        "--addons",
+        "jobset,appwrapper,kubeflow,tekton",
+        "--integrations",
+        pipelineruns,
+    ]);
     let status = sandbox.status_json();
     assert_eq!(status["ready"], true, "{status:#}");
     assert_eq!(status["runtime"], "kind", "{status:#}");
@@ -285,7 +326,7 @@ async fn a_kind_sandbox_runs_jobs_through_multikueue_and_down_leaves_nothing() {
     .await;
     finished_on_worker1(&manager, &uid).await;
     let components = status["clusters"][1]["components"].as_array().cloned().unwrap_or_default();
-    for addon in ["jobset", "appwrapper", "kubeflow"] {
+    for addon in ["jobset", "appwrapper", "kubeflow", "tekton"] {
         assert!(components.iter().any(|c| c["name"] == addon && c["ready"] == true), "{addon}: {status:#}");
     }
 
@@ -315,6 +356,25 @@ async fn a_kind_sandbox_runs_jobs_through_multikueue_and_down_leaves_nothing() {
     assert_eq!(pod_sets, [("worker", 2)], "{workload:#}");
     let wrapped_pytorch = wrapped_pytorch_job("kind-wrapped-pytorch");
     wrapper_succeeds_on_worker1(&manager, &wrappeds, &wrapped_pytorch).await;
+
+    // A PipelineRun, on a worker's own queue (it has no managedBy for MultiKueue): held Pending
+    // until admitted, then run by Tekton to Succeeded, its Workload Finished.
+    let run = apply_yaml(&worker, &pipeline_run("kind-pipeline")).await.remove(0);
+    assert_eq!(run["spec"]["status"], "PipelineRunPending", "suspended on create: {run:#}");
+    let uid = run["metadata"]["uid"].as_str().unwrap().to_string();
+    let runs = api(&worker, "tekton.dev/v1", "PipelineRun", "pipelineruns", Some("default"));
+    eventually("the PipelineRun to succeed", Duration::from_secs(180), || async {
+        let run = serde_json::to_value(runs.get("kind-pipeline").await.map_err(|e| e.to_string())?).unwrap();
+        if condition_is(&run, "Succeeded", "True") { Ok(()) } else { Err(format!("{:#}", run["status"])) }
+    })
+    .await;
+    eventually("the PipelineRun's Workload to be Finished", Duration::from_secs(60), || async {
+        match workloads_owned_by(&worker, "default", &uid).await?.as_slice() {
+            [w] if condition_is(w, "Finished", "True") => Ok(()),
+            other => Err(format!("{other:?}")),
+        }
+    })
+    .await;
 
     let watch = sandbox.run("watch", &["--once", "-o", "json"]);
     assert!(watch.status.success(), "{}", text(&watch));

@@ -1,5 +1,6 @@
 //! The jobs the benchmark submits: the same one-pod shape as a batch/v1 Job (Kueue's Go
-//! integration), an ExternalJob (ours), and a WrappedJob of a Job and a Deployment.
+//! integration), an ExternalJob (ours), and a WrappedJob of a Job and a Deployment; for kind
+//! clusters, a WrappedJob and an AppWrapper of the same Job, whose pod really runs.
 
 use kube::api::ApiResource;
 use serde_json::{Value, json};
@@ -10,6 +11,10 @@ pub enum Kind {
     Batch,
     External,
     Wrapped,
+    /// A WrappedJob of one Job of a busybox pod.
+    WrappedJobOfJob,
+    /// An AppWrapper of that Job, run by AppWrapper's controller (Kueue's Go integration).
+    AppWrapper,
 }
 
 impl Kind {
@@ -17,7 +22,8 @@ impl Kind {
         let (group, version, kind, plural) = match self {
             Kind::Batch => ("batch", "v1", "Job", "jobs"),
             Kind::External => ("kueue-ext.dev", "v1alpha1", "ExternalJob", "externaljobs"),
-            Kind::Wrapped => ("kueue-ext.dev", "v1alpha1", "WrappedJob", "wrappedjobs"),
+            Kind::Wrapped | Kind::WrappedJobOfJob => ("kueue-ext.dev", "v1alpha1", "WrappedJob", "wrappedjobs"),
+            Kind::AppWrapper => ("workload.codeflare.dev", "v1beta2", "AppWrapper", "appwrappers"),
         };
         let api_version = format!("{group}/{version}");
         ApiResource {
@@ -34,6 +40,8 @@ impl Kind {
             Kind::Batch => format!("go-{i}"),
             Kind::External => format!("rust-{i}"),
             Kind::Wrapped => format!("wrapped-{i}"),
+            Kind::WrappedJobOfJob => format!("wj-{i}"),
+            Kind::AppWrapper => format!("aw-{i}"),
         }
     }
 
@@ -43,6 +51,8 @@ impl Kind {
             Kind::Batch => "job-go-",
             Kind::External => "externaljob-rust-",
             Kind::Wrapped => "wrappedjob-wrapped-",
+            Kind::WrappedJobOfJob => "wrappedjob-wj-",
+            Kind::AppWrapper => "appwrapper-aw-",
         }
     }
 
@@ -69,8 +79,25 @@ impl Kind {
                             "spec": {"containers": [container()]}}}}},
                 ]}})
             }
+            Kind::WrappedJobOfJob | Kind::AppWrapper => {
+                let resource = self.resource();
+                json!({"apiVersion": resource.api_version, "kind": resource.kind, "metadata": metadata,
+                "spec": {"components": [
+                    {"template": {"apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": format!("{name}-work")},
+                        "spec": {"template": busybox_pod_template()}}},
+                ]}})
+            }
         }
     }
+}
+
+/// A pod that runs for a second on a kind node and succeeds; small, so that a 2-core node holds
+/// a whole run's pods at once.
+fn busybox_pod_template() -> Value {
+    json!({"spec": {"restartPolicy": "Never", "containers": [{
+        "name": "c", "image": "kueue-ext.local/busybox:1", "command": ["sleep", "1"],
+        "resources": {"requests": {"cpu": "10m", "memory": "16Mi"}},
+    }]}})
 }
 
 /// A pod that runs for a second on a kwok node and succeeds.

@@ -12,13 +12,16 @@
 //!   WrappedJobs of a Job and a Deployment vs as many batch/v1 Jobs (`single.rs`).
 //! - `multikueue`: the same through a manager and two workers (`multikueue.rs`).
 //! - `webhook`: p50/p99 of our webhook vs Kueue's under a fixed admission rate (`webhook.rs`).
+//! - `wrappers`: N WrappedJobs vs N AppWrappers of the same Job on a kind cluster with AppWrapper's
+//!   controller beside ours (needs Docker; `wrappers.rs`).
 //!
 //! `cargo bench --bench sandbox`. Sized by environment variables (defaults are the issue's):
 //! `KUEUE_EXT_BENCH_ONLY` (comma list of the names above; all by default),
 //! `KUEUE_EXT_BENCH_RUNS` (3: repeats of `up`, `up-kind` and `webhook`), `KUEUE_EXT_BENCH_JOB_RUNS` (1:
 //! repeats of `single` and `multikueue`), `KUEUE_EXT_BENCH_JOBS` (1000),
 //! `KUEUE_EXT_BENCH_MULTIKUEUE_JOBS` (500), `KUEUE_EXT_BENCH_WRAPPED_JOBS` (200),
-//! `KUEUE_EXT_BENCH_RATE` (200 admissions/s), `KUEUE_EXT_BENCH_ADMISSIONS` (3000).
+//! `KUEUE_EXT_BENCH_RATE` (200 admissions/s), `KUEUE_EXT_BENCH_ADMISSIONS` (3000),
+//! `KUEUE_EXT_BENCH_WRAPPERS` (50).
 //! Prints a table and writes target/bench/sandbox.json.
 
 mod apiserver;
@@ -31,6 +34,7 @@ mod single;
 mod throughput;
 mod up;
 mod webhook;
+mod wrappers;
 
 use std::path::PathBuf;
 use std::process::Command;
@@ -46,6 +50,7 @@ struct Settings {
     wrapped_jobs: usize,
     rate: usize,
     admissions: usize,
+    wrappers: usize,
 }
 
 fn env_number(name: &str, default: usize) -> usize {
@@ -64,6 +69,7 @@ impl Settings {
             wrapped_jobs: env_number("KUEUE_EXT_BENCH_WRAPPED_JOBS", 200),
             rate: env_number("KUEUE_EXT_BENCH_RATE", 200).max(1),
             admissions: env_number("KUEUE_EXT_BENCH_ADMISSIONS", 3000).max(1),
+            wrappers: env_number("KUEUE_EXT_BENCH_WRAPPERS", 50).max(1),
         }
     }
 
@@ -74,7 +80,7 @@ impl Settings {
     fn json(&self) -> serde_json::Value {
         json!({"only": self.only, "runs": self.runs, "job_runs": self.job_runs, "jobs": self.jobs,
                "multikueue_jobs": self.multikueue_jobs, "wrapped_jobs": self.wrapped_jobs,
-               "rate": self.rate, "admissions": self.admissions})
+               "rate": self.rate, "admissions": self.admissions, "wrappers": self.wrappers})
     }
 }
 
@@ -112,6 +118,9 @@ fn main() {
     }
     if settings.wants("webhook") {
         rows.extend(runtime.block_on(webhook::bench(settings.runs, settings.rate, settings.admissions)));
+    }
+    if settings.wants("wrappers") {
+        rows.extend(runtime.block_on(wrappers::bench(settings.job_runs, settings.wrappers)));
     }
     report::print(&rows);
     let path = report::write_json(&rows, settings.json(), &load_before);

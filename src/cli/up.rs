@@ -58,8 +58,9 @@ pub struct Args {
     #[arg(long = "crds", value_name = "FILE|DIR")]
     pub crds: Vec<PathBuf>,
     /// Third-party job controllers run on every cluster beside Kueue (comma-separated), each
-    /// built once from the Go module Kueue's release pins. Kueue's own integration of the kind
-    /// is on unless --integrations configures that kind.
+    /// built once from its pinned Go module (the version Kueue's release requires, where it
+    /// requires one). Kueue's own integration of the kind is on unless --integrations configures
+    /// that kind. appwrapper, kubeflow and tekton run on kind only.
     #[arg(long, value_enum, value_delimiter = ',', value_name = "ADDON")]
     pub addons: Vec<Addon>,
     /// How long MultiKueue waits for an unreachable worker before running its jobs on another

@@ -6,11 +6,11 @@
 //! directory (`config/` or `manifests/`: its components and its release kustomization over them),
 //! `build.log`, and `ready`, written last.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use tokio::process::Command;
 
-use super::{Addon, AddonError, GoBuild};
+use super::{Addon, AddonError, GoBuild, Programs};
 use crate::sandbox::progress::Progress;
 use crate::sandbox::toolchain::{self, Toolchain, ToolchainError, io_err};
 
@@ -29,9 +29,14 @@ impl BuiltAddon {
         self.entry.join(self.addon.spec().components)
     }
 
-    /// The kustomization of a release install, over `components`.
-    pub fn release_kustomization(&self) -> PathBuf {
-        self.entry.join(self.addon.spec().release)
+    /// The release: its kustomization, or its directory of manifests.
+    pub fn release(&self) -> PathBuf {
+        self.entry.join(self.addon.spec().release.path())
+    }
+
+    /// Where the built programs are, each named as [`Programs`] says.
+    pub fn programs_dir(&self) -> PathBuf {
+        self.entry.join("bin")
     }
 }
 
@@ -52,30 +57,45 @@ pub async fn ensure_built(
 async fn ensure_one(toolchain: &Toolchain, addon: Addon, progress: &Progress) -> Result<BuiltAddon, ToolchainError> {
     let spec = addon.spec();
     let root = toolchain.addons_dir().join(format!("{}-{}", spec.name, spec.version));
-    let built = BuiltAddon { addon, program: root.join("bin").join(spec.name), entry: root.clone() };
+    let program = match spec.programs {
+        Programs::Manager(_) => spec.name,
+        Programs::Ko(packages) => program_name(packages[0]),
+    };
+    let built = BuiltAddon { addon, program: root.join("bin").join(program), entry: root.clone() };
     std::fs::create_dir_all(&root).map_err(io_err(&root))?;
     let _lock = toolchain::lock(&root).await?;
     let ready = root.join("ready");
-    if ready.exists() && built.program.exists() && built.release_kustomization().exists() {
+    if ready.exists() && built.program.exists() && built.release().exists() {
         return Ok(built);
     }
     let log = root.join("build.log");
     let step = progress.step(format!("building add-on {} {} from its Go module", spec.name, spec.version));
     let staging = root.join("bin.partial");
     toolchain::remove_any(&staging)?;
-    // The module's files at the version the toolchain's go.sum pins.
-    let module = toolchain::module_dir(&toolchain.src_dir(), spec.module, &log).await?;
+    let (module, workdir) = match spec.build {
+        // The module's files at the version the toolchain's go.sum pins.
+        GoBuild::WithKueue => {
+            (toolchain::module_dir(&toolchain.src_dir(), spec.module, &log).await?, toolchain.src_dir())
+        }
+        GoBuild::OwnModule => {
+            let module = downloaded_module(spec.module, spec.version, &root, &log).await?;
+            (module.clone(), module)
+        }
+    };
     let mut command = Command::new("go");
-    command
-        .current_dir(match spec.build {
-            GoBuild::WithKueue => toolchain.src_dir(),
-            GoBuild::OwnModule => module.clone(),
-        })
-        .env("CGO_ENABLED", "0")
-        .args(["build", "-trimpath", "-tags", toolchain::BUILD_TAGS, "-ldflags", &ldflags(addon), "-o"])
-        .arg(staging.join(spec.name))
-        .arg(spec.package);
-    toolchain::run_logged(command, &format!("go build {}", spec.package), &log).await?;
+    command.current_dir(workdir).env("CGO_ENABLED", "0").arg("build");
+    if spec.build == GoBuild::OwnModule {
+        // Its go.mod, not a vendor directory the module's zip holds only the list of.
+        command.arg("-mod=readonly");
+    }
+    command.args(["-trimpath", "-tags", toolchain::BUILD_TAGS, "-ldflags", &ldflags(addon), "-o"]);
+    match spec.programs {
+        Programs::Manager(_) => command.arg(staging.join(spec.name)),
+        Programs::Ko(_) => command.arg(format!("{}/", staging.display())),
+    };
+    let packages = spec.programs.packages();
+    command.args(&packages);
+    toolchain::run_logged(command, &format!("go build {}", packages.join(" ")), &log).await?;
     if spec.build == GoBuild::WithKueue {
         // Built in its own module, the add-on is the main module, whose build info has no version.
         toolchain::check_module_version(&staging.join(spec.name), spec.module, spec.version, &log).await?;
@@ -90,6 +110,35 @@ async fn ensure_one(toolchain: &Toolchain, addon: Addon, progress: &Progress) ->
     Ok(built)
 }
 
+/// A main package's program name, as `go build` names it: the last element of its path.
+pub fn program_name(package: &str) -> &str {
+    package.rsplit('/').next().unwrap_or(package)
+}
+
+/// The directory of `module` at `version` in the Go module cache, downloaded (and checked
+/// against the checksum database) if it is not there yet.
+async fn downloaded_module(module: &str, version: &str, dir: &Path, log: &Path) -> Result<PathBuf, ToolchainError> {
+    let output = Command::new("go")
+        .current_dir(dir)
+        .args(["mod", "download", "-json", &format!("{module}@{version}")])
+        .output()
+        .await
+        .map_err(|e| ToolchainError::GoMissing(e.to_string()))?;
+    let answer: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap_or_default();
+    match answer["Dir"].as_str() {
+        Some(found) if output.status.success() => Ok(PathBuf::from(found)),
+        _ => Err(ToolchainError::BuildFailed {
+            step: format!("go mod download {module}@{version}"),
+            log: log.to_path_buf(),
+            tail: format!(
+                "{}{}",
+                answer["Error"].as_str().unwrap_or_default(),
+                String::from_utf8_lossy(&output.stderr)
+            ),
+        }),
+    }
+}
+
 fn ldflags(addon: Addon) -> String {
     let spec = addon.spec();
     match spec.version_variable {
@@ -101,6 +150,12 @@ fn ldflags(addon: Addon) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_program_is_named_after_its_package_as_go_build_names_it() {
+        assert_eq!(program_name("./cmd/controller"), "controller");
+        assert_eq!(program_name("sigs.k8s.io/jobset"), "jobset");
+    }
 
     #[test]
     fn the_release_version_is_stamped_where_the_binary_reads_it() {

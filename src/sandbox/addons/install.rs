@@ -68,7 +68,7 @@ impl AddonLayout {
                 "health": {"healthProbeBindAddress": format!("127.0.0.1:{}", self.health_port)},
                 "metrics": {"bindAddress": "0"},
             })),
-            Addon::Appwrapper | Addon::Kubeflow => None,
+            Addon::Appwrapper | Addon::Kubeflow | Addon::Tekton => None,
         }
     }
 }

@@ -15,7 +15,7 @@ use super::kustomize::{Kustomization, ManifestError};
 use super::toolchain::ToolchainError;
 
 pub use admitted::{admits, wait_until_admitted};
-pub use build::{BuiltAddon, ensure_built};
+pub use build::{BuiltAddon, ensure_built, program_name};
 pub use install::{AddonLayout, install, install_crds};
 
 /// An add-on a sandbox can run; its name is the one `--addons` takes.
@@ -30,6 +30,9 @@ pub enum Addon {
     /// Kubeflow's training operator (github.com/kubeflow/training-operator): PyTorchJob and the
     /// other kubeflow.org/v1 training jobs, on kind clusters.
     Kubeflow,
+    /// Tekton Pipelines' controller and webhook (github.com/tektoncd/pipeline), on kind clusters:
+    /// PipelineRuns, queued by an integrations file (Kueue has no integration of its own).
+    Tekton,
 }
 
 /// Where an add-on comes from and how it is installed.
@@ -39,19 +42,20 @@ pub struct AddonSpec {
     /// The Go module, at the version Kueue's go.mod requires.
     pub module: &'static str,
     pub version: &'static str,
-    /// The main package built, and in which module.
-    pub package: &'static str,
+    /// The main packages built, and in which module.
+    pub programs: Programs,
     pub build: GoBuild,
     /// The linker variable that carries the release's version, if the binary reports one.
     pub version_variable: Option<&'static str>,
-    /// The module's directory of CRDs, RBAC and webhook manifests, and its release kustomization.
+    /// The module's directory of CRDs, RBAC and webhook manifests, and its release.
     pub components: &'static str,
-    pub release: &'static str,
+    pub release: Release,
     pub kustomization: Kustomization,
     /// The job kind it runs, which Kueue queues and MultiKueue copies to the workers.
     pub job_kind: JobKindRef,
-    /// Kueue's built-in integration of that kind: on while no integrations file configures it.
-    pub kueue_framework: &'static str,
+    /// Kueue's built-in integration of that kind, if it has one: on while no integrations file
+    /// configures the kind. A kind without one is queued only by an integrations file.
+    pub kueue_framework: Option<&'static str>,
     /// Its Deployment, as `config/default` names it (in-cluster installs).
     pub deployment: &'static str,
     /// Why it cannot run as a local process, if it cannot.
@@ -59,6 +63,43 @@ pub struct AddonSpec {
     /// The flag naming the image of the init containers it adds to job pods, if it adds any:
     /// on kind, where nothing is pulled, it names the sandbox's own image for job pods.
     pub init_container_image_flag: Option<&'static str>,
+}
+
+/// The programs an add-on's build makes, and how its image lays them out.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Programs {
+    /// One main package, built as `bin/<add-on name>`; its image runs it as `/manager`, where a
+    /// kubebuilder release's Deployment looks for it.
+    Manager(&'static str),
+    /// Main packages built as `bin/<last path segment>`, laid out in one image as ko lays them
+    /// out (`/ko-app/<name>`): the release names each `ko://<module>/<path>`.
+    Ko(&'static [&'static str]),
+}
+
+impl Programs {
+    pub fn packages(self) -> Vec<&'static str> {
+        match self {
+            Programs::Manager(package) => vec![package],
+            Programs::Ko(packages) => packages.to_vec(),
+        }
+    }
+}
+
+/// How an add-on's release manifests are made from its module.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Release {
+    /// A kustomization (`config/default`), rendered by the toolchain's kubectl.
+    Kustomization(&'static str),
+    /// Every `.yaml` file under a directory (sorted, recursively) but those named in `skip`.
+    Files { dir: &'static str, skip: &'static [&'static str] },
+}
+
+impl Release {
+    fn path(self) -> &'static str {
+        match self {
+            Release::Kustomization(path) | Release::Files { dir: path, .. } => path,
+        }
+    }
 }
 
 /// Where an add-on's main package is built.
@@ -75,7 +116,8 @@ impl AddonSpec {
     /// The module's top directory of manifests (`config`, `manifests`), copied into the build's
     /// cache entry: the components and the release kustomization both lie under it.
     pub fn manifests_dir(&self) -> &'static str {
-        self.release.split('/').next().unwrap_or(self.release)
+        let path = self.release.path();
+        path.split('/').next().unwrap_or(path)
     }
 }
 
@@ -104,6 +146,7 @@ impl Addon {
             Addon::Jobset => &JOBSET,
             Addon::Appwrapper => &APPWRAPPER,
             Addon::Kubeflow => &KUBEFLOW,
+            Addon::Tekton => &TEKTON,
         }
     }
 
@@ -116,14 +159,14 @@ const JOBSET: AddonSpec = AddonSpec {
     name: "jobset",
     module: "sigs.k8s.io/jobset",
     version: super::toolchain::versions::JOBSET,
-    package: "sigs.k8s.io/jobset",
+    programs: Programs::Manager("sigs.k8s.io/jobset"),
     build: GoBuild::WithKueue,
     version_variable: Some("sigs.k8s.io/jobset/pkg/version.GitVersion"),
     components: "config/components",
-    release: "config/default",
+    release: Release::Kustomization("config/default"),
     kustomization: Kustomization { namespace: "jobset-system", name_prefix: "jobset-" },
     job_kind: JobKindRef { group: "jobset.x-k8s.io", version: "v1alpha2", kind: "JobSet", plural: "jobsets" },
-    kueue_framework: "jobset.x-k8s.io/jobset",
+    kueue_framework: Some("jobset.x-k8s.io/jobset"),
     deployment: "jobset-controller-manager",
     not_a_local_process: None,
     init_container_image_flag: None,
@@ -133,11 +176,11 @@ const APPWRAPPER: AddonSpec = AddonSpec {
     name: "appwrapper",
     module: "github.com/project-codeflare/appwrapper",
     version: super::toolchain::versions::APPWRAPPER,
-    package: "github.com/project-codeflare/appwrapper/cmd",
+    programs: Programs::Manager("github.com/project-codeflare/appwrapper/cmd"),
     build: GoBuild::WithKueue,
     version_variable: Some("main.BuildVersion"),
     components: "config",
-    release: "config/default",
+    release: Release::Kustomization("config/default"),
     kustomization: Kustomization { namespace: "appwrapper-system", name_prefix: "appwrapper-" },
     job_kind: JobKindRef {
         group: "workload.codeflare.dev",
@@ -145,7 +188,7 @@ const APPWRAPPER: AddonSpec = AddonSpec {
         kind: "AppWrapper",
         plural: "appwrappers",
     },
-    kueue_framework: "workload.codeflare.dev/appwrapper",
+    kueue_framework: Some("workload.codeflare.dev/appwrapper"),
     deployment: "appwrapper-controller-manager",
     not_a_local_process: Some(
         "its webhook server listens on port 9443 of every interface (fixed in its main.go), which a second \
@@ -158,20 +201,50 @@ const KUBEFLOW: AddonSpec = AddonSpec {
     name: "kubeflow",
     module: "github.com/kubeflow/training-operator",
     version: super::toolchain::versions::TRAINING_OPERATOR,
-    package: "./cmd/training-operator.v1",
+    programs: Programs::Manager("./cmd/training-operator.v1"),
     build: GoBuild::OwnModule,
     version_variable: None,
     components: "manifests/base",
-    release: "manifests/overlays/standalone",
+    release: Release::Kustomization("manifests/overlays/standalone"),
     kustomization: Kustomization { namespace: "kubeflow", name_prefix: "" },
     job_kind: JobKindRef { group: "kubeflow.org", version: "v1", kind: "PyTorchJob", plural: "pytorchjobs" },
-    kueue_framework: "kubeflow.org/pytorchjob",
+    kueue_framework: Some("kubeflow.org/pytorchjob"),
     deployment: "training-operator",
     not_a_local_process: Some(
         "its webhook server listens on every interface (only its port is a flag), which a sandbox keeps to \
          127.0.0.1: run it on kind (--runtime kind)",
     ),
     init_container_image_flag: Some("--pytorch-init-container-image"),
+};
+
+const TEKTON: AddonSpec = AddonSpec {
+    name: "tekton",
+    module: "github.com/tektoncd/pipeline",
+    version: super::toolchain::versions::TEKTON,
+    // nop first: the image's entrypoint, which Tekton runs in place of a sidecar it stops.
+    programs: Programs::Ko(&[
+        "./cmd/nop",
+        "./cmd/controller",
+        "./cmd/webhook",
+        "./cmd/entrypoint",
+        "./cmd/workingdirinit",
+        "./cmd/sidecarlogresults",
+    ]),
+    build: GoBuild::OwnModule,
+    version_variable: None,
+    components: "config",
+    // The resolvers (remote pipelines), the events controller and the webhook's autoscaler are
+    // optional parts of the release that a sandbox does without.
+    release: Release::Files { dir: "config", skip: &["resolvers", "events.yaml", "webhook-hpa.yaml"] },
+    kustomization: Kustomization { namespace: "tekton-pipelines", name_prefix: "tekton-pipelines-" },
+    job_kind: JobKindRef { group: "tekton.dev", version: "v1", kind: "PipelineRun", plural: "pipelineruns" },
+    kueue_framework: None,
+    deployment: "tekton-pipelines-controller",
+    not_a_local_process: Some(
+        "its servers (probes, metrics, profiling, webhook) listen on every interface, which a sandbox \
+         keeps to 127.0.0.1: run it on kind (--runtime kind)",
+    ),
+    init_container_image_flag: Some("-shell-image"),
 };
 
 #[derive(Debug, thiserror::Error)]
@@ -227,12 +300,12 @@ impl AddonError {
 /// Kueue's built-in frameworks the add-ons bring: an add-on's kind is queued by Kueue's own
 /// integration unless an integrations file configures it (then ours replaces Kueue's).
 pub fn kueue_frameworks(addons: &[Addon]) -> Vec<&'static str> {
-    addons.iter().map(|addon| addon.spec().kueue_framework).collect()
+    addons.iter().filter_map(|addon| addon.spec().kueue_framework).collect()
 }
 
 /// The kind (`Kind.version.group`) of one of Kueue's built-in frameworks that an add-on brings.
 pub fn framework_kind(framework: &str) -> Option<String> {
     use clap::ValueEnum;
-    let spec = Addon::value_variants().iter().map(|a| a.spec()).find(|s| s.kueue_framework == framework)?;
+    let spec = Addon::value_variants().iter().map(|a| a.spec()).find(|s| s.kueue_framework == Some(framework))?;
     Some(spec.job_kind.qualified())
 }

@@ -11,10 +11,11 @@ use serde_json::{Value, json};
 
 use super::docker::Docker;
 use super::error::{InstallError, KindError};
-use super::local_images::{self, recipes};
+use super::local_images;
+use super::local_images::recipes::{self, AddonPrograms};
 use super::{requests, wait};
 use crate::kube_util;
-use crate::sandbox::addons::{self as sandbox_addons, BuiltAddon};
+use crate::sandbox::addons::{self as sandbox_addons, BuiltAddon, Programs, Release, program_name};
 use crate::sandbox::progress::Progress;
 use crate::sandbox::toolchain::Toolchain;
 
@@ -43,16 +44,33 @@ pub async fn prepare(
     let archive = built.entry.join("kind-image.tar");
     if !is_newer(&archive, &built.program) {
         let step = progress.step(format!("add-on image {image}"));
-        local_images::save_manager_image(docker, &image, &built.program, &archive).await?;
+        let programs = match spec.programs {
+            Programs::Manager(_) => AddonPrograms::Manager(&built.program),
+            Programs::Ko(packages) => AddonPrograms::Ko(
+                packages
+                    .iter()
+                    .map(|package| program_name(package))
+                    .map(|name| (name, built.programs_dir().join(name)))
+                    .collect(),
+            ),
+        };
+        local_images::save_addon_image(docker, &image, &programs, &archive).await?;
         step.done();
     }
-    let log = built.entry.join("render.log");
-    let mut docs = local_images::release::release(toolchain, &built.release_kustomization(), &image, &log)
-        .await
-        .map_err(KindError::from)?;
+    let mut docs = match spec.release {
+        Release::Kustomization(_) => {
+            let log = built.entry.join("render.log");
+            local_images::release::release(toolchain, &built.release(), &image, &log).await
+        }
+        Release::Files { skip, .. } => local_images::release::files(&built.release(), skip),
+    }
+    .map_err(KindError::from)?;
+    if let Programs::Ko(_) = spec.programs {
+        local_images::release::resolve_ko(&mut docs, &image);
+    }
     requests::ask_for_little_cpu(&mut docs);
     if let Some(flag) = spec.init_container_image_flag {
-        add_argument(&mut docs, &format!("{flag}={}", recipes::BUSYBOX));
+        add_argument(&mut docs, spec.deployment, &format!("{flag}={}", recipes::BUSYBOX));
     }
     Ok(KindAddon { built: built.clone(), image, archive, docs })
 }
@@ -63,9 +81,9 @@ fn is_newer(file: &Path, than: &Path) -> bool {
     matches!((modified(file), modified(than)), (Some(file), Some(than)) if file >= than)
 }
 
-/// Adds `argument` to the command line of every Deployment's containers.
-fn add_argument(docs: &mut [Value], argument: &str) {
-    for deployment in docs.iter_mut().filter(|d| d["kind"] == "Deployment") {
+/// Adds `argument` to the command line of the containers of the Deployment `name`.
+fn add_argument(docs: &mut [Value], name: &str, argument: &str) {
+    for deployment in docs.iter_mut().filter(|d| d["kind"] == "Deployment" && d["metadata"]["name"] == name) {
         for container in deployment["spec"]["template"]["spec"]["containers"].as_array_mut().into_iter().flatten() {
             match container["args"].as_array_mut() {
                 Some(args) => args.push(argument.into()),
@@ -87,16 +105,19 @@ pub async fn install_crds(client: &Client, addon: &KindAddon) -> Result<(), Inst
     Ok(kube_util::apply_crds(client, &crds).await?)
 }
 
-/// Applies the rest of the release and waits until its Deployment is available and its
+/// Applies the rest of the release and waits until every Deployment of it is available and its
 /// webhook answers (it injects its own CA into its webhook configurations first).
 pub async fn install(client: &Client, addon: &KindAddon) -> Result<(), InstallError> {
     for obj in addon.docs.iter().filter(|d| d["kind"] != "CustomResourceDefinition") {
         kube_util::apply(client, obj).await?;
     }
     let spec = addon.built.addon.spec();
-    let namespace = spec.kustomization.namespace;
-    let what = format!("{}'s Deployment to become available", spec.name);
-    wait::until(&what, READY_TIMEOUT, || wait::deployment_available(client, namespace, spec.deployment)).await?;
+    for deployment in addon.docs.iter().filter(|d| d["kind"] == "Deployment") {
+        let name = deployment["metadata"]["name"].as_str().unwrap_or_default();
+        let namespace = deployment["metadata"]["namespace"].as_str().unwrap_or(spec.kustomization.namespace);
+        let what = format!("{}'s Deployment {name} to become available", spec.name);
+        wait::until(&what, READY_TIMEOUT, || wait::deployment_available(client, namespace, name)).await?;
+    }
     let what = format!("{}'s webhook to answer", spec.name);
     Ok(wait::until(&what, READY_TIMEOUT, || sandbox_addons::admits(client, addon.built.addon)).await?)
 }
@@ -106,14 +127,19 @@ mod tests {
     use super::*;
 
     #[test]
-    fn an_argument_goes_after_the_containers_own() {
-        let mut docs = vec![json!({"kind": "Deployment", "spec": {"template": {"spec": {"containers": [
-            {"name": "manager", "command": ["/manager"]},
-            {"name": "proxy", "args": ["--secure"]}]}}}})];
-        add_argument(&mut docs, "--init-image=x");
+    fn an_argument_goes_to_the_add_on_s_own_deployment_after_its_containers_own() {
+        let mut docs = vec![
+            json!({"kind": "Deployment", "metadata": {"name": "controller"}, "spec": {"template": {"spec": {"containers": [
+                {"name": "manager", "command": ["/manager"]},
+                {"name": "proxy", "args": ["--secure"]}]}}}}),
+            json!({"kind": "Deployment", "metadata": {"name": "webhook"}, "spec": {"template": {"spec": {"containers": [
+                {"name": "webhook"}]}}}}),
+        ];
+        add_argument(&mut docs, "controller", "--init-image=x");
         let containers = &docs[0]["spec"]["template"]["spec"]["containers"];
         assert_eq!(containers[0]["args"], json!(["--init-image=x"]));
         assert_eq!(containers[1]["args"], json!(["--secure", "--init-image=x"]));
+        assert_eq!(docs[1]["spec"]["template"]["spec"]["containers"][0], json!({"name": "webhook"}), "its flag only");
     }
 
     #[test]

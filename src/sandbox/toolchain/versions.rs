@@ -25,6 +25,10 @@ pub const APPWRAPPER: &str = "v1.2.2";
 /// go.mod requires: the `kubeflow` add-on (PyTorchJob and the other v1 training jobs).
 pub const TRAINING_OPERATOR: &str = "v1.9.3";
 
+/// Tekton Pipelines release (`github.com/tektoncd/pipeline`): the `tekton` add-on. Not in Kueue's
+/// module graph (Kueue has no PipelineRun integration); the first 1.x release.
+pub const TEKTON: &str = "v1.0.0";
+
 /// The Go module that provides each built binary, and the version it must report.
 pub const MODULES: [(&str, &str, &str); 4] = [
     ("kube", "k8s.io/kubernetes", KUBERNETES),

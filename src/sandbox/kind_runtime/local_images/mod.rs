@@ -162,17 +162,17 @@ async fn build(
     Ok(())
 }
 
-/// Builds the image `tag` of a static manager binary (an add-on's) and saves it to `archive`
-/// for kind to load, leaving no copy in the daemon.
-pub async fn save_manager_image(
+/// Builds the image `tag` of an add-on's static programs and saves it to `archive` for kind to
+/// load, leaving no copy in the daemon.
+pub async fn save_addon_image(
     docker: &impl Docker,
     tag: &str,
-    binary: &Path,
+    programs: &recipes::AddonPrograms<'_>,
     archive: &Path,
 ) -> Result<(), KindError> {
     let dir = archive.parent().unwrap_or(Path::new("."));
     std::fs::create_dir_all(dir).map_err(LocalImageError::io(dir))?;
-    build_one(docker, tag, &recipes::manager(binary), dir).await?;
+    build_one(docker, tag, &recipes::addon(programs), dir).await?;
     docker.save_images(&[tag.to_string()], archive).await?;
     docker.remove_image(tag).await
 }

@@ -1,7 +1,7 @@
 //! What each locally built image holds: its name and its build context. Every image but the
 //! node's own is `FROM scratch` or the Debian root filesystem, so nothing is ever pulled.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use super::context::Context;
 use crate::sandbox::toolchain::versions::{ETCD, KUBERNETES, KUEUE};
@@ -68,6 +68,29 @@ pub fn kube_proxy(rootfs: &str, node: &Path) -> Context {
 pub fn manager(manager: &Path) -> Context {
     Context::new("FROM scratch\nCOPY manager /manager\nUSER 65532:65532\nENTRYPOINT [\"/manager\"]\n")
         .disk("manager", 0o755, manager)
+}
+
+/// An add-on's static programs, as its release expects to find them.
+pub enum AddonPrograms<'a> {
+    /// A kubebuilder manager, at `/manager`.
+    Manager(&'a Path),
+    /// Programs by name, at `/ko-app/<name>` as ko lays them out; the first is the entrypoint.
+    Ko(Vec<(&'a str, PathBuf)>),
+}
+
+/// The image of an add-on's programs, run as a non-root user.
+pub fn addon(programs: &AddonPrograms) -> Context {
+    match programs {
+        AddonPrograms::Manager(binary) => manager(binary),
+        AddonPrograms::Ko(programs) => {
+            let first = programs.first().map_or("", |(name, _)| *name);
+            let dockerfile =
+                format!("FROM scratch\nCOPY ko-app/ /ko-app/\nUSER 65532:65532\nENTRYPOINT [\"/ko-app/{first}\"]\n");
+            programs.iter().fold(Context::new(dockerfile), |context, (name, binary)| {
+                context.disk(&format!("ko-app/{name}"), 0o755, binary)
+            })
+        }
+    }
 }
 
 pub fn busybox(busybox: &Path) -> Context {
