@@ -141,21 +141,9 @@ fn wrapped_pytorch_job(name: &str) -> String {
     let template: String = job
         .lines()
         .filter(|line| !line.trim().is_empty() && !line.contains("namespace:") && !line.contains("queue-name"))
-        .map(|line| format!("      {line}\n"))
+        .map(|line| format!("\n      {line}"))
         .collect();
-    format!(
-        r#"
-apiVersion: kueue-ext.dev/v1alpha1
-kind: WrappedJob
-metadata:
-  name: {name}
-  namespace: default
-  labels: {{kueue.x-k8s.io/queue-name: user-queue}}
-spec:
-  components:
-  - template:
-{template}"#
-    )
+    common::wrapped_job(name, "user-queue", "", "", &[format!("\n  - template:{template}")])
 }
 
 /// A wrapper (`kind` of `api_version`: AppWrapper or WrappedJob) of a Job whose two pods really
