@@ -5,7 +5,7 @@ use std::path::Path;
 use std::time::Duration;
 
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
-use kube::api::{Api, DynamicObject, Patch, PatchParams};
+use kube::api::{Api, DynamicObject, Patch, PatchParams, PostParams};
 use kube::config::{KubeConfigOptions, Kubeconfig};
 use kube::core::GroupVersionKind;
 use kube::discovery::{self, Scope};
@@ -147,6 +147,26 @@ pub async fn apply(client: &Client, obj: &Value) -> Result<DynamicObject, ApplyE
     api.patch(&name, &PatchParams::apply(FIELD_MANAGER).force(), &Patch::Apply(obj))
         .await
         .map_err(|source| ApplyError::Api { kind, name, source })
+}
+
+/// Whether the webhooks on `probe`'s kind answer: a dry-run create of it (in `default` if the
+/// kind is namespaced) refused by validation or let through, but not failed because a webhook
+/// could not be called (a Service without ready endpoints yet, a server not listening).
+pub async fn webhooks_answer(client: &Client, probe: &Value) -> Result<(), kube::Error> {
+    let (kind, _) = describe(probe);
+    let api_version = probe["apiVersion"].as_str().unwrap_or_default();
+    let (group, version) = api_version.split_once('/').unwrap_or(("", api_version));
+    let (resource, caps) = discovery::pinned_kind(client, &GroupVersionKind::gvk(group, version, &kind)).await?;
+    let api: Api<DynamicObject> = match caps.scope {
+        Scope::Cluster => Api::all_with(client.clone(), &resource),
+        Scope::Namespaced => Api::namespaced_with(client.clone(), "default", &resource),
+    };
+    let object: DynamicObject = serde_json::from_value(probe.clone()).map_err(kube::Error::SerdeError)?;
+    match api.create(&PostParams { dry_run: true, ..Default::default() }, &object).await {
+        Ok(_) => Ok(()),
+        Err(kube::Error::Api(status)) if !status.message.contains("failed calling webhook") => Ok(()),
+        Err(e) => Err(e),
+    }
 }
 
 /// Applies CRDs and waits until the API server serves each of them.

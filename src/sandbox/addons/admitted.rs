@@ -4,33 +4,20 @@
 use std::time::{Duration, Instant};
 
 use kube::Client;
-use kube::api::{Api, ApiResource, DynamicObject, PostParams};
 use serde_json::json;
 
 use super::{Addon, AddonError};
+use crate::kube_util;
 
 /// A dry-run create of an empty job of the add-on's kind: refused by validation (an answer) or
 /// let through, but not failed because a webhook could not be called.
 pub async fn admits(client: &Client, addon: Addon) -> Result<(), kube::Error> {
     let kind = &addon.spec().job_kind;
-    let resource = ApiResource {
-        group: kind.group.into(),
-        version: kind.version.into(),
-        api_version: kind.api_version(),
-        kind: kind.kind.into(),
-        plural: kind.plural.into(),
-    };
-    let api: Api<DynamicObject> = Api::namespaced_with(client.clone(), "default", &resource);
     let probe = json!({
         "apiVersion": kind.api_version(), "kind": kind.kind,
         "metadata": {"name": "kueue-ext-webhook-probe"}, "spec": {},
     });
-    let probe: DynamicObject = serde_json::from_value(probe).expect("the probe is an object");
-    match api.create(&PostParams { dry_run: true, ..Default::default() }, &probe).await {
-        Ok(_) => Ok(()),
-        Err(kube::Error::Api(status)) if !status.message.contains("failed calling webhook") => Ok(()),
-        Err(e) => Err(e),
-    }
+    kube_util::webhooks_answer(client, &probe).await
 }
 
 /// Waits until the cluster [`admits`] jobs of every add-on, or says what the last refusal was.

@@ -1,7 +1,8 @@
 //! Third-party job controllers a sandbox runs beside Kueue on every cluster (`up --addons`).
-//! Each is built from the Go module Kueue's release pins (so its API is the one Kueue's own
-//! integration of the kind compiles against), installed from that module's own manifests, and
-//! run like Kueue: as its own ServiceAccount, its webhooks called by URL with the sandbox's CA.
+//! Each is built from a pinned Go module (the version Kueue's release requires, where it requires
+//! one, so that its API is the one Kueue's own integration of the kind compiles against) and
+//! installed from that module's own manifests: on the process runtime run like Kueue, as its own
+//! ServiceAccount with its webhooks called by URL with the sandbox's CA; on kind, as its release.
 
 mod admitted;
 mod build;

@@ -46,5 +46,12 @@ pub async fn install(client: &Client, image: &str, integrations: &[Integration])
         wait::deployment_available(client, manifests::NAMESPACE, manifests::DEPLOYMENT)
     })
     .await?;
-    Ok(())
+    // A ready pod is not yet a Service endpoint: until kube-proxy has it, a job submitted right
+    // after `up` is refused because the webhook cannot be called.
+    let probe = json!({
+        "apiVersion": "kueue-ext.dev/v1alpha1", "kind": "ExternalJob",
+        "metadata": {"name": "kueue-ext-webhook-probe"}, "spec": {},
+    });
+    Ok(wait::until("the kueue-ext webhook to answer", READY_TIMEOUT, || kube_util::webhooks_answer(client, &probe))
+        .await?)
 }
