@@ -170,6 +170,23 @@ fn fields_the_crds_lack(file: &str, integrations: &[Integration], crds: &[Value]
     problems
 }
 
+/// The kinds of the integrations `file` whose jobs MultiKueue cannot dispatch: Kueue's adapter for
+/// configured kinds reads managedBy only at `spec.managedBy`.
+fn not_through_multikueue(file: &str, integrations: &[Integration]) -> Vec<String> {
+    let elsewhere = |(i, integration): (usize, &Integration)| {
+        let path = integration.managed_by.as_ref()?.to_string();
+        (path != "spec.managedBy").then(|| {
+            format!(
+                "{file}: integrations[{i}].managedBy: {path} is not spec.managedBy, the one field Kueue's \
+                 MultiKueue adapter for configured kinds reads: a {} runs on the cluster it is submitted to, \
+                 not through MultiKueue",
+                integration.kind
+            )
+        })
+    };
+    integrations.iter().enumerate().filter_map(elsewhere).collect()
+}
+
 fn parse_component_arg(text: &str) -> Result<(String, String), String> {
     let (component, flag) = text.split_once('=').ok_or("expected COMPONENT=FLAG, e.g. kube-apiserver=--v=4")?;
     let addons = Addon::value_variants().iter().map(|addon| addon.name());
@@ -208,6 +225,13 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
                 file.display()
             );
             return Ok(ExitCode::FAILURE);
+        }
+    }
+    if let Some(file) = &args.integrations
+        && args.workers > 0
+    {
+        for warning in not_through_multikueue(&file.display().to_string(), &integrations) {
+            eprintln!("warning: {warning}");
         }
     }
     let options = UpOptions {
@@ -257,6 +281,23 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_kind_whose_managed_by_is_elsewhere_is_said_to_stay_out_of_multikueue() {
+        let load = |name: &str| {
+            let path = format!("samples/third-party/{name}");
+            IntegrationConfig::parse(&path, &std::fs::read_to_string(&path).unwrap()).unwrap().integrations
+        };
+        let warnings = not_through_multikueue("p.yaml", &load("pytorchjob-integration.yaml"));
+        assert_eq!(
+            warnings,
+            ["p.yaml: integrations[0].managedBy: spec.runPolicy.managedBy is not spec.managedBy, the one field \
+              Kueue's MultiKueue adapter for configured kinds reads: a PyTorchJob.v1.kubeflow.org runs on the \
+              cluster it is submitted to, not through MultiKueue"]
+        );
+        assert!(not_through_multikueue("j.yaml", &load("job-integration.yaml")).is_empty());
+        assert!(not_through_multikueue("p.yaml", &load("pipelinerun-integration.yaml")).is_empty(), "no managedBy");
+    }
 
     #[test]
     fn component_args_name_a_known_component() {
