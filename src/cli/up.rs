@@ -172,17 +172,17 @@ fn fields_the_crds_lack(file: &str, integrations: &[Integration], crds: &[Value]
 
 /// The kinds of the integrations `file` whose jobs MultiKueue cannot dispatch: Kueue's adapter for
 /// configured kinds reads managedBy only at `spec.managedBy`.
+/// Configured kinds that name their controller where MultiKueue does not look; a kind without
+/// managedBy says so in its description, so it is not warned about.
 fn not_through_multikueue(file: &str, integrations: &[Integration]) -> Vec<String> {
     let elsewhere = |(i, integration): (usize, &Integration)| {
-        let path = integration.managed_by.as_ref()?.to_string();
-        (path != "spec.managedBy").then(|| {
-            format!(
-                "{file}: integrations[{i}].managedBy: {path} is not spec.managedBy, the one field Kueue's \
-                 MultiKueue adapter for configured kinds reads: a {} runs on the cluster it is submitted to, \
-                 not through MultiKueue",
-                integration.kind
-            )
-        })
+        integration.managed_by.as_ref()?;
+        let why = integration.why_not_through_multikueue()?;
+        Some(format!(
+            "{file}: integrations[{i}].managedBy: {why}: a {} runs on the cluster it is submitted to, not through \
+             MultiKueue",
+            integration.kind
+        ))
     };
     integrations.iter().enumerate().filter_map(elsewhere).collect()
 }

@@ -172,6 +172,7 @@ mod tests {
 
     use super::*;
     use crate::jobframework::authorizer::fake::FakeAuthorizer;
+    use crate::integrations::declarative::config::IntegrationConfig;
     use crate::jobframework::queue_cache::tests::unseen_multikueue_queue;
 
     fn path(hook: Hook, kind: &str) -> String {
@@ -220,13 +221,15 @@ mod tests {
     /// The AdmissionReview the API server sends when `user` writes `object`.
     fn review_by(user: &str, operation: &str, object: Value, old: Option<Value>) -> Value {
         let kind = object["kind"].as_str().unwrap_or_default().to_string();
+        let api_version = object["apiVersion"].as_str().unwrap_or_default();
+        let (group, version) = api_version.rsplit_once('/').unwrap_or(("", api_version));
         json!({
             "apiVersion": "admission.k8s.io/v1",
             "kind": "AdmissionReview",
             "request": {
                 "uid": "0b6c1d2e-0000-0000-0000-000000000001",
-                "kind": {"group": "kueue-ext.dev", "version": "v1alpha1", "kind": kind},
-                "resource": {"group": "kueue-ext.dev", "version": "v1alpha1", "resource": format!("{}s", kind.to_lowercase())},
+                "kind": {"group": group, "version": version, "kind": kind},
+                "resource": {"group": group, "version": version, "resource": format!("{}s", kind.to_lowercase())},
                 "name": "train", "namespace": "default", "operation": operation,
                 "userInfo": {"username": user, "groups": ["system:authenticated"]},
                 "object": object, "oldObject": old, "dryRun": false,
@@ -297,6 +300,48 @@ mod tests {
             why.starts_with("cannot tell whether LocalQueue default/user-queue goes through MultiKueue: cannot read ClusterQueue shared"),
             "{why}"
         );
+    }
+
+    /// The answer to creating `object`, of a kind configured in `samples/third-party/{file}`, in
+    /// queue `default/user-queue`, which goes through MultiKueue.
+    async fn configured_mutation_in_a_multikueue_queue(file: &str, object: Value) -> Value {
+        let path = format!("samples/third-party/{file}");
+        let text = std::fs::read_to_string(&path).unwrap();
+        let integration = IntegrationConfig::parse(&path, &text).unwrap().integrations.remove(0);
+        let gvk = integration.gvk();
+        let mut state = Arc::into_inner(state_with_queues(unseen_multikueue_queue("default", "user-queue", false)))
+            .expect("a fresh state");
+        state.integrations = vec![Arc::new(integration)];
+        let review = review("CREATE", object, None).to_string();
+        let (_, body) = call_with(Arc::new(state), &webhook_path(Hook::Mutate, &gvk), review).await;
+        serde_json::from_slice(&body).unwrap()
+    }
+
+    #[tokio::test]
+    async fn a_configured_kind_multikueue_cannot_dispatch_is_refused_in_a_multikueue_queue() {
+        let pytorch_job = json!({
+            "apiVersion": "kubeflow.org/v1", "kind": "PyTorchJob",
+            "metadata": {"name": "train", "namespace": "default", "labels": {"kueue.x-k8s.io/queue-name": "user-queue"}},
+            "spec": {"pytorchReplicaSpecs": {"Worker": {"replicas": 2, "template": {"spec": {"containers": [{"name": "pytorch", "image": "x"}]}}}}},
+        });
+        let answer = configured_mutation_in_a_multikueue_queue("pytorchjob-integration.yaml", pytorch_job).await;
+        assert_eq!(answer["response"]["allowed"], false);
+        assert_eq!(
+            denial(&answer),
+            "LocalQueue user-queue goes through MultiKueue, which cannot hand a PyTorchJob to a worker: \
+             spec.runPolicy.managedBy is not spec.managedBy, the one field Kueue's MultiKueue adapter for \
+             configured kinds reads; submit it to a queue without a MultiKueue admission check"
+        );
+
+        let batch_job = json!({
+            "apiVersion": "batch/v1", "kind": "Job",
+            "metadata": {"name": "train", "namespace": "default", "labels": {"kueue.x-k8s.io/queue-name": "user-queue"}},
+            "spec": {"template": {"spec": {"containers": [{"name": "c", "image": "x"}], "restartPolicy": "Never"}}},
+        });
+        let answer = configured_mutation_in_a_multikueue_queue("job-integration.yaml", batch_job).await;
+        assert_eq!(answer["response"]["allowed"], true, "{answer}");
+        let patch = patch_of(&answer);
+        assert!(patch.as_array().unwrap().contains(&json!({"op": "add", "path": "/spec/managedBy", "value": "kueue.x-k8s.io/multikueue"})), "{patch}");
     }
 
     #[tokio::test]

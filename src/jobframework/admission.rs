@@ -190,6 +190,15 @@ async fn mutate<K: JobWebhook>(
         // Without queue caches (tests) nothing goes through MultiKueue.
         _ => false,
     };
+    if queue_uses_multikueue && let Some(why) = job.why_not_through_multikueue() {
+        let queue = job.queue_name().unwrap_or_default();
+        let kind = job.api_resource().kind;
+        let why = format!(
+            "LocalQueue {queue} goes through MultiKueue, which cannot hand a {kind} to a worker: {why}; \
+             submit it to a queue without a MultiKueue admission check"
+        );
+        return AdmissionResponse::from(request).deny(why);
+    }
     job.apply_defaults(config, queue_uses_multikueue);
     let patch = json_patch::diff(&before, &job.defaulted(&before));
     match AdmissionResponse::from(request).with_patch(patch) {

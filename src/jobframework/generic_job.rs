@@ -79,6 +79,11 @@ pub trait GenericJob:
     /// Sets `spec.managedBy` (MultiKueue defaulting); kinds without the field ignore it.
     fn set_managed_by(&mut self, _controller: &str) {}
 
+    /// Why MultiKueue cannot hand jobs of this kind to a worker, if it cannot.
+    fn why_not_through_multikueue(&self) -> Option<String> {
+        None
+    }
+
     /// Kueue's `CanDefaultManagedBy`: whether MultiKueue defaulting may set `spec.managedBy`,
     /// i.e. the job has not named a controller other than its kind's own.
     fn can_default_managed_by(&self) -> bool {

@@ -44,6 +44,9 @@ pub struct IntegrationConfig {
     pub integrations: Vec<Integration>,
 }
 
+/// Where Kueue's generic MultiKueue adapter looks for the controller that runs a job.
+const MULTIKUEUE_MANAGED_BY_PATH: &str = "spec.managedBy";
+
 /// One integrated kind.
 #[derive(Clone, Debug, PartialEq, Deserialize, Serialize)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
@@ -224,6 +227,18 @@ impl Integration {
 
     pub fn api_resource(&self) -> ApiResource {
         ApiResource::from_gvk_with_plural(&self.gvk(), &self.resource)
+    }
+
+    /// Why MultiKueue cannot hand this kind to a worker, if it cannot: Kueue's generic adapter
+    /// (v0.19.2) reads the controller's name only at `spec.managedBy`.
+    pub fn why_not_through_multikueue(&self) -> Option<String> {
+        match &self.managed_by {
+            None => Some("it has no managedBy field, which Kueue's MultiKueue adapter for configured kinds needs".into()),
+            Some(path) if path.to_string() != MULTIKUEUE_MANAGED_BY_PATH => Some(format!(
+                "{path} is not {MULTIKUEUE_MANAGED_BY_PATH}, the one field Kueue's MultiKueue adapter for configured kinds reads"
+            )),
+            Some(_) => None,
+        }
     }
 
     /// Every path of the description that names one field (all but a probe's `sum`), with the

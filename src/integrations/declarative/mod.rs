@@ -421,6 +421,10 @@ impl GenericJob for ConfiguredJob {
         self.integration.managed_by.as_ref()?.get(&self.object)?.as_str()
     }
 
+    fn why_not_through_multikueue(&self) -> Option<String> {
+        self.integration.why_not_through_multikueue()
+    }
+
     fn set_managed_by(&mut self, controller: &str) {
         if let Some(path) = self.integration.managed_by.clone() {
             let _ = path.set(&mut self.object, Value::String(controller.into()));
