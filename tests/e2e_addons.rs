@@ -7,7 +7,7 @@ mod common;
 
 use std::time::Duration;
 
-use common::{Sandbox, api, apply_yaml, condition_is, down_leaves_nothing, eventually, text, workloads_owned_by};
+use common::{Sandbox, api, apply_yaml, condition_is, down_leaves_nothing, eventually, pod_sets, text, workload_with};
 use k8s_openapi::api::core::v1::Pod;
 use kube::Client;
 use kube::api::{Api, ListParams};
@@ -26,18 +26,6 @@ async fn submit_jobset(client: &Client) -> Value {
     apply_yaml(client, &std::fs::read_to_string(JOBSET).unwrap()).await.remove(0)
 }
 
-/// The JobSet's one Workload once `condition` is True on it.
-async fn workload_with(client: &Client, uid: &str, condition: &str) -> Value {
-    eventually(&format!("the JobSet's Workload to be {condition}"), Duration::from_secs(120), || async {
-        match workloads_owned_by(client, "default", uid).await?.as_slice() {
-            [wl] if condition_is(wl, condition, "True") => Ok(wl.clone()),
-            [wl] => Err(format!("{:#}", wl["status"])),
-            other => Err(format!("{} workloads", other.len())),
-        }
-    })
-    .await
-}
-
 async fn jobset_completed(client: &Client, name: &str) -> Value {
     eventually(&format!("JobSet {name} to complete"), Duration::from_secs(120), || async {
         let js = jobsets(client).get(name).await.map_err(|e| e.to_string())?;
@@ -45,17 +33,6 @@ async fn jobset_completed(client: &Client, name: &str) -> Value {
         if condition_is(&js, "Completed", "True") { Ok(js) } else { Err(format!("{:#}", js["status"])) }
     })
     .await
-}
-
-/// What Kueue's built-in integration and ours must agree on: each pod set's name, count and
-/// template (Kueue's also carries topology hints, which a sandbox without TAS does not use).
-fn pod_sets(workload: &Value) -> Value {
-    let sets = workload["spec"]["podSets"].as_array().cloned().unwrap_or_default();
-    json!(
-        sets.iter()
-            .map(|s| json!({"name": s["name"], "count": s["count"], "template": s["template"]}))
-            .collect::<Vec<_>>()
-    )
 }
 
 /// Runs the sample JobSet on a single cluster and returns its Workload's pod sets.

@@ -8,7 +8,7 @@ mod common;
 use std::process::Command;
 use std::time::Duration;
 
-use common::{Sandbox, api, apply_yaml, condition_is, eventually, text, workloads_owned_by};
+use common::{Sandbox, api, apply_yaml, condition_is, eventually, pod_sets, text, workload_with, workloads_owned_by};
 use kube::api::{Api, DynamicObject};
 use serde_json::Value;
 
@@ -75,10 +75,25 @@ spec:
     )
 }
 
-/// A PyTorchJob of two Workers that really run and exit 0, run by the training operator under
-/// Kueue's built-in PyTorchJob integration. No Master: it would give each Worker an init container
-/// that looks the Master's Service up by name, and a sandbox's kind cluster has no cluster DNS.
+/// A PyTorchJob of a Master and a Worker that really run and exit 0, run by the training
+/// operator. The Worker's init container waits until the cluster's DNS resolves the Master's
+/// Service (`<name>-master-0`); the Master outlives that wait.
 fn pytorch_job(name: &str) -> String {
+    let replica = |kind: &str, run: &str| {
+        format!(
+            r#"
+    {kind}:
+      replicas: 1
+      restartPolicy: OnFailure
+      template:
+        spec:
+          containers:
+          - name: pytorch
+            image: {BUSYBOX}
+            command: [sh, -c, "{run}"]
+            resources: {{requests: {{cpu: 20m, memory: 32Mi}}}}"#
+        )
+    };
     format!(
         r#"
 apiVersion: kubeflow.org/v1
@@ -88,18 +103,10 @@ metadata:
   namespace: default
   labels: {{kueue.x-k8s.io/queue-name: user-queue}}
 spec:
-  pytorchReplicaSpecs:
-    Worker:
-      replicas: 2
-      restartPolicy: OnFailure
-      template:
-        spec:
-          containers:
-          - name: pytorch
-            image: {BUSYBOX}
-            command: [sh, -c, "echo rank $RANK of $WORLD_SIZE, master $MASTER_ADDR; sleep 2"]
-            resources: {{requests: {{cpu: 100m, memory: 32Mi}}}}
-"#
+  pytorchReplicaSpecs:{}{}
+"#,
+        replica("Master", "echo master of $WORLD_SIZE; sleep 20"),
+        replica("Worker", "echo rank $RANK of $WORLD_SIZE, master $MASTER_ADDR")
     )
 }
 
@@ -322,8 +329,8 @@ async fn a_kind_sandbox_runs_jobs_through_multikueue_and_down_leaves_nothing() {
     let appwrappers = api(&manager, "workload.codeflare.dev/v1beta2", "AppWrapper", "appwrappers", Some("default"));
     wrapper_succeeds_on_worker1(&manager, &appwrappers, &appwrapper("kind-appwrapper")).await;
 
-    // A PyTorchJob: one Workload with Kueue's pod set of its Workers, run on worker1 by the
-    // worker's training operator, its end copied back to the manager's job.
+    // A PyTorchJob: one Workload with Kueue's pod sets of its Master and Worker, run on worker1 by
+    // the worker's training operator, its end copied back to the manager's job.
     let pytorch = apply_yaml(&manager, &pytorch_job("kind-pytorch")).await.remove(0);
     assert_eq!(pytorch["spec"]["runPolicy"]["suspend"], true, "suspended on create: {pytorch:#}");
     let uid = pytorch["metadata"]["uid"].as_str().unwrap().to_string();
@@ -341,7 +348,7 @@ async fn a_kind_sandbox_runs_jobs_through_multikueue_and_down_leaves_nothing() {
         .iter()
         .map(|p| (p["name"].as_str().unwrap(), p["count"].as_i64().unwrap()))
         .collect();
-    assert_eq!(pod_sets, [("worker", 2)], "{workload:#}");
+    assert_eq!(pod_sets, [("master", 1), ("worker", 1)], "{workload:#}");
     let wrapped_pytorch = wrapped_pytorch_job("kind-wrapped-pytorch");
     wrapper_succeeds_on_worker1(&manager, &wrappeds, &wrapped_pytorch).await;
 
@@ -380,6 +387,80 @@ async fn a_kind_sandbox_runs_jobs_through_multikueue_and_down_leaves_nothing() {
     assert!(!sandbox.dir.exists(), "down removes the state dir");
     assert!(sandbox_containers().is_empty(), "containers left: {:?}", sandbox_containers());
     assert_eq!(kind_network_exists(), network_was_there, "the network goes if (and only if) this sandbox made it");
+}
+
+/// Runs [`pytorch_job`] `name` on a single-cluster sandbox: suspended on create, admitted, its
+/// Worker past the DNS wait for its Master, Succeeded, its Workload Finished. Returns the
+/// admitted Workload's pod sets.
+async fn pytorch_job_runs_on_one_cluster(sandbox: &Sandbox, name: &str) -> Value {
+    let client = sandbox.client("manager").await;
+    let created = apply_yaml(&client, &pytorch_job(name)).await.remove(0);
+    assert_eq!(created["spec"]["runPolicy"]["suspend"], true, "suspended on create: {created:#}");
+    let uid = created["metadata"]["uid"].as_str().unwrap().to_string();
+    let admitted = workload_with(&client, &uid, "Admitted").await;
+    let jobs = api(&client, "kubeflow.org/v1", "PyTorchJob", "pytorchjobs", Some("default"));
+    eventually(&format!("PyTorchJob {name} to succeed"), Duration::from_secs(180), || async {
+        let job = serde_json::to_value(jobs.get(name).await.map_err(|e| e.to_string())?).unwrap();
+        if condition_is(&job, "Succeeded", "True") { Ok(()) } else { Err(format!("{:#}", job["status"])) }
+    })
+    .await;
+    // The operator leaves the pods (cleanPodPolicy None): the Worker's init container found the
+    // Master by name, and the Worker ran.
+    let pods = api(&client, "v1", "Pod", "pods", Some("default"));
+    let worker = serde_json::to_value(pods.get(&format!("{name}-worker-0")).await.unwrap()).unwrap();
+    let exit_code = |statuses: &str| worker["status"][statuses][0]["state"]["terminated"]["exitCode"].as_i64();
+    assert_eq!(worker["status"]["initContainerStatuses"][0]["name"], "init-pytorch", "{:#}", worker["status"]);
+    assert_eq!((exit_code("initContainerStatuses"), exit_code("containerStatuses")), (Some(0), Some(0)));
+    workload_with(&client, &uid, "Finished").await;
+    pod_sets(&admitted)
+}
+
+/// A PyTorchJob with a Master on one kind cluster, under Kueue's built-in integration and then
+/// under ours by configuration (`samples/third-party/pytorchjob-integration.yaml`): the same pod
+/// sets, both run with the cluster's DNS, and every command sees the configured kind.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_pytorchjob_by_configuration_gets_kueues_own_pod_sets_on_a_kind_cluster() {
+    let _alone = KIND_CLUSTERS.lock().await;
+    let down = |sandbox: &Sandbox| {
+        let down = sandbox.run("down", &[]);
+        assert!(down.status.success(), "down: {}", text(&down));
+    };
+    let reference = {
+        let sandbox = Sandbox::up_on_kind(&["--workers", "0", "--addons", "kubeflow"]);
+        let components = sandbox.status_json()["clusters"][0]["components"].clone();
+        let ready = |name: &str| components.as_array().unwrap().iter().any(|c| c["name"] == name && c["ready"] == true);
+        assert!(ready("coredns") && ready("kubeflow"), "{components:#}");
+        let pod_sets = pytorch_job_runs_on_one_cluster(&sandbox, "builtin-pytorch").await;
+        down(&sandbox);
+        pod_sets
+    };
+    let names: Vec<&Value> = reference.as_array().unwrap().iter().map(|s| &s["name"]).collect();
+    assert_eq!(names, ["master", "worker"], "Kueue's built-in PyTorchJob integration: {reference:#}");
+
+    let integrations = concat!(env!("CARGO_MANIFEST_DIR"), "/samples/third-party/pytorchjob-integration.yaml");
+    let sandbox = Sandbox::up_on_kind(&["--workers", "0", "--addons", "kubeflow", "--integrations", integrations]);
+    let ours = pytorch_job_runs_on_one_cluster(&sandbox, "configured-pytorch").await;
+    assert_eq!(ours, reference, "our configured PyTorchJob integration describes it as Kueue's own does");
+
+    let watched = sandbox.run("watch", &["--once", "-o", "json"]);
+    let json: Value = serde_json::from_slice(&watched.stdout).unwrap_or_else(|e| panic!("{e}: {}", text(&watched)));
+    let row = json["jobs"].as_array().and_then(|jobs| jobs.iter().find(|j| j["key"]["name"] == "configured-pytorch"));
+    let row = row.unwrap_or_else(|| panic!("configured-pytorch in {json:#}"));
+    assert_eq!(
+        (row["key"]["kind"].as_str(), row["status"].as_str()),
+        (Some("PyTorchJob"), Some("Succeeded")),
+        "{row:#}"
+    );
+    let explained = text(&sandbox.run("explain", &["pytorchjob/configured-pytorch"]));
+    assert!(explained.starts_with("PyTorchJob default/configured-pytorch has finished: Succeeded"), "{explained}");
+    let files = tempfile::tempdir().unwrap();
+    let waited = files.path().join("waited.yaml");
+    std::fs::write(&waited, pytorch_job("waited-pytorch")).unwrap();
+    let submitted = sandbox.run("submit", &[waited.to_str().unwrap(), "--wait", "3m"]);
+    let out = text(&submitted);
+    assert!(submitted.status.success() && out.contains("pytorchjob.kubeflow.org/waited-pytorch succeeded"), "{out}");
+    down(&sandbox);
+    assert!(sandbox_containers().is_empty(), "containers left: {:?}", sandbox_containers());
 }
 
 fn kind_network_exists() -> bool {

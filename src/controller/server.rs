@@ -171,8 +171,8 @@ mod tests {
     use tower::ServiceExt;
 
     use super::*;
-    use crate::jobframework::authorizer::fake::FakeAuthorizer;
     use crate::integrations::declarative::config::IntegrationConfig;
+    use crate::jobframework::authorizer::fake::FakeAuthorizer;
     use crate::jobframework::queue_cache::tests::unseen_multikueue_queue;
 
     fn path(hook: Hook, kind: &str) -> String {
@@ -341,7 +341,13 @@ mod tests {
         let answer = configured_mutation_in_a_multikueue_queue("job-integration.yaml", batch_job).await;
         assert_eq!(answer["response"]["allowed"], true, "{answer}");
         let patch = patch_of(&answer);
-        assert!(patch.as_array().unwrap().contains(&json!({"op": "add", "path": "/spec/managedBy", "value": "kueue.x-k8s.io/multikueue"})), "{patch}");
+        assert!(
+            patch
+                .as_array()
+                .unwrap()
+                .contains(&json!({"op": "add", "path": "/spec/managedBy", "value": "kueue.x-k8s.io/multikueue"})),
+            "{patch}"
+        );
     }
 
     #[tokio::test]

@@ -106,8 +106,11 @@ pub fn equivalent<J: GenericJob>(job: &J, workload: &Workload) -> bool {
 /// The template as the API server stores it in a Workload, defaulted by the Workload CRD's schema
 /// (Kueue v0.19.2 `kueue.x-k8s.io_workloads.yaml`, `podSets[].template`): equivalence compares a
 /// job's templates with the stored ones field by field, so both must carry the same defaults.
-/// The schema's other defaults are empty reference names, which k8s-openapi always has.
+/// The schema's other defaults are empty reference names, which k8s-openapi always has. Its
+/// metadata is written even when empty, as Kueue's Go structs write it, so that our pod sets
+/// read exactly as Kueue's own integration of the same kind would have them.
 pub fn with_schema_defaults(mut template: PodTemplateSpec) -> PodTemplateSpec {
+    template.metadata.get_or_insert_with(Default::default);
     let Some(spec) = template.spec.as_mut() else { return template };
     for c in spec.containers.iter_mut().chain(spec.init_containers.iter_mut().flatten()) {
         default_container(
@@ -213,10 +216,19 @@ mod tests {
 
     #[test]
     fn schema_defaults_keep_values_that_are_set() {
-        let template: PodTemplateSpec = serde_json::from_value(json!({"spec": {"containers": [
-            {"name": "c", "ports": [{"containerPort": 53, "protocol": "UDP"}]},
-        ]}}))
-        .unwrap();
+        let template: PodTemplateSpec =
+            serde_json::from_value(json!({"metadata": {"labels": {"app": "a"}}, "spec": {"containers": [
+                {"name": "c", "ports": [{"containerPort": 53, "protocol": "UDP"}]},
+            ]}}))
+            .unwrap();
         assert_eq!(with_schema_defaults(template.clone()), template);
+    }
+
+    #[test]
+    fn a_template_without_metadata_reads_as_kueues_with_empty_metadata() {
+        let template: PodTemplateSpec =
+            serde_json::from_value(json!({"spec": {"containers": [{"name": "c"}]}})).unwrap();
+        let stored = serde_json::to_value(with_schema_defaults(template)).unwrap();
+        assert_eq!(stored, json!({"metadata": {}, "spec": {"containers": [{"name": "c"}]}}));
     }
 }

@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 
 use kube::Client;
 use kube::api::{Api, ApiResource, DynamicObject};
-use serde_json::Value;
+use serde_json::{Value, json};
 
 pub const BIN: &str = env!("CARGO_BIN_EXE_kubectl-kueue_ext");
 
@@ -266,6 +266,30 @@ pub async fn workloads_owned_by(client: &Client, namespace: &str, uid: &str) -> 
         .filter(|w| w.metadata.owner_references.iter().flatten().any(|o| o.uid == uid))
         .map(|w| serde_json::to_value(w).expect("object serializes"))
         .collect())
+}
+
+/// The one Workload of the job `uid` in `default`, once `condition` is True on it.
+pub async fn workload_with(client: &Client, uid: &str, condition: &str) -> Value {
+    eventually(&format!("the job's Workload to be {condition}"), Duration::from_secs(180), || async {
+        match workloads_owned_by(client, "default", uid).await?.as_slice() {
+            [wl] if condition_is(wl, condition, "True") => Ok(wl.clone()),
+            [wl] => Err(format!("{:#}", wl["status"])),
+            other => Err(format!("{} workloads", other.len())),
+        }
+    })
+    .await
+}
+
+/// What Kueue's built-in integration of a kind and ours by configuration must agree on: each pod
+/// set's name, count and template (Kueue's also carries topology hints, which a sandbox without
+/// TAS does not use).
+pub fn pod_sets(workload: &Value) -> Value {
+    let sets = workload["spec"]["podSets"].as_array().cloned().unwrap_or_default();
+    json!(
+        sets.iter()
+            .map(|s| json!({"name": s["name"], "count": s["count"], "template": s["template"]}))
+            .collect::<Vec<_>>()
+    )
 }
 
 /// Applies a YAML stream of objects with server-side apply.

@@ -233,7 +233,9 @@ impl Integration {
     /// (v0.19.2) reads the controller's name only at `spec.managedBy`.
     pub fn why_not_through_multikueue(&self) -> Option<String> {
         match &self.managed_by {
-            None => Some("it has no managedBy field, which Kueue's MultiKueue adapter for configured kinds needs".into()),
+            None => {
+                Some("it has no managedBy field, which Kueue's MultiKueue adapter for configured kinds needs".into())
+            }
             Some(path) if path.to_string() != MULTIKUEUE_MANAGED_BY_PATH => Some(format!(
                 "{path} is not {MULTIKUEUE_MANAGED_BY_PATH}, the one field Kueue's MultiKueue adapter for configured kinds reads"
             )),

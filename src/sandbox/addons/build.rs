@@ -6,7 +6,7 @@
 //! directory (`config/` or `manifests/`: its components and its release kustomization over them),
 //! `build.log`, and `ready`, written last.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use tokio::process::Command;
 
@@ -78,7 +78,7 @@ async fn ensure_one(toolchain: &Toolchain, addon: Addon, progress: &Progress) ->
             (toolchain::module_dir(&toolchain.src_dir(), spec.module, &log).await?, toolchain.src_dir())
         }
         GoBuild::OwnModule => {
-            let module = downloaded_module(spec.module, spec.version, &root, &log).await?;
+            let module = toolchain::downloaded_module(spec.module, spec.version, &root, &log).await?;
             (module.clone(), module)
         }
     };
@@ -113,30 +113,6 @@ async fn ensure_one(toolchain: &Toolchain, addon: Addon, progress: &Progress) ->
 /// A main package's program name, as `go build` names it: the last element of its path.
 pub fn program_name(package: &str) -> &str {
     package.rsplit('/').next().unwrap_or(package)
-}
-
-/// The directory of `module` at `version` in the Go module cache, downloaded (and checked
-/// against the checksum database) if it is not there yet.
-async fn downloaded_module(module: &str, version: &str, dir: &Path, log: &Path) -> Result<PathBuf, ToolchainError> {
-    let output = Command::new("go")
-        .current_dir(dir)
-        .args(["mod", "download", "-json", &format!("{module}@{version}")])
-        .output()
-        .await
-        .map_err(|e| ToolchainError::GoMissing(e.to_string()))?;
-    let answer: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap_or_default();
-    match answer["Dir"].as_str() {
-        Some(found) if output.status.success() => Ok(PathBuf::from(found)),
-        _ => Err(ToolchainError::BuildFailed {
-            step: format!("go mod download {module}@{version}"),
-            log: log.to_path_buf(),
-            tail: format!(
-                "{}{}",
-                answer["Error"].as_str().unwrap_or_default(),
-                String::from_utf8_lossy(&output.stderr)
-            ),
-        }),
-    }
 }
 
 fn ldflags(addon: Addon) -> String {

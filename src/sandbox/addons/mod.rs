@@ -61,9 +61,19 @@ pub struct AddonSpec {
     pub deployment: &'static str,
     /// Why it cannot run as a local process, if it cannot.
     pub not_a_local_process: Option<&'static str>,
-    /// The flag naming the image of the init containers it adds to job pods, if it adds any:
-    /// on kind, where nothing is pulled, it names the sandbox's own image for job pods.
-    pub init_container_image_flag: Option<&'static str>,
+    /// How it makes the init containers it adds to job pods, if it adds any.
+    pub init_containers: Option<InitContainers>,
+}
+
+/// The init containers an add-on adds to job pods, as a kind sandbox (where nothing is pulled)
+/// has them made.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct InitContainers {
+    /// The flag naming their image, which is set to the sandbox's image for job pods.
+    pub image_flag: &'static str,
+    /// The flag naming the file of their template, and the template written there, where the
+    /// add-on's own would not work with that image.
+    pub template: Option<(&'static str, &'static str)>,
 }
 
 /// The programs an add-on's build makes, and how its image lays them out.
@@ -170,7 +180,7 @@ const JOBSET: AddonSpec = AddonSpec {
     kueue_framework: Some("jobset.x-k8s.io/jobset"),
     deployment: "jobset-controller-manager",
     not_a_local_process: None,
-    init_container_image_flag: None,
+    init_containers: None,
 };
 
 const APPWRAPPER: AddonSpec = AddonSpec {
@@ -195,7 +205,7 @@ const APPWRAPPER: AddonSpec = AddonSpec {
         "its webhook server listens on port 9443 of every interface (fixed in its main.go), which a second \
          cluster's would collide with and a sandbox keeps to 127.0.0.1: run it on kind (--runtime kind)",
     ),
-    init_container_image_flag: None,
+    init_containers: None,
 };
 
 const KUBEFLOW: AddonSpec = AddonSpec {
@@ -215,7 +225,10 @@ const KUBEFLOW: AddonSpec = AddonSpec {
         "its webhook server listens on every interface (only its port is a flag), which a sandbox keeps to \
          127.0.0.1: run it on kind (--runtime kind)",
     ),
-    init_container_image_flag: Some("--pytorch-init-container-image"),
+    init_containers: Some(InitContainers {
+        image_flag: "--pytorch-init-container-image",
+        template: Some(("--pytorch-init-container-template-file", include_str!("pytorch_init_container.yaml"))),
+    }),
 };
 
 const TEKTON: AddonSpec = AddonSpec {
@@ -245,7 +258,7 @@ const TEKTON: AddonSpec = AddonSpec {
         "its servers (probes, metrics, profiling, webhook) listen on every interface, which a sandbox \
          keeps to 127.0.0.1: run it on kind (--runtime kind)",
     ),
-    init_container_image_flag: Some("-shell-image"),
+    init_containers: Some(InitContainers { image_flag: "-shell-image", template: None }),
 };
 
 #[derive(Debug, thiserror::Error)]

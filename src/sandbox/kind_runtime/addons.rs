@@ -69,8 +69,13 @@ pub async fn prepare(
         local_images::release::resolve_ko(&mut docs, &image);
     }
     requests::ask_for_little_cpu(&mut docs);
-    if let Some(flag) = spec.init_container_image_flag {
-        add_argument(&mut docs, spec.deployment, &format!("{flag}={}", recipes::BUSYBOX));
+    if let Some(init) = spec.init_containers {
+        add_argument(&mut docs, spec.deployment, &format!("{}={}", init.image_flag, recipes::BUSYBOX));
+        if let Some((flag, template)) = init.template {
+            let namespace = spec.kustomization.namespace;
+            let file = mount_file(&mut docs, (namespace, spec.deployment), INIT_CONTAINER_TEMPLATE, template);
+            add_argument(&mut docs, spec.deployment, &format!("{flag}={file}"));
+        }
     }
     Ok(KindAddon { built: built.clone(), image, archive, docs })
 }
@@ -91,6 +96,37 @@ fn add_argument(docs: &mut [Value], name: &str, argument: &str) {
             }
         }
     }
+}
+
+/// Where an add-on finds the init container template the sandbox gives it.
+const INIT_CONTAINER_TEMPLATE: &str = "/etc/kueue-ext/init-container.yaml";
+
+/// Adds a ConfigMap holding `text` beside the Deployment `name` in `namespace`, and mounts it so
+/// that its containers read `text` at `path`; returns `path`.
+fn mount_file<'a>(docs: &mut Vec<Value>, (namespace, name): (&str, &str), path: &'a str, text: &str) -> &'a str {
+    let (dir, file) = path.rsplit_once('/').expect("an absolute path");
+    let config_map = format!("{name}-kueue-ext-files");
+    docs.push(json!({
+        "apiVersion": "v1", "kind": "ConfigMap",
+        "metadata": {"name": config_map, "namespace": namespace},
+        "data": {(file): text},
+    }));
+    for deployment in docs.iter_mut().filter(|d| d["kind"] == "Deployment" && d["metadata"]["name"] == name) {
+        let pod = &mut deployment["spec"]["template"]["spec"];
+        let volume = json!({"name": "kueue-ext-files", "configMap": {"name": config_map}});
+        match pod["volumes"].as_array_mut() {
+            Some(volumes) => volumes.push(volume),
+            None => pod["volumes"] = json!([volume]),
+        }
+        for container in pod["containers"].as_array_mut().into_iter().flatten() {
+            let mount = json!({"name": "kueue-ext-files", "mountPath": dir, "readOnly": true});
+            match container["volumeMounts"].as_array_mut() {
+                Some(mounts) => mounts.push(mount),
+                None => container["volumeMounts"] = json!([mount]),
+            }
+        }
+    }
+    path
 }
 
 impl KindAddon {
@@ -140,6 +176,49 @@ mod tests {
         assert_eq!(containers[0]["args"], json!(["--init-image=x"]));
         assert_eq!(containers[1]["args"], json!(["--secure", "--init-image=x"]));
         assert_eq!(docs[1]["spec"]["template"]["spec"]["containers"][0], json!({"name": "webhook"}), "its flag only");
+    }
+
+    #[test]
+    fn a_file_is_mounted_into_the_add_on_s_own_deployment_from_a_config_map() {
+        let mut docs = vec![
+            json!({"kind": "Deployment", "metadata": {"name": "operator"}, "spec": {"template": {"spec": {
+                "volumes": [{"name": "certs", "secret": {"secretName": "c"}}],
+                "containers": [{"name": "manager"}]}}}}),
+            json!({"kind": "Deployment", "metadata": {"name": "other"}, "spec": {"template": {"spec": {"containers": [
+                {"name": "other"}]}}}}),
+        ];
+        let path = mount_file(&mut docs, ("ops", "operator"), "/etc/kueue-ext/init.yaml", "- name: init\n");
+        assert_eq!(path, "/etc/kueue-ext/init.yaml");
+        assert_eq!(docs[2]["metadata"], json!({"name": "operator-kueue-ext-files", "namespace": "ops"}));
+        assert_eq!(docs[2]["data"]["init.yaml"], "- name: init\n");
+        let pod = &docs[0]["spec"]["template"]["spec"];
+        assert_eq!(
+            pod["volumes"][1],
+            json!({"name": "kueue-ext-files", "configMap": {"name": "operator-kueue-ext-files"}})
+        );
+        assert_eq!(pod["containers"][0]["volumeMounts"][0]["mountPath"], "/etc/kueue-ext");
+        assert!(docs[1]["spec"]["template"]["spec"]["volumes"].is_null(), "its Deployment only");
+    }
+
+    #[test]
+    fn the_pytorch_init_container_waits_for_the_master_by_its_name_in_the_namespace() {
+        let Some((flag, template)) =
+            sandbox_addons::Addon::Kubeflow.spec().init_containers.and_then(|init| init.template)
+        else {
+            panic!("the kubeflow add-on has an init container template");
+        };
+        assert_eq!(flag, "--pytorch-init-container-template-file");
+        let rendered = template
+            .replace("{{.MasterAddr}}", "train-master-0")
+            .replace("{{.InitContainerImage}}", "busybox")
+            .replace("{{.MaxTries}}", "100");
+        assert!(!rendered.contains("{{"), "every field it uses is one the operator fills: {rendered}");
+        let containers: Vec<Value> = serde_saphyr::from_str(&rendered).unwrap();
+        let [init] = containers.as_slice() else { panic!("one container: {containers:?}") };
+        assert_eq!((init["name"].as_str(), init["image"].as_str()), (Some("init-pytorch"), Some("busybox")));
+        let script = init["command"][2].as_str().unwrap();
+        assert!(script.contains("nslookup train-master-0.$NAMESPACE.svc.cluster.local && exit 0"), "{script}");
+        assert_eq!(init["env"][0]["valueFrom"]["fieldRef"]["fieldPath"], "metadata.namespace");
     }
 
     #[test]

@@ -3,6 +3,7 @@
 use serde_json::{Value, json};
 
 use super::local_images::recipes;
+use super::versions::COREDNS;
 use crate::sandbox::runtime::ClusterPlan;
 
 /// Name of the kind cluster behind a sandbox cluster: `kueue-ext-manager`, `kueue-ext-worker1`;
@@ -12,16 +13,16 @@ pub fn cluster_name(cluster: &str) -> String {
 }
 
 /// The API server as another cluster's pods reach it: the control plane node's address on
-/// kind's Docker network, which kubeadm puts in the serving certificate. (Pods of a sandbox
-/// built from local images have no cluster DNS to resolve the node's name.)
+/// kind's Docker network, which kubeadm puts in the serving certificate. (Only Docker's DNS knows
+/// the node's name, and a pod's DNS is the cluster's.)
 pub fn internal_server(node_address: &str) -> String {
     format!("https://{node_address}:6443")
 }
 
 /// The config for one cluster: one node, which kind leaves schedulable, runs Kueue, the
 /// controller and the jobs (a node per cluster is what two cores carry for three clusters).
-/// On the locally built node image kubeadm takes its images from [`recipes::REGISTRY`], skips
-/// CoreDNS (there is no DNS image), and kubelet runs on cgroup v1 hosts too and syncs pods
+/// On the locally built node image kubeadm takes its images from [`recipes::REGISTRY`] (CoreDNS
+/// at the tag built here), and kubelet runs on cgroup v1 hosts too and syncs pods
 /// every 10 s (Kueue waits for its webhook certificate Secret to reach its volume, which kubelet
 /// refreshes at that pace: a minute by default); the node image brings its own bridge network
 /// instead of kind's.
@@ -48,11 +49,12 @@ pub fn kind_config(api_port: Option<u16>, local_images: bool) -> String {
         config["networking"]["disableDefaultCNI"] = json!(true);
         config["kubeadmConfigPatches"] = json!([
             format!(
-                "kind: ClusterConfiguration\nimageRepository: {}\netcd:\n  local:\n    imageTag: \"{}\"\n",
+                "kind: ClusterConfiguration\nimageRepository: {}\netcd:\n  local:\n    imageTag: \"{}\"\n\
+                 dns:\n  imageTag: \"{COREDNS}\"\n",
                 recipes::REGISTRY,
                 recipes::etcd_tag()
             ),
-            "kind: InitConfiguration\nskipPhases: [preflight, addon/coredns]\n",
+            "kind: InitConfiguration\nskipPhases: [preflight]\n",
             "kind: KubeletConfiguration\nfailCgroupV1: false\nsyncFrequency: 10s\n",
         ]);
     }
@@ -91,7 +93,8 @@ mod tests {
             .collect();
         assert_eq!(patches[0]["imageRepository"], "kueue-ext.local");
         assert_eq!(patches[0]["etcd"]["local"]["imageTag"], recipes::etcd_tag());
-        assert_eq!(patches[1]["skipPhases"], json!(["preflight", "addon/coredns"]));
+        assert_eq!(patches[0]["dns"]["imageTag"], COREDNS, "the CoreDNS image the node carries");
+        assert_eq!(patches[1]["skipPhases"], json!(["preflight"]), "CoreDNS is deployed");
         assert_eq!(patches[2]["failCgroupV1"], false);
         assert_eq!(patches[2]["syncFrequency"], "10s");
     }

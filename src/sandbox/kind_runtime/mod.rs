@@ -6,6 +6,7 @@ mod addons;
 mod cli;
 mod config;
 mod controller;
+mod dns;
 mod docker;
 mod download;
 pub(super) mod error;
@@ -367,6 +368,12 @@ impl<K: Kind, D: Docker> ClusterRuntime for KindRuntime<K, D> {
             .await
             .map_err(|e| SandboxError::step(name, "installing kueue-ext", e))?;
         step.done();
+
+        let step = progress.step(format!("cluster {name}: cluster DNS"));
+        dns::ready(&client, prepared.local_images)
+            .await
+            .map_err(|e| SandboxError::step(name, "starting CoreDNS", e))?;
+        step.done();
         Ok(StartedCluster {
             name: name.to_string(),
             role: plan.role,
@@ -422,6 +429,7 @@ impl<K: Kind, D: Docker> ClusterRuntime for KindRuntime<K, D> {
         }
         let client = self.admin_client(state, cluster).await;
         let kubectl = format!("kubectl --kubeconfig {} --context {}", state.kubeconfig.display(), cluster.context);
+        out.push(deployment_status(&client, "coredns", dns::DEPLOYMENT_REF, &kubectl).await);
         out.push(deployment_status(&client, "kueue", (KUEUE_NAMESPACE, "kueue-controller-manager"), &kubectl).await);
         let ours = (crate::manifests::NAMESPACE, crate::manifests::DEPLOYMENT);
         out.push(deployment_status(&client, "kueue-ext-controller", ours, &kubectl).await);

@@ -504,13 +504,22 @@ async fn status_checks_node_containers_and_in_cluster_deployments() {
     let runtime = KindRuntime::recorded(FakeKind::new("v0.32.0"), FakeDocker::answering());
     let components = runtime.components(&state, &cluster).await;
     let summary: Vec<(&str, bool)> = components.iter().map(|c| (c.name.as_str(), c.ready)).collect();
-    assert_eq!(summary, [("kueue-ext-manager-control-plane", true), ("kueue", false), ("kueue-ext-controller", false)]);
+    assert_eq!(
+        summary,
+        [
+            ("kueue-ext-manager-control-plane", true),
+            ("coredns", false),
+            ("kueue", false),
+            ("kueue-ext-controller", false)
+        ]
+    );
     assert_eq!(components[0].log, "docker logs kueue-ext-manager-control-plane");
-    assert!(components[1].reason.as_deref().unwrap_or_default().contains("unreachable"));
+    assert!(components[1].log.ends_with("-n kube-system logs deploy/coredns"), "{}", components[1].log);
+    assert!(components[2].reason.as_deref().unwrap_or_default().contains("unreachable"));
     assert!(
-        components[2].log.ends_with("-n kueue-ext-system logs deploy/kueue-ext-controller"),
+        components[3].log.ends_with("-n kueue-ext-system logs deploy/kueue-ext-controller"),
         "{}",
-        components[2].log
+        components[3].log
     );
     assert!(components.iter().all(|c| c.pid.is_none()));
 }

@@ -5,6 +5,9 @@ pub const KIND: &str = "v0.32.0";
 /// The node image kind v0.32.0 defaults to: Kubernetes 1.36, the line the toolchain builds.
 pub const NODE_IMAGE: &str =
     "kindest/node:v1.36.1@sha256:3489c7674813ba5d8b1a9977baea8a6e553784dab7b84759d1014dbd78f7ebd5";
+/// The CoreDNS release kubeadm v1.36 deploys (its `CoreDNSVersion`), built from its module for
+/// the locally built node image and named to kubeadm as `dns.imageTag`.
+pub const COREDNS: &str = "v1.14.2";
 /// Kueue's release manifests, the same Kueue release the process runtime builds.
 pub const KUEUE_MANIFESTS_URL: &str =
     "https://github.com/kubernetes-sigs/kueue/releases/download/v0.19.2/manifests.yaml";

@@ -202,6 +202,30 @@ pub async fn module_dir(src: &Path, module: &str, log: &Path) -> Result<PathBuf,
     })
 }
 
+/// The directory of `module` at `version` in the Go module cache, downloaded (and checked
+/// against the checksum database) if it is not there yet.
+pub async fn downloaded_module(module: &str, version: &str, dir: &Path, log: &Path) -> Result<PathBuf, ToolchainError> {
+    let output = Command::new("go")
+        .current_dir(dir)
+        .args(["mod", "download", "-json", &format!("{module}@{version}")])
+        .output()
+        .await
+        .map_err(|e| ToolchainError::GoMissing(e.to_string()))?;
+    let answer: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap_or_default();
+    match answer["Dir"].as_str() {
+        Some(found) if output.status.success() => Ok(PathBuf::from(found)),
+        _ => Err(ToolchainError::BuildFailed {
+            step: format!("go mod download {module}@{version}"),
+            log: log.to_path_buf(),
+            tail: format!(
+                "{}{}",
+                answer["Error"].as_str().unwrap_or_default(),
+                String::from_utf8_lossy(&output.stderr)
+            ),
+        }),
+    }
+}
+
 /// Copies regular files (module cache files are read-only; the copies are made writable).
 pub fn copy_tree(from: &Path, to: &Path) -> Result<(), ToolchainError> {
     std::fs::create_dir_all(to).map_err(io_err(to))?;

@@ -17,8 +17,8 @@ use serde::{Deserialize, Serialize};
 use crate::sandbox::progress::Progress;
 
 pub use build::{
-    BUILD_TAGS, check_module_version, copy_tree, go_version, ldflags, lock, log_tail, module_dir, remove_any,
-    run_logged,
+    BUILD_TAGS, check_module_version, copy_tree, downloaded_module, go_version, ldflags, lock, log_tail, module_dir,
+    remove_any, run_logged,
 };
 
 /// Errors of finding or building the toolchain; each says what to do next.

@@ -1,13 +1,14 @@
 //! The node's Go binaries: kubelet, kubeadm, kube-proxy and kubectl as one multi-call binary and
 //! the pod sandbox's pause, built from the toolchain's wrapper module (same pins, same Go build
-//! cache); and the kind CLI from its own pinned module, so nobody needs kind on PATH.
+//! cache); CoreDNS from its own module, for the cluster's DNS; and the kind CLI from its own
+//! pinned module, so nobody needs kind on PATH.
 
 use std::path::{Path, PathBuf};
 
 use tokio::process::Command;
 
 use super::{LocalImageError, run_logged};
-use crate::sandbox::kind_runtime::versions::KIND;
+use crate::sandbox::kind_runtime::versions::{COREDNS, KIND};
 use crate::sandbox::progress::Progress;
 use crate::sandbox::toolchain::sources::FILES;
 use crate::sandbox::toolchain::{self, ldflags};
@@ -61,4 +62,20 @@ pub async fn build(src: &Path, bin: &Path, log: &Path) -> Result<(), LocalImageE
         run_logged(go, &format!("go build {package}"), log).await?;
     }
     Ok(())
+}
+
+const COREDNS_MODULE: &str = "github.com/coredns/coredns";
+
+/// Builds CoreDNS into `bin` from its module at [`COREDNS`], as released (its module holds the
+/// generated plugin list, so nothing is generated here).
+pub async fn build_coredns(bin: &Path, log: &Path) -> Result<(), LocalImageError> {
+    let dir = log.parent().unwrap_or(Path::new("."));
+    let module = toolchain::downloaded_module(COREDNS_MODULE, COREDNS, dir, log).await?;
+    let mut go = Command::new("go");
+    go.current_dir(&module)
+        .env("CGO_ENABLED", "0")
+        .args(["build", "-mod=readonly", "-trimpath", "-ldflags", "-s -w", "-o"])
+        .arg(bin.join("coredns"))
+        .arg(".");
+    run_logged(go, &format!("go build {COREDNS_MODULE}@{COREDNS}"), log).await
 }

@@ -22,7 +22,7 @@ use tokio::process::Command;
 
 use super::docker::Docker;
 use super::error::KindError;
-use super::versions::KIND;
+use super::versions::{COREDNS, KIND};
 use crate::sandbox::progress::Progress;
 use crate::sandbox::toolchain;
 use crate::sandbox::toolchain::versions::{ETCD, KUBERNETES, KUEUE};
@@ -43,13 +43,18 @@ pub fn cache_key(go: &str) -> String {
         rootfs::PACKAGES.to_vec(),
     ];
     let digest = super::sha256_hex(inputs.concat().join("\0").as_bytes());
-    format!("kind-{KIND}_k8s-{KUBERNETES}_kueue-{KUEUE}_etcd-{ETCD}_debian-{}_{go}_{}", rootfs::SUITE, &digest[..12])
+    format!(
+        "kind-{KIND}_k8s-{KUBERNETES}_kueue-{KUEUE}_etcd-{ETCD}_coredns-{COREDNS}_debian-{}_{go}_{}",
+        rootfs::SUITE,
+        &digest[..12]
+    )
 }
 
-/// The node image's name for an entry: its Kubernetes version and the entry's digest.
+/// The node image's name for an entry: its Kubernetes version and a digest of the whole key, as
+/// every pin there is in the image.
 fn node_image(key: &str) -> String {
-    let digest = key.rsplit('_').next().unwrap_or_default();
-    format!("{}/kind-node:{KUBERNETES}-{digest}", recipes::REGISTRY)
+    let digest = super::sha256_hex(key.as_bytes());
+    format!("{}/kind-node:{KUBERNETES}-{}", recipes::REGISTRY, &digest[..12])
 }
 
 /// Where a complete entry's files are.
@@ -121,13 +126,18 @@ async fn build(
     go::build(&entry.root.join("src"), &bin, &log).await?;
     step.done();
 
+    let step = progress.step(format!("go build CoreDNS {COREDNS}"));
+    go::build_coredns(&bin, &log).await?;
+    step.done();
+
     let step = progress.step("rendering Kueue's manifests from its module");
     release::render(toolchain, &entry.kueue_manifests(), &log).await?;
     step.done();
 
     let digest = key.rsplit('_').next().unwrap_or_default();
     let rootfs_image = format!("{}/kind-rootfs:{digest}", recipes::REGISTRY);
-    if !docker.has_image(&rootfs_image).await? {
+    // The root filesystem also gives the job pods' busybox, which a new entry does not have yet.
+    if !docker.has_image(&rootfs_image).await? || !bin.join("busybox").exists() {
         let step = progress.step(format!("Debian {} root filesystem (debootstrap)", rootfs::SUITE));
         let archive = entry.root.join("rootfs.tar");
         rootfs::build(&entry.root.join("rootfs"), &archive, &bin.join("busybox"), &log).await?;
@@ -136,7 +146,7 @@ async fn build(
         step.done();
     }
 
-    let step = progress.step("control plane, etcd, pause, kube-proxy, Kueue and busybox images");
+    let step = progress.step("control plane, etcd, pause, kube-proxy, CoreDNS, Kueue and busybox images");
     let [apiserver, rest @ ..] = recipes::control_plane_images();
     build_one(docker, &apiserver, &recipes::control_plane(&toolchain.bin("kube")), &entry.root).await?;
     for name in rest {
@@ -146,6 +156,7 @@ async fn build(
     build_one(docker, recipes::PAUSE, &recipes::pause(&bin.join("pause")), &entry.root).await?;
     let kube_proxy = recipes::kube_proxy(&rootfs_image, &bin.join("kueue-ext-node"));
     build_one(docker, &recipes::kube_proxy_image(), &kube_proxy, &entry.root).await?;
+    build_one(docker, &recipes::coredns_image(), &recipes::coredns(&bin.join("coredns")), &entry.root).await?;
     build_one(docker, &recipes::kueue_image(), &recipes::manager(&toolchain.bin("kueue")), &entry.root).await?;
     build_one(docker, recipes::BUSYBOX, &recipes::busybox(&bin.join("busybox")), &entry.root).await?;
     step.done();
@@ -212,10 +223,11 @@ mod tests {
     #[test]
     fn the_key_names_every_pin_and_changes_with_go() {
         let key = cache_key("go1.26.8");
-        for pin in [KIND, KUBERNETES, KUEUE, ETCD, rootfs::SUITE, "go1.26.8"] {
+        for pin in [KIND, KUBERNETES, KUEUE, ETCD, COREDNS, rootfs::SUITE, "go1.26.8"] {
             assert!(key.contains(pin), "{pin} in {key}");
         }
         assert_ne!(key, cache_key("go1.26.9"));
+        assert_ne!(node_image(&key), node_image(&cache_key("go1.26.9")), "the image is named by every pin");
         assert!(node_image(&key).starts_with(&format!("kueue-ext.local/kind-node:{KUBERNETES}-")));
     }
 

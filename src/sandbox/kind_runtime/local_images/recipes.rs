@@ -4,6 +4,7 @@
 use std::path::{Path, PathBuf};
 
 use super::context::Context;
+use crate::sandbox::kind_runtime::versions::COREDNS;
 use crate::sandbox::toolchain::versions::{ETCD, KUBERNETES, KUEUE};
 
 /// The registry name of every locally built image: it resolves nowhere, so a node never
@@ -93,6 +94,17 @@ pub fn addon(programs: &AddonPrograms) -> Context {
     }
 }
 
+/// CoreDNS as kubeadm names it under our registry (`<imageRepository>/coredns:<dns.imageTag>`).
+pub fn coredns_image() -> String {
+    format!("{REGISTRY}/coredns:{COREDNS}")
+}
+
+/// CoreDNS runs as root: kubeadm's pod drops every capability but binding port 53, which the
+/// node's containerd does not grant an unprivileged user.
+pub fn coredns(coredns: &Path) -> Context {
+    Context::new("FROM scratch\nCOPY coredns /coredns\nENTRYPOINT [\"/coredns\"]\n").disk("coredns", 0o755, coredns)
+}
+
 pub fn busybox(busybox: &Path) -> Context {
     let mut context = Context::new("FROM scratch\nCOPY bin/ /bin/\nENV PATH=/bin\nCMD [\"sh\"]\n").disk(
         "bin/busybox",
@@ -108,7 +120,14 @@ pub fn busybox(busybox: &Path) -> Context {
 /// Every image the node image carries into its containerd.
 pub fn preloaded_images() -> Vec<String> {
     let mut images = control_plane_images().to_vec();
-    images.extend([etcd_image(), PAUSE.to_string(), kube_proxy_image(), kueue_image(), BUSYBOX.to_string()]);
+    images.extend([
+        etcd_image(),
+        PAUSE.to_string(),
+        kube_proxy_image(),
+        coredns_image(),
+        kueue_image(),
+        BUSYBOX.to_string(),
+    ]);
     images
 }
 
@@ -168,6 +187,7 @@ mod tests {
         assert!(images.contains(&format!("kueue-ext.local/etcd:{}", etcd_tag())));
         assert!(images.contains(&PAUSE.to_string()) && images.contains(&BUSYBOX.to_string()));
         assert!(images.contains(&kueue_image()));
+        assert!(images.contains(&format!("kueue-ext.local/coredns:{COREDNS}")));
         assert!(include_str!("../node_image/containerd.toml").contains(&format!("sandbox_image = \"{PAUSE}\"")));
     }
 
