@@ -234,13 +234,18 @@ fn sandbox_containers() -> Vec<String> {
 /// is Finished, having run on worker1.
 async fn wrapper_succeeds_on_worker1(manager: &kube::Client, wrappers: &Api<DynamicObject>, yaml: &str) {
     let wrapper = apply_yaml(manager, yaml).await.remove(0);
-    let (name, kind) = (wrapper["metadata"]["name"].as_str().unwrap(), wrapper["kind"].as_str().unwrap());
-    eventually(&format!("the manager's {kind} to report Succeeded"), Duration::from_secs(180), || async {
+    wrapper_succeeded_on_worker1(manager, wrappers, wrapper["metadata"]["name"].as_str().unwrap()).await;
+}
+
+/// Waits until the wrapper `name` on the manager reports Succeeded and its Workload is Finished,
+/// having run on worker1.
+async fn wrapper_succeeded_on_worker1(manager: &kube::Client, wrappers: &Api<DynamicObject>, name: &str) {
+    let found = eventually(&format!("the manager's {name} to report Succeeded"), Duration::from_secs(180), || async {
         let found = serde_json::to_value(wrappers.get(name).await.map_err(|e| e.to_string())?).unwrap();
-        if found["status"]["phase"] == "Succeeded" { Ok(()) } else { Err(format!("{:#}", found["status"])) }
+        if found["status"]["phase"] == "Succeeded" { Ok(found) } else { Err(format!("{:#}", found["status"])) }
     })
     .await;
-    finished_on_worker1(manager, wrapper["metadata"]["uid"].as_str().unwrap()).await;
+    finished_on_worker1(manager, found["metadata"]["uid"].as_str().unwrap()).await;
 }
 
 /// Waits until the manager's Workload of the job `uid` is Finished, having run on worker1.
@@ -328,6 +333,18 @@ async fn a_kind_sandbox_runs_jobs_through_multikueue_and_down_leaves_nothing() {
     // WrappedJob's model, side by side: AppWrapper's own controller runs the same kind of job.
     let appwrappers = api(&manager, "workload.codeflare.dev/v1beta2", "AppWrapper", "appwrappers", Some("default"));
     wrapper_succeeds_on_worker1(&manager, &appwrappers, &appwrapper("kind-appwrapper")).await;
+    // `submit` leaves an AppWrapper as it is where AppWrapper's controller runs.
+    let files = tempfile::tempdir().unwrap();
+    let file = files.path().join("appwrapper.yaml");
+    std::fs::write(&file, appwrapper("kind-submitted")).unwrap();
+    let submitted = sandbox.run("submit", &[file.to_str().unwrap()]);
+    let out = text(&submitted);
+    assert!(submitted.status.success(), "{out}");
+    assert!(
+        out.contains("appwrapper.workload.codeflare.dev/kind-submitted created") && !out.contains("WrappedJob"),
+        "{out}"
+    );
+    wrapper_succeeded_on_worker1(&manager, &appwrappers, "kind-submitted").await;
 
     // A PyTorchJob: one Workload with Kueue's pod sets of its Master and Worker, run on worker1 by
     // the worker's training operator, its end copied back to the manager's job.

@@ -84,9 +84,6 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
             Err(found) => problems.extend(found),
         }
     }
-    for notice in appwrapper::convert(&mut docs) {
-        eprintln!("note: {notice}");
-    }
     // Integrations files live next to the samples they describe, but configure the controller.
     docs.retain(|doc| {
         let config = doc.object["apiVersion"] == config::API_VERSION && doc.object["kind"] == config::KIND;
@@ -106,6 +103,11 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
     }
 
     let (client, namespace) = args.cluster.connect().await?;
+    if docs.iter().any(|doc| appwrapper::is_appwrapper(&doc.object)) && !appwrapper::served(&client).await {
+        for notice in appwrapper::convert(&mut docs) {
+            eprintln!("note: {notice}");
+        }
+    }
     let kinds = KindRegistry::discover(&client, manifests::NAMESPACE).await?;
     let defaults = Defaults { namespace: &namespace, queue: args.queue.as_deref(), kinds: &kinds };
     let planned = match submit::plan(&client, docs, &defaults).await {

@@ -416,6 +416,21 @@ pub fn managed_by_multikueue(job: &ConfiguredJob) -> Verdict {
     .on(job_ref(job)))
 }
 
+/// The admission checks of `wl` that are not Ready, with what their controllers said (MultiKueue
+/// says there why it does not dispatch).
+fn checks_that_say_why(wl: &Workload) -> String {
+    let checks = wl.status.as_ref().map(|s| s.admission_checks.as_slice()).unwrap_or_default();
+    let unready: Vec<String> = checks
+        .iter()
+        .filter(|check| check.state != "Ready")
+        .map(|check| match check.message.as_str() {
+            "" => format!("{} is {}", check.name, check.state),
+            message => format!("{} is {}: {message:?}", check.name, check.state),
+        })
+        .collect();
+    if unready.is_empty() { String::new() } else { format!(" (admission check {})", unready.join("; ")) }
+}
+
 /// The manager's job, run by a worker, ends as the worker's copy did.
 pub fn finished_from_worker(job: &ConfiguredJob, wl: Option<&Workload>) -> Verdict {
     if job.finished().is_some_and(|end| end.success) {
@@ -425,7 +440,7 @@ pub fn finished_from_worker(job: &ConfiguredJob, wl: Option<&Workload>) -> Verdi
         None => "no Workload".to_string(),
         Some(wl) => match wl.status.as_ref().and_then(|s| s.cluster_name.as_deref()) {
             Some(worker) => format!("{} runs on {worker}", workload_ref(wl)),
-            None => format!("{} not dispatched to a worker", workload_ref(wl)),
+            None => format!("{} not dispatched to a worker{}", workload_ref(wl), checks_that_say_why(wl)),
         },
     };
     let mut evidence = Evidence::new(

@@ -1,7 +1,10 @@
-//! AppWrapper manifests submitted as WrappedJobs. A WrappedJob has AppWrapper's shape, so the
-//! conversion renames the kind and the fault-tolerance annotations and drops what only
-//! AppWrapper's controller reads (or what the cluster writes).
+//! AppWrapper manifests submitted as WrappedJobs to a cluster that does not run AppWrapper's
+//! controller. A WrappedJob has AppWrapper's shape, so the conversion renames the kind and the
+//! fault-tolerance annotations and drops what only AppWrapper's controller reads (or what the
+//! cluster writes).
 
+use kube::Client;
+use kube::api::GroupVersionKind;
 use serde_json::{Map, Value};
 
 use super::documents::Document;
@@ -12,6 +15,13 @@ const APPWRAPPER_API_VERSION: &str = "workload.codeflare.dev/v1beta2";
 const APPWRAPPER_ANNOTATIONS: &str = "workload.codeflare.dev.appwrapper/";
 /// AppWrapper's own controller: a WrappedJob managed by it would be run by nobody.
 const APPWRAPPER_CONTROLLER: &str = "workload.codeflare.dev/appwrapper-controller";
+
+/// Whether the cluster serves AppWrappers (AppWrapper's CRD, as `up --addons appwrapper`
+/// installs it): then an AppWrapper is submitted as it is, for its own controller.
+pub async fn served(client: &Client) -> bool {
+    let gvk = GroupVersionKind::gvk("workload.codeflare.dev", "v1beta2", "AppWrapper");
+    kube::discovery::pinned_kind(client, &gvk).await.is_ok()
+}
 
 pub fn is_appwrapper(object: &Value) -> bool {
     object["apiVersion"] == APPWRAPPER_API_VERSION && object["kind"] == "AppWrapper"

@@ -1,6 +1,7 @@
 use serde_json::json;
 
 use super::*;
+use crate::api::kueue::AdmissionCheckState;
 use crate::integrations::registry::KindRegistry;
 
 fn job(spec: Value, status: Value) -> ConfiguredJob {
@@ -288,4 +289,24 @@ fn the_managers_job_must_end_successfully_and_says_where_it_ran() {
     assert_eq!(evidence.observed, "job status: {\"active\":2}; Workload ns/wl runs on worker2");
     let failed = job(json!({}), json!({"conditions": [{"type": "Failed", "status": "True"}]}));
     assert_eq!(finished_from_worker(&failed, None).unwrap_err().observed, "job status: Failed=True; no Workload");
+}
+
+#[test]
+fn a_workload_never_dispatched_quotes_its_admission_checks() {
+    let mut wl = workload("wl", Some("uid-1"), admitted());
+    wl.status.as_mut().unwrap().admission_checks = vec![
+        AdmissionCheckState {
+            name: "multikueue".into(),
+            state: "Rejected".into(),
+            message: "Expecting .spec.managedBy to be \"kueue.x-k8s.io/multikueue\" not \"\"".into(),
+            ..Default::default()
+        },
+        AdmissionCheckState { name: "other".into(), state: "Ready".into(), ..Default::default() },
+    ];
+    let evidence = finished_from_worker(&running_job(), Some(&wl)).unwrap_err();
+    assert_eq!(
+        evidence.observed,
+        "job status: {\"active\":2}; Workload ns/wl not dispatched to a worker (admission check multikueue is \
+         Rejected: \"Expecting .spec.managedBy to be \\\"kueue.x-k8s.io/multikueue\\\" not \\\"\\\"\")"
+    );
 }

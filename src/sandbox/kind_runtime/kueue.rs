@@ -6,13 +6,12 @@ use std::path::Path;
 use std::time::Duration;
 
 use kube::Client;
-use kube::api::{Api, DynamicObject, Patch, PatchParams};
 use serde_json::{Value, json};
 
 use super::error::{InstallError, KindError};
 use super::{download, requests, wait};
 use crate::integrations::declarative::config::Integration;
-use crate::kube_util::{self, FIELD_MANAGER};
+use crate::kube_util;
 use crate::sandbox::addons::Addon;
 use crate::sandbox::kueue::manifests::NAMESPACE;
 use crate::sandbox::kueue::{configure_for_sandbox, frameworks};
@@ -132,24 +131,11 @@ pub async fn install(client: &Client, docs: &[Value]) -> Result<(), InstallError
     .await?;
     // Available pods do not mean a served webhook: Kueue issues its own certificate and
     // injects the CA first. A dry-run through the webhook proves it answers.
-    Ok(wait::until("Kueue's webhook to answer", READY_TIMEOUT, || webhook_answers(client)).await?)
-}
-
-async fn webhook_answers(client: &Client) -> Result<(), kube::Error> {
     let probe = json!({
         "apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "ResourceFlavor",
         "metadata": {"name": "kueue-ext-webhook-probe"},
     });
-    let resource = kube::api::ApiResource {
-        group: "kueue.x-k8s.io".into(),
-        version: "v1beta2".into(),
-        api_version: "kueue.x-k8s.io/v1beta2".into(),
-        kind: "ResourceFlavor".into(),
-        plural: "resourceflavors".into(),
-    };
-    let api: Api<DynamicObject> = Api::all_with(client.clone(), &resource);
-    let params = PatchParams { dry_run: true, ..PatchParams::apply(FIELD_MANAGER) };
-    api.patch("kueue-ext-webhook-probe", &params, &Patch::Apply(&probe)).await.map(drop)
+    Ok(wait::until("Kueue's webhook to answer", READY_TIMEOUT, || kube_util::webhooks_answer(client, &probe)).await?)
 }
 
 #[cfg(test)]
