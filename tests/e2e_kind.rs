@@ -387,6 +387,16 @@ async fn a_kind_sandbox_runs_jobs_through_multikueue_and_down_leaves_nothing() {
         }
     })
     .await;
+    let explained = text(&sandbox.run("explain", &["pipelinerun/kind-pipeline", "--context", "kueue-ext-worker1"]));
+    assert!(explained.starts_with("PipelineRun default/kind-pipeline has finished: Succeeded"), "{explained}");
+    // The manager's queue goes through MultiKueue, which cannot hand over a kind without
+    // managedBy: our webhook refuses it there, saying why, rather than leave it waiting.
+    let file = files.path().join("pipelinerun.yaml");
+    std::fs::write(&file, pipeline_run("kind-pipeline-on-manager")).unwrap();
+    let refused = sandbox.run("submit", &[file.to_str().unwrap()]);
+    let said = text(&refused);
+    assert!(!refused.status.success(), "{said}");
+    assert!(said.contains("goes through MultiKueue, which cannot hand a PipelineRun to a worker"), "{said}");
 
     let watch = sandbox.run("watch", &["--once", "-o", "json"]);
     assert!(watch.status.success(), "{}", text(&watch));

@@ -59,6 +59,8 @@ pub struct AddonSpec {
     pub kueue_framework: Option<&'static str>,
     /// Its Deployment, as `config/default` names it (in-cluster installs).
     pub deployment: &'static str,
+    /// Its release's other Deployments (on kind), which `up` waits for and `status` lists too.
+    pub other_deployments: &'static [&'static str],
     /// Why it cannot run as a local process, if it cannot.
     pub not_a_local_process: Option<&'static str>,
     /// How it makes the init containers it adds to job pods, if it adds any.
@@ -179,6 +181,7 @@ const JOBSET: AddonSpec = AddonSpec {
     job_kind: JobKindRef { group: "jobset.x-k8s.io", version: "v1alpha2", kind: "JobSet", plural: "jobsets" },
     kueue_framework: Some("jobset.x-k8s.io/jobset"),
     deployment: "jobset-controller-manager",
+    other_deployments: &[],
     not_a_local_process: None,
     init_containers: None,
 };
@@ -201,6 +204,7 @@ const APPWRAPPER: AddonSpec = AddonSpec {
     },
     kueue_framework: Some("workload.codeflare.dev/appwrapper"),
     deployment: "appwrapper-controller-manager",
+    other_deployments: &[],
     not_a_local_process: Some(
         "its webhook server listens on port 9443 of every interface (fixed in its main.go), which a second \
          cluster's would collide with and a sandbox keeps to 127.0.0.1: run it on kind (--runtime kind)",
@@ -221,6 +225,7 @@ const KUBEFLOW: AddonSpec = AddonSpec {
     job_kind: JobKindRef { group: "kubeflow.org", version: "v1", kind: "PyTorchJob", plural: "pytorchjobs" },
     kueue_framework: Some("kubeflow.org/pytorchjob"),
     deployment: "training-operator",
+    other_deployments: &[],
     not_a_local_process: Some(
         "its webhook server listens on every interface (only its port is a flag), which a sandbox keeps to \
          127.0.0.1: run it on kind (--runtime kind)",
@@ -254,6 +259,7 @@ const TEKTON: AddonSpec = AddonSpec {
     job_kind: JobKindRef { group: "tekton.dev", version: "v1", kind: "PipelineRun", plural: "pipelineruns" },
     kueue_framework: None,
     deployment: "tekton-pipelines-controller",
+    other_deployments: &["tekton-pipelines-webhook"],
     not_a_local_process: Some(
         "its servers (probes, metrics, profiling, webhook) listen on every interface, which a sandbox \
          keeps to 127.0.0.1: run it on kind (--runtime kind)",

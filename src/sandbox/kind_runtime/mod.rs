@@ -435,8 +435,12 @@ impl<K: Kind, D: Docker> ClusterRuntime for KindRuntime<K, D> {
         out.push(deployment_status(&client, "kueue-ext-controller", ours, &kubectl).await);
         for addon in &state.addons {
             let spec = addon.spec();
-            let deployment = (spec.kustomization.namespace, spec.deployment);
-            out.push(deployment_status(&client, spec.name, deployment, &kubectl).await);
+            out.push(
+                deployment_status(&client, spec.name, (spec.kustomization.namespace, spec.deployment), &kubectl).await,
+            );
+            for &other in spec.other_deployments {
+                out.push(deployment_status(&client, other, (spec.kustomization.namespace, other), &kubectl).await);
+            }
         }
         out
     }

@@ -498,7 +498,7 @@ async fn status_checks_node_containers_and_in_cluster_deployments() {
         merged_kubeconfig: None,
         integrations: vec![],
         crds: vec![],
-        addons: vec![],
+        addons: vec![Addon::Tekton],
         kind_network: None,
     };
     let runtime = KindRuntime::recorded(FakeKind::new("v0.32.0"), FakeDocker::answering());
@@ -510,7 +510,9 @@ async fn status_checks_node_containers_and_in_cluster_deployments() {
             ("kueue-ext-manager-control-plane", true),
             ("coredns", false),
             ("kueue", false),
-            ("kueue-ext-controller", false)
+            ("kueue-ext-controller", false),
+            ("tekton", false),
+            ("tekton-pipelines-webhook", false),
         ]
     );
     assert_eq!(components[0].log, "docker logs kueue-ext-manager-control-plane");
