@@ -21,6 +21,7 @@ use futures::future::join_all;
 
 use catalog::{Check, Scope};
 use checks::Suite;
+use kinds::{Description, Source};
 use report::{CheckOutcome, CheckResult, Evidence, Report};
 use scene::Scene;
 use setup::{RUN_LABEL, Run, SetupError, delete_namespace};
@@ -95,11 +96,8 @@ async fn run_check(suite: &Suite<'_>, target: &Target, check: Check) -> CheckRes
             let Some(multikueue) = &target.multikueue else {
                 return skipped(check, "no MultiKueue workers");
             };
-            if integration.managed_by.is_none() {
-                return skipped(
-                    check,
-                    "the kind's description has no managedBy field: MultiKueue cannot hand it to a worker",
-                );
+            if let Some(why) = not_through_multikueue(suite.description) {
+                return skipped(check, &format!("MultiKueue cannot hand it to a worker: {why}"));
             }
             // MultiKueue creates the copy in the same namespace and LocalQueue on a worker.
             let mut ready = Ok(());
@@ -135,6 +133,16 @@ async fn run_check(suite: &Suite<'_>, target: &Target, check: Check) -> CheckRes
         cluster: Some(cluster),
         namespace: Some(namespace),
         seconds: started.elapsed().as_secs_f64(),
+    }
+}
+
+/// Why MultiKueue cannot dispatch the kind, if it cannot. Kueue's built-in integrations have
+/// adapters of their own; a kind by configuration goes through Kueue's generic adapter.
+fn not_through_multikueue(description: &Description) -> Option<String> {
+    let integration = &description.integration;
+    match description.source {
+        Source::Configured(_) => integration.why_not_through_multikueue(),
+        Source::BuiltIn => integration.managed_by.is_none().then(|| "the kind has no managedBy field".to_string()),
     }
 }
 
@@ -186,5 +194,38 @@ async fn clean_up(target: &Target, run: &Run) {
     delete_namespace(single, &run.probe_namespace()).await;
     for cluster in target.clusters() {
         run.delete_queues(&cluster.client).await;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use super::*;
+    use crate::integrations::declarative::config::IntegrationConfig;
+
+    fn sample_description(file: &str) -> Arc<crate::integrations::declarative::config::Integration> {
+        let path = format!("samples/third-party/{file}");
+        let text = std::fs::read_to_string(&path).unwrap();
+        Arc::new(IntegrationConfig::parse(&path, &text).unwrap().integrations.remove(0))
+    }
+
+    #[test]
+    fn multikueue_checks_are_skipped_only_where_kueue_has_no_adapter_for_the_kind() {
+        let pytorch = sample_description("pytorchjob-integration.yaml");
+        let configured = Description { integration: pytorch.clone(), source: Source::Configured("p.yaml".into()) };
+        let why = not_through_multikueue(&configured).expect("Kueue's generic adapter reads only spec.managedBy");
+        assert!(why.starts_with("spec.runPolicy.managedBy is not spec.managedBy"), "{why}");
+        // Kueue's own PyTorchJob integration has its own MultiKueue adapter.
+        assert_eq!(not_through_multikueue(&Description { integration: pytorch, source: Source::BuiltIn }), None);
+
+        let pipelines = sample_description("pipelinerun-integration.yaml");
+        let configured = Description { integration: pipelines, source: Source::Configured("r.yaml".into()) };
+        assert!(not_through_multikueue(&configured).is_some_and(|why| why.contains("no managedBy field")));
+        let jobs = sample_description("job-integration.yaml");
+        assert_eq!(
+            not_through_multikueue(&Description { integration: jobs, source: Source::Configured("j".into()) }),
+            None
+        );
     }
 }
