@@ -1,6 +1,8 @@
 //! Choosing the cluster a command talks to, the way kubectl users expect.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
+
+use kube::config::Kubeconfig;
 
 use super::SandboxArgs;
 use crate::kube_util::read_kubeconfig;
@@ -10,7 +12,8 @@ use crate::sandbox::{KUBECONFIG_FILE, context_name};
 pub struct ClusterArgs {
     #[command(flatten)]
     pub sandbox: SandboxArgs,
-    /// Kubeconfig file [default: the sandbox's when one is up, else $KUBECONFIG or ~/.kube/config]
+    /// Kubeconfig file [default: the sandbox's when one is up and has the context, else $KUBECONFIG
+    /// or ~/.kube/config]
     #[arg(long, value_name = "FILE")]
     pub kubeconfig: Option<PathBuf>,
     /// Kubeconfig context [default: kueue-ext-manager in a sandbox, else the current context]
@@ -26,13 +29,8 @@ impl ClusterArgs {
     /// default kubeconfig.
     pub async fn connect(&self) -> anyhow::Result<(kube::Client, String)> {
         let sandbox = self.sandbox.dir().join(KUBECONFIG_FILE);
-        let (config, default_context) = match &self.kubeconfig {
-            Some(path) => (read_kubeconfig(Some(path))?, None),
-            None if self.context.is_none() && sandbox.exists() => {
-                (read_kubeconfig(Some(&sandbox))?, Some(context_name("manager")))
-            }
-            None => (read_kubeconfig(None)?, None),
-        };
+        let (config, origin) = choose_kubeconfig(self.kubeconfig.as_deref(), &sandbox, self.context.as_deref())?;
+        let default_context = (origin == Origin::Sandbox).then(|| context_name("manager"));
         let context = self
             .context
             .clone()
@@ -45,5 +43,60 @@ impl ClusterArgs {
             .or_else(|| config.contexts.iter().find(|c| c.name == context)?.context.as_ref()?.namespace.clone())
             .unwrap_or_else(|| "default".into());
         Ok((crate::kube_util::client_from(config, &context).await?, namespace))
+    }
+}
+
+/// Where the kubeconfig a command reads came from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Origin {
+    Flag,
+    Sandbox,
+    Default,
+}
+
+/// The kubeconfig a command reads: `--kubeconfig`; else the running sandbox's, when `context` is
+/// none or one of its contexts (they are in its own file, not in kubectl's unless `up
+/// --merge-kubeconfig`); else kubectl's default.
+pub fn choose_kubeconfig(
+    flag: Option<&Path>,
+    sandbox: &Path,
+    context: Option<&str>,
+) -> anyhow::Result<(Kubeconfig, Origin)> {
+    if let Some(path) = flag {
+        return Ok((read_kubeconfig(Some(path))?, Origin::Flag));
+    }
+    if sandbox.exists() {
+        let config = read_kubeconfig(Some(sandbox))?;
+        if context.is_none_or(|context| config.contexts.iter().any(|c| c.name == context)) {
+            return Ok((config, Origin::Sandbox));
+        }
+    }
+    Ok((read_kubeconfig(None)?, Origin::Default))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_context_of_the_sandbox_is_read_from_the_sandbox_s_kubeconfig() {
+        let dir = tempfile::tempdir().unwrap();
+        let sandbox = dir.path().join("kubeconfig");
+        let context = |name: &str| format!("- name: {name}\n  context: {{cluster: c, user: u}}\n");
+        let text = format!(
+            "apiVersion: v1\nkind: Config\nclusters: [{{name: c, cluster: {{server: \"https://127.0.0.1:1\"}}}}]\n\
+             users: [{{name: u, user: {{}}}}]\ncontexts:\n{}{}",
+            context("kueue-ext-manager"),
+            context("kueue-ext-worker1")
+        );
+        std::fs::write(&sandbox, text).unwrap();
+        let origin = |context| choose_kubeconfig(None, &sandbox, context).map(|(_, origin)| origin).ok();
+        assert_eq!(origin(None), Some(Origin::Sandbox));
+        assert_eq!(origin(Some("kueue-ext-worker1")), Some(Origin::Sandbox));
+        let flagged = choose_kubeconfig(Some(&sandbox), &dir.path().join("none"), Some("kueue-ext-manager")).unwrap();
+        assert_eq!(flagged.1, Origin::Flag, "--kubeconfig wins");
+        // Another context is kubectl's: not looked for in the sandbox's file.
+        let other = choose_kubeconfig(None, &sandbox, Some("prod"));
+        assert!(!matches!(other, Ok((_, Origin::Sandbox))), "{:?}", other.map(|(_, origin)| origin));
     }
 }

@@ -3,6 +3,7 @@
 
 use std::path::{Path, PathBuf};
 
+use super::cluster::{Origin, choose_kubeconfig};
 use crate::kube_util::read_kubeconfig;
 use crate::model::snapshot::Role;
 use crate::model::source::{Target, Targets};
@@ -35,9 +36,12 @@ pub fn resolve(selection: &Selection) -> anyhow::Result<Targets> {
     if !flags && let Some(state) = SandboxState::load(&selection.state_dir)? {
         return sandbox(&selection.state_dir, &state);
     }
-    let (kubeconfig, origin) = match &selection.kubeconfig {
-        Some(path) => (read_kubeconfig(Some(path))?, format!("kubeconfig {}", path.display())),
-        None => (read_kubeconfig(None)?, "kubeconfig (default)".to_string()),
+    let sandbox_kubeconfig = selection.state_dir.join(KUBECONFIG_FILE);
+    let chosen = choose_kubeconfig(selection.kubeconfig.as_deref(), &sandbox_kubeconfig, selection.context.as_deref())?;
+    let (kubeconfig, origin) = match (chosen, &selection.kubeconfig) {
+        ((config, Origin::Flag), Some(path)) => (config, format!("kubeconfig {}", path.display())),
+        ((config, Origin::Sandbox), _) => (config, format!("kubeconfig {}", sandbox_kubeconfig.display())),
+        ((config, _), _) => (config, "kubeconfig (default)".to_string()),
     };
     let context = selection
         .context

@@ -24,7 +24,8 @@ pub const SETTLE: Duration = Duration::from_secs(15);
 pub struct Clusters {
     #[command(flatten)]
     pub sandbox: SandboxArgs,
-    /// Kubeconfig file [default: the sandbox's when one is up, else $KUBECONFIG or ~/.kube/config]
+    /// Kubeconfig file [default: the sandbox's when one is up and has the context, else $KUBECONFIG
+    /// or ~/.kube/config]
     #[arg(long, value_name = "FILE")]
     pub kubeconfig: Option<PathBuf>,
     /// Context of the manager cluster [default: kueue-ext-manager in a sandbox, else the current context]
