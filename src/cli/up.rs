@@ -170,10 +170,9 @@ fn fields_the_crds_lack(file: &str, integrations: &[Integration], crds: &[Value]
     problems
 }
 
-/// The kinds of the integrations `file` whose jobs MultiKueue cannot dispatch: Kueue's adapter for
-/// configured kinds reads managedBy only at `spec.managedBy`.
-/// Configured kinds that name their controller where MultiKueue does not look; a kind without
-/// managedBy says so in its description, so it is not warned about.
+/// The kinds of the integrations `file` that name their controller where Kueue's adapter for
+/// configured kinds does not look (it reads only `spec.managedBy`); a kind without managedBy
+/// says so in its description, so it is not warned about.
 fn not_through_multikueue(file: &str, integrations: &[Integration]) -> Vec<String> {
     let elsewhere = |(i, integration): (usize, &Integration)| {
         integration.managed_by.as_ref()?;
