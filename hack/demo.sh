@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# Brings a sandbox up and runs the samples: installs the plugin, starts a manager and two
-# workers with Kueue and MultiKueue, submits samples/ and shows where everything ran, ending in
-# the `watch` view.
+# The README's quick start, as a newcomer runs it: installs the plugin, brings a sandbox up (kind
+# where a Docker daemon answers, local processes elsewhere, as `up` chooses), submits samples/,
+# and ends in the `watch` view. KUEUE_EXT_RUNTIME=kind|process forces a runtime.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -16,31 +16,8 @@ cargo install --locked --quiet --debug --path .
 wait "$prefetch" || true
 plugin="$(command -v kubectl-kueue_ext || echo "$HOME/.cargo/bin/kubectl-kueue_ext")"
 
-# The samples are sized for the process runtime's kwok nodes (32 CPU a worker); KUEUE_EXT_RUNTIME=kind
-# runs the demo on kind clusters, where the pods that fit a real node run for real.
-runtime="${KUEUE_EXT_RUNTIME:-process}"
-kinds=jobs,externaljobs,wrappedjobs,workloads
-if [ "$runtime" = process ]; then
-  kinds=jobs,jobsets,externaljobs,wrappedjobs,workloads
-  # JobSet's own controller runs beside Kueue on every cluster, and JobSets are queued by the
-  # integrations file alone.
-  "$plugin" up --runtime process --addons jobset --integrations samples/third-party/jobset-integration.yaml
-  "$plugin" submit samples/ --wait=5m
-else
-  # The JobSet samples ask for more CPU than a kind node has (they are sized for kwok's): they stay out.
-  "$plugin" up --runtime "$runtime"
-  mapfile -t samples < <(find samples -name '*.yaml' ! -name 'jobset*.yaml' | sort)
-  "$plugin" submit "${samples[@]}" --wait=5m
-fi
-
-state_dir="${KUEUE_EXT_HOME:-${XDG_STATE_HOME:-$HOME/.local/state}/kueue-ext}"
-kubectl=("$("$plugin" toolchain path)/kubectl" --kubeconfig "$state_dir/kubeconfig")
-for cluster in manager worker1 worker2; do
-  echo
-  echo "=== $cluster"
-  "${kubectl[@]}" --context "kueue-ext-$cluster" get "$kinds" -n default
-done
-echo
+"$plugin" up
+"$plugin" submit -f samples/ --wait=5m
 "$plugin" status
-# On a terminal the live view (q quits); otherwise the same table, printed once.
+# On a terminal the live view (q quits); otherwise the same tables, printed once.
 "$plugin" watch

@@ -69,10 +69,71 @@ pub enum KubeconfigError {
 /// `None`.
 pub fn read_kubeconfig(path: Option<&Path>) -> Result<Kubeconfig, KubeconfigError> {
     match path {
-        Some(path) => Kubeconfig::read_from(path),
-        None => Kubeconfig::read(),
+        Some(path) => Kubeconfig::read_from(path).map_err(|e| kubeconfig_error(e, Some(path))),
+        None => match std::env::var_os("KUBECONFIG").filter(|list| !list.is_empty()) {
+            Some(list) => read_kubeconfig_list(&list),
+            None => Kubeconfig::read().map_err(|e| kubeconfig_error(e, None)),
+        },
     }
-    .map_err(|e| kubeconfig_error(e, path))
+}
+
+/// `$KUBECONFIG` as kubectl reads it: the files of the list that exist, merged (the first to set
+/// a value wins); a missing entry is skipped, and only a list with none left is an error.
+fn read_kubeconfig_list(list: &std::ffi::OsStr) -> Result<Kubeconfig, KubeconfigError> {
+    let mut merged: Option<Kubeconfig> = None;
+    for path in std::env::split_paths(list).filter(|p| !p.as_os_str().is_empty() && p.exists()) {
+        let config = Kubeconfig::read_from(&path).map_err(|e| kubeconfig_error(e, Some(&path)))?;
+        merged = Some(match merged {
+            None => config,
+            Some(first) => first.merge(config).map_err(|e| kubeconfig_error(e, Some(&path)))?,
+        });
+    }
+    merged.ok_or_else(|| KubeconfigError::DefaultInvalid {
+        message: format!("none of the files in KUBECONFIG={} exists", list.to_string_lossy()),
+        hint: " (pass --kubeconfig, or start a sandbox with `kubectl kueue-ext up`)",
+    })
+}
+
+/// The API server a context of `kubeconfig` points at.
+pub fn server_of(kubeconfig: &Kubeconfig, context: &str) -> Option<String> {
+    let named = kubeconfig.contexts.iter().find(|c| c.name == context)?.context.as_ref()?;
+    let cluster = kubeconfig.clusters.iter().find(|c| c.name == named.cluster)?.cluster.as_ref()?;
+    cluster.server.clone()
+}
+
+/// A cluster whose API server did not answer at all (refused, timed out, TLS failed).
+#[derive(Debug, thiserror::Error)]
+#[error(
+    "the server {server} (context {context}) cannot be reached: {cause}; is the cluster running, and are the host \
+     and port right?"
+)]
+pub struct Unreachable {
+    pub server: String,
+    pub context: String,
+    pub cause: String,
+}
+
+/// One request before a command's real work, so that a cluster that does not answer is said once,
+/// by its server and context, and not as a list of failed reads or an empty result. Any answer
+/// of the API server, even a refusal, means it is reachable.
+pub async fn ensure_reachable(client: &Client, kubeconfig: &Kubeconfig, context: &str) -> Result<(), Unreachable> {
+    match client.apiserver_version().await {
+        Err(err @ (kube::Error::HyperError(_) | kube::Error::Service(_))) => Err(Unreachable {
+            server: server_of(kubeconfig, context).unwrap_or_else(|| "(none in the kubeconfig)".into()),
+            context: context.to_string(),
+            cause: innermost_cause(&err),
+        }),
+        _ => Ok(()),
+    }
+}
+
+/// The last cause in an error's chain ("Connection refused"): what a user can act on.
+pub fn innermost_cause(err: &(dyn std::error::Error + 'static)) -> String {
+    let mut cause = err;
+    while let Some(inner) = cause.source() {
+        cause = inner;
+    }
+    cause.to_string()
 }
 
 fn kubeconfig_error(error: kube::config::KubeconfigError, path: Option<&Path>) -> KubeconfigError {

@@ -1,6 +1,6 @@
 use std::process::ExitCode;
 
-use clap::Parser;
+use clap::{CommandFactory, Parser};
 use kueue_ext::cli::{self, Cli};
 
 fn main() -> ExitCode {
@@ -11,7 +11,15 @@ fn main() -> ExitCode {
     if let Some(code) = cli::completion::answer(std::env::args_os().collect()) {
         return code;
     }
-    let cli = Cli::parse();
+    let cli = Cli::parse_from(cli::kubectl_verbosity(std::env::args_os().collect()));
+    // As kubectl: the bare command is a question, answered on stdout.
+    let Some(command) = cli.command else {
+        let _ = Cli::command().print_help();
+        return ExitCode::SUCCESS;
+    };
+    if !matches!(command, cli::Command::Controller(_)) {
+        quiet_on_closed_pipe();
+    }
     cli::init_tracing(cli.verbose, cli.log_format);
     let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
         Ok(rt) => rt,
@@ -20,7 +28,7 @@ fn main() -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
-    match runtime.block_on(cli::run(cli)) {
+    match runtime.block_on(cli::run(command)) {
         Ok(code) => code,
         Err(err) => {
             eprintln!("error: {}", cli::in_one_line(&err));
@@ -43,3 +51,17 @@ fn limit_malloc_arenas() {
 
 #[cfg(not(all(target_os = "linux", target_env = "gnu")))]
 fn limit_malloc_arenas() {}
+
+/// `kubectl kueue-ext version | head -1` ends quietly, as kubectl's does: Rust ignores SIGPIPE and
+/// a write to a closed pipe would otherwise panic. The controller keeps ignoring it (a log
+/// reader that goes away must not stop it).
+#[cfg(unix)]
+fn quiet_on_closed_pipe() {
+    // SAFETY: restores the default disposition of one signal before any thread starts.
+    unsafe {
+        libc::signal(libc::SIGPIPE, libc::SIG_DFL);
+    }
+}
+
+#[cfg(not(unix))]
+fn quiet_on_closed_pipe() {}

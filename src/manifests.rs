@@ -386,11 +386,20 @@ pub fn files() -> Vec<(&'static str, String)> {
         }
         out
     };
+    parts().into_iter().map(|(name, objects)| (name, yaml(objects))).collect()
+}
+
+/// Every object of the install, in the order `files` writes them.
+pub fn objects() -> Vec<Value> {
+    parts().into_iter().flat_map(|(_, objects)| objects).collect()
+}
+
+fn parts() -> Vec<(&'static str, Vec<Value>)> {
     vec![
-        ("crds.yaml", yaml(crds())),
-        ("rbac.yaml", yaml(rbac())),
-        ("deployment.yaml", yaml(vec![deployment(DEFAULT_IMAGE), service()])),
-        ("webhooks.yaml", yaml(webhooks(&Endpoint::Service { ca_bundle_b64: None }))),
+        ("crds.yaml", crds()),
+        ("rbac.yaml", rbac()),
+        ("deployment.yaml", vec![deployment(DEFAULT_IMAGE), service()]),
+        ("webhooks.yaml", webhooks(&Endpoint::Service { ca_bundle_b64: None })),
     ]
 }
 

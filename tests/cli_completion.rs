@@ -150,7 +150,7 @@ fn jobs_and_namespaces_come_from_the_sandbox() {
     let samples = concat!(env!("CARGO_MANIFEST_DIR"), "/samples");
     let batch = sandbox.dir.join("batch.yaml");
     std::fs::write(&batch, common::batch_job("nightly", 1, "1", "5s")).unwrap();
-    for file in [format!("{samples}/queues.yaml"), format!("{samples}/external/train-small.yaml")] {
+    for file in [format!("{samples}/queues.yaml"), format!("{samples}/externaljob-train-small.yaml")] {
         let submitted = sandbox.run("submit", &[&file]);
         assert!(submitted.status.success(), "{}", text(&submitted));
     }

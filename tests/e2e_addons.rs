@@ -1,6 +1,6 @@
 //! End-to-end: a third-party kind with its own controller (`up --addons jobset`: JobSet's real
 //! controller and webhooks from the module Kueue pins). A JobSet runs under Kueue's built-in
-//! integration and under ours (`samples/third-party/jobset-integration.yaml`), with the same
+//! integration and under ours (`samples/addons/jobset/jobset-integration.yaml`), with the same
 //! pod sets; through MultiKueue on a worker; and wrapped by a WrappedJob.
 
 mod common;
@@ -13,9 +13,9 @@ use kube::Client;
 use kube::api::{Api, ListParams};
 use serde_json::{Value, json};
 
-const INTEGRATIONS: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/samples/third-party/jobset-integration.yaml");
-const JOBSET: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/samples/third-party/jobset.yaml");
-const WRAPPED_JOBSET: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/samples/wrapped/jobset.yaml");
+const INTEGRATIONS: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/samples/addons/jobset/jobset-integration.yaml");
+const JOBSET: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/samples/addons/jobset/jobset.yaml");
+const WRAPPED_JOBSET: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/samples/addons/jobset/wrappedjob-jobset.yaml");
 
 fn jobsets(client: &Client) -> Api<kube::api::DynamicObject> {
     api(client, "jobset.x-k8s.io/v1alpha2", "JobSet", "jobsets", Some("default"))
@@ -100,7 +100,7 @@ async fn a_jobset_by_configuration_gets_kueues_own_pod_sets_and_runs_on_one_clus
     let again = files.path().join("again.yaml");
     std::fs::write(&again, std::fs::read_to_string(JOBSET).unwrap().replace("training-jobset", "waited-jobset"))
         .unwrap();
-    let submitted = sandbox.run("submit", &[again.to_str().unwrap(), "--wait", "2m"]);
+    let submitted = sandbox.run("submit", &[again.to_str().unwrap(), "--wait=2m"]);
     let out = text(&submitted);
     assert!(submitted.status.success() && out.contains("jobset.jobset.x-k8s.io/waited-jobset succeeded"), "{out}");
 
@@ -134,7 +134,7 @@ async fn a_jobset_and_a_wrapped_jobset_run_on_a_worker_through_multikueue() {
     let on_manager = pods.list(&ListParams::default().labels("jobset.sigs.k8s.io/jobset-name")).await.unwrap();
     assert!(on_manager.items.is_empty(), "no pod runs on the manager");
 
-    let wrapped = sandbox.run("submit", &[WRAPPED_JOBSET, "--wait", "3m"]);
+    let wrapped = sandbox.run("submit", &[WRAPPED_JOBSET, "--wait=3m"]);
     let out = text(&wrapped);
     assert!(wrapped.status.success() && out.contains("wrappedjob.kueue-ext.dev/wrapped-jobset succeeded"), "{out}");
 

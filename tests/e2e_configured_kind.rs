@@ -1,5 +1,5 @@
 //! End-to-end: a kind no cluster serves until `up --crds` installs it, integrated by
-//! configuration alone (`samples/third-party/pipelinerun-integration.yaml`, a PipelineRun-shaped
+//! configuration alone (`samples/addons/tekton/pipelinerun-integration.yaml`, a PipelineRun-shaped
 //! kind). Its CRD is written here; the test plays its controller (it marks a run Succeeded once
 //! Kueue has let it start). `submit --wait`, `watch` and `explain` see it like a built-in kind.
 
@@ -11,7 +11,7 @@ use common::{Sandbox, api, condition_is, eventually, text, workloads_owned_by};
 use kube::api::{Patch, PatchParams};
 use serde_json::{Value, json};
 
-const INTEGRATIONS: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/samples/third-party/pipelinerun-integration.yaml");
+const INTEGRATIONS: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/samples/addons/tekton/pipelinerun-integration.yaml");
 
 /// The kind as its integrations file describes it: `spec.status: PipelineRunPending` holds it
 /// back, the condition `Succeeded` ends it.
@@ -77,7 +77,7 @@ async fn a_kind_installed_by_up_and_integrated_by_configuration_is_seen_by_every
     runs.patch_status("build-and-test", &PatchParams::default(), &Patch::Merge(&status)).await.unwrap();
 
     // Submitted before: left as it is, and waited for by its kind's own rule.
-    let waited = sandbox.run("submit", &[run.to_str().unwrap(), "--wait", "1m"]);
+    let waited = sandbox.run("submit", &[run.to_str().unwrap(), "--wait=1m"]);
     let out = text(&waited);
     assert!(waited.status.success(), "{out}");
     assert!(out.contains("pipelinerun.tekton.dev/build-and-test succeeded"), "{out}");

@@ -14,7 +14,7 @@ use k8s_openapi::api::core::v1::Namespace;
 use kube::api::{Api, ApiResource, DynamicObject, ListParams};
 use serde_json::Value;
 
-const INTEGRATIONS: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/samples/third-party/job-integration.yaml");
+const INTEGRATIONS: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/samples/integrations/job-integration.yaml");
 
 /// batch/v1 Job described with a synthetic pod set (requests from an annotation) instead of its
 /// pod template: Kueue's admission never reaches the pods, so they run without the flavor's

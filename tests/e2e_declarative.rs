@@ -1,5 +1,5 @@
 //! End-to-end: batch/v1 Job integrated by configuration alone
-//! (`samples/third-party/job-integration.yaml`), with Kueue's built-in Job integration off, on
+//! (`samples/integrations/job-integration.yaml`), with Kueue's built-in Job integration off, on
 //! one cluster and through MultiKueue. kube-controller-manager's Job controller runs the pods.
 
 mod common;
@@ -13,7 +13,7 @@ use kube::api::{Api, ListParams};
 use kueue_ext::jobframework::naming::workload_name;
 use serde_json::Value;
 
-const INTEGRATIONS: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/samples/third-party/job-integration.yaml");
+const INTEGRATIONS: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/samples/integrations/job-integration.yaml");
 
 async fn get_job(client: &Client, name: &str) -> Result<Value, String> {
     let jobs = api(client, "batch/v1", "Job", "jobs", Some("default"));
@@ -133,7 +133,7 @@ async fn every_command_sees_the_configured_kind(sandbox: &Sandbox, client: &Clie
     let files = tempfile::tempdir().unwrap();
     let path = files.path().join("waited.yaml");
     std::fs::write(&path, batch_job("waited", 1, "1", "2s")).unwrap();
-    let submitted = sandbox.run("submit", &[path.to_str().unwrap(), "--wait", "2m"]);
+    let submitted = sandbox.run("submit", &[path.to_str().unwrap(), "--wait=2m"]);
     let out = text(&submitted);
     assert!(submitted.status.success(), "{out}");
     assert!(out.contains("job.batch/waited created") && out.contains("job.batch/waited succeeded"), "{out}");

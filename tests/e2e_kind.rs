@@ -269,7 +269,7 @@ async fn a_kind_sandbox_runs_jobs_through_multikueue_and_down_leaves_nothing() {
     // JobSet's, AppWrapper's, Kubeflow's training operator's and Tekton's releases run on both
     // clusters (their own images, built here); Kueue's built-in integrations queue the first
     // three kinds, and the integrations file PipelineRuns.
-    let pipelineruns = concat!(env!("CARGO_MANIFEST_DIR"), "/samples/third-party/pipelinerun-integration.yaml");
+    let pipelineruns = concat!(env!("CARGO_MANIFEST_DIR"), "/samples/addons/tekton/pipelinerun-integration.yaml");
     let sandbox = Sandbox::up_on_kind(&[
         "--workers",
         "1",
@@ -443,7 +443,7 @@ async fn pytorch_job_runs_on_one_cluster(sandbox: &Sandbox, name: &str) -> Value
 }
 
 /// A PyTorchJob with a Master on one kind cluster, under Kueue's built-in integration and then
-/// under ours by configuration (`samples/third-party/pytorchjob-integration.yaml`): the same pod
+/// under ours by configuration (`samples/addons/kubeflow/pytorchjob-integration.yaml`): the same pod
 /// sets, both run with the cluster's DNS, and every command sees the configured kind.
 #[tokio::test(flavor = "multi_thread")]
 async fn a_pytorchjob_by_configuration_gets_kueues_own_pod_sets_on_a_kind_cluster() {
@@ -464,7 +464,7 @@ async fn a_pytorchjob_by_configuration_gets_kueues_own_pod_sets_on_a_kind_cluste
     let names: Vec<&Value> = reference.as_array().unwrap().iter().map(|s| &s["name"]).collect();
     assert_eq!(names, ["master", "worker"], "Kueue's built-in PyTorchJob integration: {reference:#}");
 
-    let integrations = concat!(env!("CARGO_MANIFEST_DIR"), "/samples/third-party/pytorchjob-integration.yaml");
+    let integrations = concat!(env!("CARGO_MANIFEST_DIR"), "/samples/addons/kubeflow/pytorchjob-integration.yaml");
     let sandbox = Sandbox::up_on_kind(&["--workers", "0", "--addons", "kubeflow", "--integrations", integrations]);
     let ours = pytorch_job_runs_on_one_cluster(&sandbox, "configured-pytorch").await;
     assert_eq!(ours, reference, "our configured PyTorchJob integration describes it as Kueue's own does");
@@ -483,7 +483,7 @@ async fn a_pytorchjob_by_configuration_gets_kueues_own_pod_sets_on_a_kind_cluste
     let files = tempfile::tempdir().unwrap();
     let waited = files.path().join("waited.yaml");
     std::fs::write(&waited, pytorch_job("waited-pytorch")).unwrap();
-    let submitted = sandbox.run("submit", &[waited.to_str().unwrap(), "--wait", "3m"]);
+    let submitted = sandbox.run("submit", &[waited.to_str().unwrap(), "--wait=3m"]);
     let out = text(&submitted);
     assert!(submitted.status.success() && out.contains("pytorchjob.kubeflow.org/waited-pytorch succeeded"), "{out}");
     down(&sandbox);

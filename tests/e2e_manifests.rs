@@ -85,7 +85,7 @@ fn the_deployment_runs_a_command_line_the_controller_accepts() {
         container["args"].as_array().unwrap().iter().map(|a| a.as_str().unwrap().to_string()).collect();
     let cli = Cli::try_parse_from(std::iter::once("kubectl-kueue_ext".to_string()).chain(args.iter().cloned()))
         .unwrap_or_else(|e| panic!("{args:?}: {e}"));
-    assert!(matches!(cli.command, Command::Controller(_)), "{args:?} is not the controller command");
+    assert!(matches!(cli.command, Some(Command::Controller(_))), "{args:?} is not the controller command");
     // The certificate Secret is mounted where the controller reads it.
     let mount = container["volumeMounts"][0]["mountPath"].as_str().unwrap();
     assert!(args.contains(&format!("--cert-dir={mount}")), "{args:?} vs mount {mount}");

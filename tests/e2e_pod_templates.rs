@@ -14,7 +14,7 @@ use common::{Sandbox, apply_yaml, condition, workloads_owned_by};
 use futures::future::join_all;
 use kube::Client;
 
-const INTEGRATIONS: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/samples/third-party/job-integration.yaml");
+const INTEGRATIONS: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/samples/integrations/job-integration.yaml");
 
 /// Pod specs (YAML at the indentation of `spec:`'s children, 0 here), each with a main
 /// container that asks for 100m CPU and 64Mi.

@@ -3,17 +3,68 @@
 
 mod common;
 
-use common::{Sandbox, api, text};
+use std::path::Path;
+use std::process::Command;
+
+use common::{BIN, Sandbox, api, text};
+
+/// The README's quick start: its first `sh` block after the heading, line by line.
+fn quick_start() -> Vec<String> {
+    let readme = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/README.md")).unwrap();
+    let section = readme.split("\n## Quick start\n").nth(1).expect("README.md has a Quick start");
+    let block = section.split("```sh\n").nth(1).and_then(|b| b.split("```").next()).expect("a sh block");
+    block.lines().map(str::to_string).collect()
+}
+
+/// A newcomer's first run, exactly as the README writes it: `kubectl kueue-ext` through
+/// kubectl's plugin lookup, from a clone, with the state in a private dir and on the runtime the
+/// suite runs (KUEUE_EXT_RUNTIME, which `up` reads).
+#[test]
+fn the_readmes_quick_start_works_as_written() {
+    let sandbox = Sandbox::unstarted();
+    let toolchain = Command::new(BIN).args(["toolchain", "path"]).output().unwrap();
+    let toolchain = String::from_utf8_lossy(&toolchain.stdout).trim().to_string();
+    let plugin_dir = Path::new(BIN).parent().unwrap().display().to_string();
+    let path = format!("{plugin_dir}:{toolchain}:{}", std::env::var("PATH").unwrap_or_default());
+    let runtime = std::env::var("KUEUE_EXT_RUNTIME").unwrap_or_else(|_| "process".into());
+    let lines = quick_start();
+    assert!(lines.len() >= 5 && lines.iter().all(|l| l.starts_with("kubectl kueue-ext ")), "{lines:?}");
+    let mut said = Vec::new();
+    for line in &lines {
+        let output = Command::new("sh")
+            .args(["-c", line])
+            .current_dir(env!("CARGO_MANIFEST_DIR"))
+            .env("PATH", &path)
+            .env("KUEUE_EXT_HOME", &sandbox.dir)
+            .env("KUEUE_EXT_RUNTIME", &runtime)
+            .output()
+            .unwrap();
+        assert!(output.status.success(), "`{line}` failed:\n{}", text(&output));
+        said.push((line.split_whitespace().nth(2).unwrap_or_default().to_string(), text(&output)));
+    }
+    let of = |command: &str| said.iter().find(|(c, _)| c == command).map(|(_, out)| out.as_str()).unwrap_or_default();
+    for line in [
+        "externaljob.kueue-ext.dev/train-small succeeded",
+        "wrappedjob.kueue-ext.dev/train-with-server succeeded",
+        "job.batch/sample-job succeeded",
+        "externaljob.kueue-ext.dev/too-big pending",
+    ] {
+        assert!(of("submit").contains(line), "submit: missing {line:?} in:\n{}", of("submit"));
+    }
+    assert!(of("watch").contains("train-small") && of("watch").contains("too-big"), "{}", of("watch"));
+    assert!(of("explain").contains("is waiting for quota"), "{}", of("explain"));
+    assert!(!sandbox.dir.join("state.json").exists(), "down left the sandbox's state behind");
+}
 
 #[tokio::test(flavor = "multi_thread")]
 async fn submit_runs_the_samples_and_refuses_bad_batches_whole() {
-    // The samples include a JobSet and a WrappedJob of one: JobSet's controller runs beside Kueue,
-    // and our configured integration queues JobSets, as in hack/demo.sh.
-    let jobsets = concat!(env!("CARGO_MANIFEST_DIR"), "/samples/third-party/jobset-integration.yaml");
+    // Every sample, add-ons' included (-R): JobSet's controller runs beside Kueue, and our
+    // configured integration queues JobSets.
+    let jobsets = concat!(env!("CARGO_MANIFEST_DIR"), "/samples/addons/jobset/jobset-integration.yaml");
     let sandbox = Sandbox::up(&["--workers", "0", "--addons", "jobset", "--integrations", jobsets]);
     let samples = concat!(env!("CARGO_MANIFEST_DIR"), "/samples");
 
-    let ran = sandbox.run("submit", &[samples, "--wait=3m"]);
+    let ran = sandbox.run("submit", &["-R", "-f", samples, "--wait=3m"]);
     let out = text(&ran);
     assert!(ran.status.success(), "{out}");
     for line in [
@@ -45,13 +96,13 @@ async fn submit_runs_the_samples_and_refuses_bad_batches_whole() {
     let batch = text(&sandbox.run("explain", &["job/sample-job"]));
     assert!(batch.contains("Job default/sample-job has finished: Succeeded"), "{batch}");
 
-    let again = sandbox.run("submit", &[samples]);
+    let again = sandbox.run("submit", &["--recursive", samples]);
     assert!(
         text(&again).contains("externaljob.kueue-ext.dev/urgent unchanged (already submitted)"),
         "{}",
         text(&again)
     );
-    let again = sandbox.run("submit", &[samples, "-o", "name"]);
+    let again = sandbox.run("submit", &["-R", "--filename", samples, "-o", "name"]);
     assert!(
         again.status.success() && text(&again).contains("externaljob.kueue-ext.dev/train-small"),
         "{}",

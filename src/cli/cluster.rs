@@ -42,7 +42,23 @@ impl ClusterArgs {
             .clone()
             .or_else(|| config.contexts.iter().find(|c| c.name == context)?.context.as_ref()?.namespace.clone())
             .unwrap_or_else(|| "default".into());
-        Ok((crate::kube_util::client_from(config, &context).await?, namespace))
+        if origin == Origin::Sandbox && self.context.is_none() {
+            say_the_sandbox_is_chosen(&context, &sandbox);
+        }
+        let client = crate::kube_util::client_from(config.clone(), &context).await?;
+        crate::kube_util::ensure_reachable(&client, &config, &context).await?;
+        Ok((client, namespace))
+    }
+}
+
+/// A user whose kubectl points at a cluster of their own is told that this command does not.
+fn say_the_sandbox_is_chosen(context: &str, sandbox: &Path) {
+    let current = read_kubeconfig(None).ok().and_then(|config| config.current_context);
+    if let Some(current) = current.filter(|current| current != context) {
+        eprintln!(
+            "note: using context {context} of the running sandbox ({}), not kubectl's {current}; pass --context to choose",
+            sandbox.display()
+        );
     }
 }
 

@@ -8,23 +8,18 @@ use std::process::ExitCode;
 use crate::conformance::report::{json, table};
 use crate::conformance::target::{Context, Target};
 use crate::conformance::{self, Options};
+use crate::integrations::declarative::config::split_kind;
 use crate::model::snapshot::Role;
 
+use super::output::{self, Output};
 use super::watch::Clusters;
-
-#[derive(Debug, Clone, Copy, clap::ValueEnum)]
-pub enum Output {
-    Table,
-    Json,
-    Yaml,
-}
 
 #[derive(Debug, clap::Args)]
 pub struct Args {
     /// The kind, as Kueue's externalFrameworks name it: `ExternalJob.v1alpha1.kueue-ext.dev`,
     /// `WrappedJob.v1alpha1.kueue-ext.dev`, `Job.v1.batch`, or one of the cluster's
     /// integrations file.
-    #[arg(long, value_name = "Kind.version.group")]
+    #[arg(long, value_name = "Kind.version.group", value_parser = qualified_kind)]
     pub kind: String,
     /// One job of the kind to create in every check (its pods should run for 20 s or so) [default:
     /// the built-in sample of a built-in kind]
@@ -34,15 +29,23 @@ pub struct Args {
     /// them).
     #[arg(long)]
     pub keep: bool,
-    /// Output format.
-    #[arg(short, long, value_enum, default_value_t = Output::Table)]
-    pub output: Output,
+    /// Output format: json or yaml [default: a table]
+    #[arg(short, long, value_name = "FORMAT", value_parser = output::accepting(&[Output::Json, Output::Yaml]))]
+    pub output: Option<Output>,
     #[command(flatten)]
     pub clusters: Clusters,
 }
 
+/// Checked before any cluster is asked: a malformed kind is a usage error.
+fn qualified_kind(text: &str) -> Result<String, String> {
+    match split_kind(text) {
+        Some(_) => Ok(text.to_string()),
+        None => Err("must be Kind.version.group, as in Kueue's externalFrameworks (e.g. Job.v1.batch)".into()),
+    }
+}
+
 pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
-    let targets = args.clusters.targets()?;
+    let targets = args.clusters.reachable_targets().await?;
     let context = |role: Role| -> Vec<Context> {
         let chosen = targets.clusters.iter().filter(|c| c.role == role);
         chosen.map(|c| Context { name: c.name.clone(), context: c.context.clone() }).collect()
@@ -56,10 +59,10 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
     eprintln!("checking {} on {where_} ({}; each check in its own namespace, all at once)…", args.kind, targets.origin);
     let options = Options { kind: args.kind, sample: args.sample, keep: args.keep };
     let report = conformance::run(&target, &options).await?;
-    match args.output {
-        Output::Table => print!("{}", table(&report)),
+    match args.output.unwrap_or_default() {
         Output::Json => println!("{}", json(&report)),
         Output::Yaml => print!("{}", serde_saphyr::to_string(&report)?),
+        _ => print!("{}", table(&report)),
     }
     Ok(if report.passed { ExitCode::SUCCESS } else { ExitCode::FAILURE })
 }

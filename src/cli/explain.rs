@@ -3,6 +3,7 @@
 
 use std::process::ExitCode;
 
+use super::output::{self, Output};
 use super::watch::{Clusters, SETTLE};
 use crate::explain::explain;
 use crate::integrations::registry::{JobKind, KindRegistry};
@@ -14,22 +15,17 @@ use crate::model::{join, problems_text};
 pub struct Args {
     /// The job: `NAME` (an ExternalJob), or `KIND/NAME` for any kind the cluster runs
     /// (`wrappedjob/NAME`, `wj/NAME`, `job/NAME`, `pipelinerun.tekton.dev/NAME`).
+    #[arg(value_name = "[KIND/]NAME", value_parser = job_reference)]
     pub job: String,
     #[command(flatten)]
     pub clusters: Clusters,
     /// Namespace [default: the context's, else default]
     #[arg(short, long)]
     pub namespace: Option<String>,
-    /// Output format: the reasons as lines, or with the job they explain as JSON or YAML.
-    #[arg(short, long, value_enum, default_value_t = Output::Text)]
-    pub output: Output,
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
-pub enum Output {
-    Text,
-    Json,
-    Yaml,
+    /// Output format: json or yaml, the reasons with the job they explain [default: the reasons
+    /// as lines]
+    #[arg(short, long, value_name = "FORMAT", value_parser = output::accepting(&[Output::Json, Output::Yaml]))]
+    pub output: Option<Output>,
 }
 
 /// What `-o json|yaml` prints.
@@ -42,6 +38,16 @@ struct Explained<'a> {
     reasons: Vec<String>,
 }
 
+/// A reference checked for its shape before any cluster is asked (which kinds exist is the
+/// cluster's to say).
+fn job_reference(text: &str) -> Result<String, String> {
+    let (kind, name) = text.split_once('/').unwrap_or(("externaljob", text));
+    if kind.is_empty() || name.is_empty() || name.contains('/') {
+        return Err("a job is NAME or KIND/NAME (e.g. too-big, wj/train, job/pi)".into());
+    }
+    Ok(text.to_string())
+}
+
 /// The kind and name of a job reference, among the kinds the cluster runs.
 fn kind_of<'a>(reference: &'a str, registry: &KindRegistry) -> Result<(JobKind, &'a str), String> {
     let (kind, name) = reference.split_once('/').unwrap_or(("externaljob", reference));
@@ -52,7 +58,7 @@ fn kind_of<'a>(reference: &'a str, registry: &KindRegistry) -> Result<(JobKind, 
 }
 
 pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
-    let targets = args.clusters.targets()?;
+    let targets = args.clusters.reachable_targets().await?;
     let namespace = match &args.namespace {
         Some(namespace) => namespace.clone(),
         None => targets.manager_namespace().unwrap_or_else(|| "default".into()),
@@ -73,7 +79,7 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
         .find(|row| Some(row.key.cluster.as_str()) == manager)
         .or_else(|| model.jobs.iter().find(matching));
     let Some(row) = row else {
-        eprintln!("{} {namespace}/{name} not found", kind.name());
+        eprintln!("error: {} {namespace}/{name} not found", kind.name());
         for cluster in snapshot.clusters.iter().filter(|c| !c.reachable) {
             eprintln!("(cluster {} could not be read: {})", cluster.name, problems_text(&cluster.problems));
         }
@@ -86,10 +92,10 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
         cluster: &row.key.cluster,
         reasons: explain(row, &model),
     };
-    match args.output {
-        Output::Text => explained.reasons.iter().for_each(|line| println!("{line}")),
+    match args.output.unwrap_or_default() {
         Output::Json => println!("{}", serde_json::to_string_pretty(&explained)?),
         Output::Yaml => print!("{}", serde_saphyr::to_string(&explained)?),
+        _ => explained.reasons.iter().for_each(|line| println!("{line}")),
     }
     Ok(ExitCode::SUCCESS)
 }
@@ -115,8 +121,16 @@ mod tests {
     }
 
     #[test]
+    fn a_malformed_reference_is_refused_before_any_cluster_is_asked() {
+        for bad in ["", "/x", "job/", "job/a/b"] {
+            assert!(job_reference(bad).is_err(), "{bad:?}");
+        }
+        assert_eq!(job_reference("wj/train").unwrap(), "wj/train");
+    }
+
+    #[test]
     fn a_configured_kind_is_a_job_reference_too() {
-        let text = std::fs::read_to_string("samples/third-party/pipelinerun-integration.yaml").unwrap();
+        let text = std::fs::read_to_string("samples/addons/tekton/pipelinerun-integration.yaml").unwrap();
         let config = IntegrationConfig::parse("pipelinerun-integration.yaml", &text).unwrap();
         let registry = KindRegistry::with_configured(&config, "pipelinerun-integration.yaml");
         let (kind, name) = kind_of("pipelineruns.tekton.dev/build", &registry).unwrap();

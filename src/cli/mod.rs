@@ -5,8 +5,10 @@ pub mod completion;
 mod conformance;
 mod controller;
 mod down;
+mod examples;
 mod explain;
 mod manifests;
+mod output;
 mod status;
 mod submit;
 mod targets;
@@ -15,6 +17,7 @@ mod up;
 mod version;
 mod watch;
 
+use std::ffi::OsString;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -22,44 +25,95 @@ use clap::{Parser, Subcommand};
 
 /// Kueue integration sandbox and framework for custom job kinds.
 #[derive(Debug, Parser)]
-#[command(name = "kubectl kueue-ext", bin_name = "kubectl kueue-ext", version, about)]
+#[command(
+    name = "kubectl kueue-ext",
+    bin_name = "kubectl kueue-ext",
+    version = version::LONG,
+    about,
+    after_help = EXAMPLES
+)]
 pub struct Cli {
-    /// More log output (-v info, -vv debug, -vvv trace).
-    #[arg(short, long, global = true, action = clap::ArgAction::Count)]
+    /// More log output (-v info, -vv debug, -vvv trace; kubectl's -v=N too).
+    #[arg(short, long, global = true, action = clap::ArgAction::Count, help_heading = "Global options")]
     pub verbose: u8,
 
     /// Log format: human-readable text, or JSON lines (for the controller).
-    #[arg(long, global = true, value_enum, default_value_t = LogFormat::Text)]
+    #[arg(long, global = true, value_enum, default_value_t = LogFormat::Text, help_heading = "Global options")]
     pub log_format: LogFormat,
 
     #[command(subcommand)]
-    pub command: Command,
+    pub command: Option<Command>,
+}
+
+const EXAMPLES: &str = "\
+Examples:
+  kubectl kueue-ext up                          # a manager and 2 workers, MultiKueue wired
+  kubectl kueue-ext submit -f samples/ --wait   # the samples, until they finish
+  kubectl kueue-ext watch                       # every job across the clusters, live
+  kubectl kueue-ext explain too-big             # why a job is not running
+  kubectl kueue-ext down                        # stop what up started
+
+Use \"kubectl kueue-ext COMMAND --help\" for more about a command.";
+
+/// kubectl's `-v=N` (and klog's `--v=N`) as our `-v` count, by what klog logs at each level: 1-3
+/// what changes (info), 4-5 what is asked (debug), 6 and up every request (trace). Everything
+/// after `--` is left alone.
+pub fn kubectl_verbosity(args: Vec<OsString>) -> Vec<OsString> {
+    let mut out = Vec::with_capacity(args.len());
+    let mut rest = false;
+    for arg in args {
+        rest |= arg == "--";
+        let level = arg
+            .to_str()
+            .filter(|_| !rest)
+            .and_then(|a| a.strip_prefix("-v=").or_else(|| a.strip_prefix("--v=")))
+            .and_then(|n| n.parse::<u8>().ok());
+        match level {
+            Some(0) => {}
+            Some(1..=3) => out.push("-v".into()),
+            Some(4 | 5) => out.push("-vv".into()),
+            Some(_) => out.push("-vvv".into()),
+            None => out.push(arg),
+        }
+    }
+    out
 }
 
 #[derive(Debug, Subcommand)]
 pub enum Command {
     /// Start the local sandbox: a manager cluster (and workers), each with Kueue.
+    #[command(after_help = examples::UP)]
     Up(up::Args),
     /// Stop every process of the sandbox and remove its state.
+    #[command(after_help = examples::DOWN)]
     Down(SandboxArgs),
     /// Show each cluster and component of the sandbox, ready or not.
+    #[command(after_help = examples::STATUS)]
     Status(status::Args),
     /// Build or locate the pinned Kubernetes, etcd, kwok and Kueue binaries.
     #[command(subcommand)]
     Toolchain(toolchain::Command),
     /// Run the Kueue integration controller and admission webhook for this project's kinds.
+    #[command(after_help = examples::CONTROLLER)]
     Controller(controller::Args),
-    /// Print the install manifests (CRDs, RBAC, webhook configurations).
+    /// Print the install manifests: Namespace, CRDs, RBAC, ServiceAccount, Deployment, Service,
+    /// webhook configurations.
+    #[command(after_help = examples::MANIFESTS)]
     Manifests(manifests::Args),
     /// Apply jobs and queues from files or directories; nothing is applied if any is invalid.
+    #[command(after_help = examples::SUBMIT)]
     Submit(submit::Args),
     /// Say why a job is or is not running: its queue, Workload, quota, admission checks, worker.
+    #[command(after_help = examples::EXPLAIN)]
     Explain(explain::Args),
     /// Watch every job across the manager and its workers: Workload, admission checks, worker, pods.
+    #[command(after_help = examples::WATCH)]
     Watch(watch::Args),
     /// Check Kueue's integration contract on the sandbox against a job kind: pass/fail per check.
+    #[command(after_help = examples::CONFORMANCE)]
     Conformance(conformance::Args),
     /// Print the plugin's version and every version the sandbox pins.
+    #[command(after_help = examples::VERSION)]
     Version(version::Args),
     /// Print a shell completion script (bash, zsh, fish, …).
     #[command(after_long_help = completion::INSTALL)]
@@ -86,8 +140,8 @@ impl SandboxArgs {
     }
 }
 
-pub async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
-    match cli.command {
+pub async fn run(command: Command) -> anyhow::Result<ExitCode> {
+    match command {
         Command::Up(args) => up::run(args).await,
         Command::Down(args) => down::run(args).await,
         Command::Status(args) => status::run(args).await,
@@ -159,6 +213,22 @@ mod tests {
     }
 
     #[test]
+    fn kubectls_verbosity_levels_map_onto_ours() {
+        let rewrite = |args: &[&str]| -> Vec<String> {
+            let args = args.iter().map(OsString::from).collect();
+            kubectl_verbosity(args).into_iter().map(|a| a.into_string().unwrap()).collect()
+        };
+        assert_eq!(rewrite(&["k", "-v=2", "status"]), ["k", "-v", "status"]);
+        assert_eq!(rewrite(&["k", "--v=4", "status"]), ["k", "-vv", "status"]);
+        assert_eq!(rewrite(&["k", "-v=9"]), ["k", "-vvv"]);
+        assert_eq!(rewrite(&["k", "-v=0", "-vv"]), ["k", "-vv"]);
+        assert_eq!(rewrite(&["k", "-v=x"]), ["k", "-v=x"], "not a level: clap refuses it");
+        assert_eq!(rewrite(&["k", "--", "-v=4"]), ["k", "--", "-v=4"]);
+        let cli = Cli::try_parse_from(rewrite(&["kubectl-kueue_ext", "-v=6", "version"])).unwrap();
+        assert_eq!(cli.verbose, 3);
+    }
+
+    #[test]
     fn cli_definition_is_consistent() {
         Cli::command().debug_assert();
     }
@@ -166,7 +236,7 @@ mod tests {
     #[test]
     fn up_takes_workers_and_state_dir() {
         let cli = Cli::try_parse_from(["kubectl-kueue_ext", "up", "--workers", "0", "--state-dir", "/tmp/s"]).unwrap();
-        let Command::Up(args) = cli.command else { panic!("parsed {:?}", cli.command) };
+        let Some(Command::Up(args)) = cli.command else { panic!("parsed {:?}", cli.command) };
         assert_eq!(args.workers, 0);
         assert_eq!(args.sandbox.dir(), PathBuf::from("/tmp/s"));
     }
@@ -180,7 +250,7 @@ mod tests {
     #[test]
     fn watch_takes_kubectls_all_namespaces_but_not_with_a_namespace() {
         let cli = Cli::try_parse_from(["kubectl-kueue_ext", "watch", "-A", "--once"]).unwrap();
-        let Command::Watch(args) = cli.command else { panic!("parsed {:?}", cli.command) };
+        let Some(Command::Watch(args)) = cli.command else { panic!("parsed {:?}", cli.command) };
         assert!(args.all_namespaces && args.namespace.is_none());
         let err = Cli::try_parse_from(["kubectl-kueue_ext", "watch", "-A", "-n", "team"]).unwrap_err();
         assert_eq!(err.exit_code(), 2);

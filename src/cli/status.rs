@@ -3,35 +3,28 @@ use std::process::ExitCode;
 use crate::sandbox::{self, SandboxError, StatusReport};
 
 use super::SandboxArgs;
-
-#[derive(Debug, Clone, Copy, clap::ValueEnum)]
-pub enum Output {
-    Table,
-    Json,
-    Yaml,
-    /// `cluster/NAME`, one line per cluster, as `kubectl get -o name` prints objects.
-    Name,
-}
+use super::output::{self, Output};
 
 #[derive(Debug, clap::Args)]
 pub struct Args {
     #[command(flatten)]
     pub sandbox: SandboxArgs,
-    /// Output format.
-    #[arg(short, long, value_enum, default_value_t = Output::Table)]
-    pub output: Output,
+    /// Output format: name (`cluster/NAME`, one line per cluster), json or yaml [default: a table]
+    #[arg(short, long, value_name = "FORMAT",
+          value_parser = output::accepting(&[Output::Name, Output::Json, Output::Yaml]))]
+    pub output: Option<Output>,
 }
 
 pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
     let report = match sandbox::status(&args.sandbox.dir()).await {
         Ok(report) => report,
         Err(err @ SandboxError::NotUp { .. }) => {
-            eprintln!("{err}");
+            eprintln!("error: {err}");
             return Ok(ExitCode::FAILURE);
         }
         Err(err) => return Err(err.into()),
     };
-    print!("{}", render(&report, args.output)?);
+    print!("{}", render(&report, args.output.unwrap_or_default())?);
     Ok(if report.ready { ExitCode::SUCCESS } else { ExitCode::FAILURE })
 }
 
@@ -40,7 +33,7 @@ fn render(report: &StatusReport, output: Output) -> anyhow::Result<String> {
         Output::Json => serde_json::to_string_pretty(report)? + "\n",
         Output::Yaml => serde_saphyr::to_string(report)?,
         Output::Name => report.clusters.iter().map(|cluster| format!("cluster/{}\n", cluster.name)).collect(),
-        Output::Table => table(report),
+        Output::Human | Output::Wide => table(report),
     })
 }
 
@@ -141,6 +134,6 @@ mod tests {
         let yaml: serde_json::Value = serde_saphyr::from_str(&render(&report, Output::Yaml).unwrap()).unwrap();
         assert_eq!(json, yaml);
         assert_eq!(json["clusters"][1]["role"], "worker");
-        assert!(render(&report, Output::Table).unwrap().contains("kueue-ext (process runtime)"));
+        assert!(render(&report, Output::Human).unwrap().contains("kueue-ext (process runtime)"));
     }
 }

@@ -4,45 +4,61 @@ use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
 use super::cluster::ClusterArgs;
+use super::output::{self, Output};
 use crate::integrations::declarative::config;
 use crate::integrations::registry::KindRegistry;
 use crate::integrations::wrapped_job::settings::{NotADuration, parse_go_duration};
 use crate::manifests;
+use crate::sandbox::addons::Addon;
 use crate::submit::{self, Defaults, Planned, Problem, appwrapper, documents};
+use clap::ValueEnum;
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum)]
 pub enum DryRun {
+    /// Apply.
+    #[default]
+    None,
     /// Check the files only; send nothing.
     Client,
     /// Check with the API server (webhooks included) but persist nothing.
     Server,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
-pub enum Output {
-    Name,
-    Yaml,
-    Json,
-}
-
 #[derive(Debug, clap::Args)]
+#[command(group = clap::ArgGroup::new("input").required(true).multiple(true).args(["paths", "filenames"]))]
 pub struct Args {
-    /// Files or directories (recursive; .yaml, .yml, .json); `-` reads standard input.
-    #[arg(required = true, value_name = "PATH")]
+    /// Files or directories (.yaml, .yml, .json), as with -f; `-` reads standard input.
+    #[arg(value_name = "PATH")]
     pub paths: Vec<PathBuf>,
+    /// A file or directory to submit, as kubectl's (repeatable; `-` reads standard input).
+    #[arg(short = 'f', long = "filename", value_name = "PATH")]
+    pub filenames: Vec<PathBuf>,
+    /// Read directories' subdirectories too, as kubectl's -R.
+    #[arg(short = 'R', long)]
+    pub recursive: bool,
     #[command(flatten)]
     pub cluster: ClusterArgs,
     /// LocalQueue for jobs that carry no kueue.x-k8s.io/queue-name label.
     #[arg(long, value_name = "NAME")]
     pub queue: Option<String>,
-    #[arg(long, value_enum, value_name = "MODE")]
-    pub dry_run: Option<DryRun>,
-    /// Print applied objects as names, YAML or JSON instead of kubectl-style lines.
-    #[arg(short, long, value_enum)]
+    /// none: apply; client: check the files and send nothing; server: the API server checks
+    /// (webhooks included) and stores nothing.
+    #[arg(long, value_enum, value_name = "MODE", num_args = 0..=1, require_equals = true, default_missing_value = "client", default_value_t)]
+    pub dry_run: DryRun,
+    /// Output format: name, yaml or json, of the applied objects [default: kubectl's lines]
+    #[arg(short, long, value_name = "FORMAT",
+          value_parser = output::accepting(&[Output::Name, Output::Json, Output::Yaml]))]
     pub output: Option<Output>,
-    /// Wait until every submitted job finishes (default timeout 10m); exit 1 if any failed.
-    #[arg(long, value_name = "TIMEOUT", num_args = 0..=1, default_missing_value = "10m", value_parser = parse_timeout)]
+    /// Wait until every submitted job finishes, at most DURATION (`--wait=5m`; bare: 10m); exit 1
+    /// if any failed.
+    #[arg(long, value_name = "DURATION", num_args = 0..=1, require_equals = true, default_missing_value = "10m", value_parser = parse_timeout)]
     pub wait: Option<Duration>,
+}
+
+impl Args {
+    fn paths(&self) -> Vec<PathBuf> {
+        self.paths.iter().chain(&self.filenames).cloned().collect()
+    }
 }
 
 /// A Go duration (`90s`, `10m`, `1h30m`); a bare number is seconds.
@@ -61,7 +77,7 @@ fn print_problems(problems: &[Problem]) {
 }
 
 pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
-    let files = match documents::collect_files(&args.paths) {
+    let files = match documents::collect_files(&args.paths(), args.recursive) {
         Ok(files) => files,
         Err(err) => {
             eprintln!("error: {err}");
@@ -97,7 +113,7 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
         print_problems(&problems);
         return Ok(ExitCode::FAILURE);
     }
-    if args.dry_run == Some(DryRun::Client) {
+    if args.dry_run == DryRun::Client {
         println!("{} document(s) from {} file(s) look well-formed (client dry run)", docs.len(), files.len());
         return Ok(ExitCode::SUCCESS);
     }
@@ -109,7 +125,8 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
         }
     }
     let kinds = KindRegistry::discover(&client, manifests::NAMESPACE).await?;
-    let defaults = Defaults { namespace: &namespace, queue: args.queue.as_deref(), kinds: &kinds };
+    let defaults =
+        Defaults { namespace: &namespace, queue: args.queue.as_deref(), kinds: &kinds, serves_group: &addon_serving };
     let planned = match submit::plan(&client, docs, &defaults).await {
         Ok(planned) => planned,
         Err(problems) => {
@@ -117,7 +134,7 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
             return Ok(ExitCode::FAILURE);
         }
     };
-    let dry_run = args.dry_run == Some(DryRun::Server);
+    let dry_run = args.dry_run == DryRun::Server;
     for p in &planned {
         if p.already_submitted() {
             match args.output {
@@ -136,17 +153,24 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
         })?;
         let verb = if p.exists { "configured" } else { "created" };
         let suffix = if dry_run { " (server dry run)" } else { "" };
-        match args.output {
-            None => println!("{} {verb}{suffix}", p.display_name()),
-            Some(Output::Name) => println!("{}", p.display_name()),
-            Some(Output::Yaml) => print!("---\n{}", serde_saphyr::to_string(&applied)?),
-            Some(Output::Json) => println!("{}", serde_json::to_string_pretty(&applied)?),
+        match args.output.unwrap_or_default() {
+            Output::Name => println!("{}", p.display_name()),
+            Output::Yaml => print!("---\n{}", serde_saphyr::to_string(&applied)?),
+            Output::Json => println!("{}", serde_json::to_string_pretty(&applied)?),
+            Output::Human | Output::Wide => println!("{} {verb}{suffix}", p.display_name()),
         }
     }
     match args.wait {
         Some(timeout) if !dry_run => wait(&client, &planned, timeout).await,
         _ => Ok(ExitCode::SUCCESS),
     }
+}
+
+/// The sandbox's add-on that serves a group's job kind, and how to start a sandbox with it.
+fn addon_serving(group: &str) -> Option<String> {
+    let addon = Addon::value_variants().iter().find(|addon| addon.spec().job_kind.group == group)?;
+    let name = addon.spec().name;
+    Some(format!("in a sandbox, `kubectl kueue-ext up --addons {name}` runs its controller (see samples/addons/)"))
 }
 
 /// Jobs annotated `kueue-ext.dev/wait: "false"` are expected to stay pending: `--wait` reports
@@ -184,7 +208,7 @@ async fn wait(client: &kube::Client, planned: &[Planned], timeout: Duration) -> 
         if !pending.is_empty() {
             if Instant::now() >= deadline {
                 let names: Vec<String> = pending.iter().map(|p| p.display_name()).collect();
-                eprintln!("timed out; not finished: {}", names.join(", "));
+                eprintln!("error: timed out; not finished: {}", names.join(", "));
                 return Ok(ExitCode::FAILURE);
             }
             tokio::time::sleep(Duration::from_secs(1)).await;

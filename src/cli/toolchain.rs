@@ -24,7 +24,7 @@ pub async fn run(command: Command) -> anyhow::Result<ExitCode> {
                 Ok(ExitCode::SUCCESS)
             }
             None => {
-                eprintln!("the toolchain is not built yet; run `kubectl kueue-ext toolchain install`");
+                eprintln!("error: the toolchain is not built yet; run `kubectl kueue-ext toolchain install`");
                 Ok(ExitCode::FAILURE)
             }
         },

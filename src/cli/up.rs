@@ -43,12 +43,12 @@ pub struct Args {
     /// process runtime).
     #[arg(long = "component-arg", value_name = "COMPONENT=FLAG", value_parser = parse_component_arg)]
     pub component_args: Vec<(String, String)>,
-    /// How clusters run: kind clusters in Docker, or local processes [default: kind where a
-    /// Docker daemon answers and `kind` is on PATH, else process]
-    #[arg(long, value_enum, value_name = "RUNTIME")]
+    /// How clusters run: kind clusters in Docker (kind is built from its Go module), or local
+    /// processes [default: kind where a Docker daemon answers, else process]
+    #[arg(long, env = "KUEUE_EXT_RUNTIME", value_enum, value_name = "RUNTIME")]
     pub runtime: Option<Runtime>,
     /// Integrations file: job kinds Kueue manages through our controller, described by where
-    /// their fields are (see samples/third-party/). Wired on every cluster: Kueue's
+    /// their fields are (see samples/integrations/ and samples/addons/). Wired on every cluster: Kueue's
     /// externalFrameworks, RBAC, webhooks and the controller's `--integrations`.
     #[arg(long, value_name = "FILE")]
     pub integrations: Option<PathBuf>,
@@ -123,7 +123,7 @@ fn read_crds(paths: &[PathBuf]) -> Result<Vec<Value>, Vec<String>> {
     if paths.is_empty() {
         return Ok(Vec::new());
     }
-    let files = documents::collect_files(paths).map_err(|e| vec![e.to_string()])?;
+    let files = documents::collect_files(paths, true).map_err(|e| vec![e.to_string()])?;
     let (mut crds, mut problems) = (Vec::new(), Vec::new());
     for file in &files {
         let name = file.display().to_string();
@@ -252,7 +252,7 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
     };
     let outcome = match sandbox::up(&options, &Progress::stderr()).await {
         Err(err @ sandbox::SandboxError::Interrupted) => {
-            eprintln!("{err}");
+            eprintln!("error: {err}");
             return Ok(ExitCode::from(130));
         }
         other => other?,
@@ -284,18 +284,21 @@ mod tests {
     #[test]
     fn a_kind_whose_managed_by_is_elsewhere_is_said_to_stay_out_of_multikueue() {
         let load = |name: &str| {
-            let path = format!("samples/third-party/{name}");
+            let path = format!("samples/{name}");
             IntegrationConfig::parse(&path, &std::fs::read_to_string(&path).unwrap()).unwrap().integrations
         };
-        let warnings = not_through_multikueue("p.yaml", &load("pytorchjob-integration.yaml"));
+        let warnings = not_through_multikueue("p.yaml", &load("addons/kubeflow/pytorchjob-integration.yaml"));
         assert_eq!(
             warnings,
             ["p.yaml: integrations[0].managedBy: spec.runPolicy.managedBy is not spec.managedBy, the one field \
               Kueue's MultiKueue adapter for configured kinds reads: a PyTorchJob.v1.kubeflow.org runs on the \
               cluster it is submitted to, not through MultiKueue"]
         );
-        assert!(not_through_multikueue("j.yaml", &load("job-integration.yaml")).is_empty());
-        assert!(not_through_multikueue("p.yaml", &load("pipelinerun-integration.yaml")).is_empty(), "no managedBy");
+        assert!(not_through_multikueue("j.yaml", &load("integrations/job-integration.yaml")).is_empty());
+        assert!(
+            not_through_multikueue("p.yaml", &load("addons/tekton/pipelinerun-integration.yaml")).is_empty(),
+            "no managedBy"
+        );
     }
 
     #[test]

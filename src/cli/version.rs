@@ -6,22 +6,54 @@ use std::process::ExitCode;
 
 use serde::Serialize;
 
+use super::output::{self, Output};
+
 use crate::sandbox::toolchain::sources::GO_MOD;
 use crate::sandbox::toolchain::{self, versions};
 use crate::sandbox::{KIND_VERSION, NODE_IMAGE};
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
-pub enum Output {
-    Text,
-    Json,
-    Yaml,
-}
-
 #[derive(Debug, clap::Args)]
 pub struct Args {
-    /// Output format.
-    #[arg(short, long, value_enum, default_value_t = Output::Text)]
-    pub output: Output,
+    /// Output format: json or yaml [default: lines for people]
+    #[arg(short, long, value_name = "FORMAT", value_parser = output::accepting(&[Output::Json, Output::Yaml]))]
+    pub output: Option<Output>,
+}
+
+/// The plugin's version as `-V` and `version` both print it: the release, then the build.
+pub const LONG: &str = concat!(
+    "v",
+    env!("CARGO_PKG_VERSION"),
+    " (commit ",
+    env!("KUEUE_EXT_COMMIT"),
+    ", built ",
+    env!("KUEUE_EXT_BUILD_DATE"),
+    ", ",
+    env!("KUEUE_EXT_TARGET"),
+    ", ",
+    env!("KUEUE_EXT_RUSTC"),
+    ")"
+);
+
+/// Where the plugin binary came from, for bug reports.
+#[derive(Debug, Serialize, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct Build {
+    pub commit: &'static str,
+    pub build_date: &'static str,
+    /// The Rust target triple it was built for.
+    pub platform: &'static str,
+    pub rustc: &'static str,
+}
+
+impl Build {
+    fn this() -> Self {
+        Build {
+            commit: env!("KUEUE_EXT_COMMIT"),
+            build_date: env!("KUEUE_EXT_BUILD_DATE"),
+            platform: env!("KUEUE_EXT_TARGET"),
+            rustc: env!("KUEUE_EXT_RUSTC"),
+        }
+    }
 }
 
 /// One pinned component: what it is called, its version, and what in the sandbox runs it.
@@ -49,6 +81,7 @@ pub struct Go {
 #[serde(rename_all = "camelCase")]
 pub struct Versions {
     pub plugin_version: String,
+    pub build: Build,
     /// By name, so scripts read `.pins.kueue.version`.
     #[serde(serialize_with = "by_name")]
     pub pins: Vec<Pin>,
@@ -93,7 +126,11 @@ pub fn plugin_version() -> String {
 }
 
 fn text(versions: &Versions) -> String {
-    let mut out = format!("Plugin Version: {}\n", versions.plugin_version);
+    let build = &versions.build;
+    let mut out = format!(
+        "Plugin Version: {} (commit {}, built {}, {}, {})\n",
+        versions.plugin_version, build.commit, build.build_date, build.platform, build.rustc
+    );
     let width = versions.pins.iter().map(|p| p.name.len()).max().unwrap_or(0);
     let version_width = versions.pins.iter().map(|p| p.version.len().min(10)).max().unwrap_or(0);
     out.push_str("Pinned versions:\n");
@@ -116,13 +153,14 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
     let toolchain_built = found.is_some() && matches!(toolchain::find().await, Ok(Some(_)));
     let versions = Versions {
         plugin_version: plugin_version(),
+        build: Build::this(),
         pins: pins(),
         go: Go { required: go_required(), found, toolchain_built },
     };
-    match args.output {
-        Output::Text => print!("{}", text(&versions)),
+    match args.output.unwrap_or_default() {
         Output::Json => println!("{}", serde_json::to_string_pretty(&versions)?),
         Output::Yaml => print!("{}", serde_saphyr::to_string(&versions)?),
+        _ => print!("{}", text(&versions)),
     }
     Ok(ExitCode::SUCCESS)
 }
@@ -134,6 +172,7 @@ mod tests {
     fn sample(found: Option<&str>, built: bool) -> Versions {
         Versions {
             plugin_version: plugin_version(),
+            build: Build::this(),
             pins: pins(),
             go: Go { required: go_required(), found: found.map(String::from), toolchain_built: built },
         }
@@ -147,7 +186,7 @@ mod tests {
     #[test]
     fn text_names_every_pin_once() {
         let out = text(&sample(Some("go1.26.8"), true));
-        assert!(out.starts_with(&format!("Plugin Version: v{}\n", env!("CARGO_PKG_VERSION"))), "{out}");
+        assert!(out.starts_with(&format!("Plugin Version: {LONG}\n")), "{out}");
         for pin in pins() {
             assert_eq!(out.matches(pin.version).count(), 1, "{} in {out}", pin.version);
         }
@@ -166,6 +205,8 @@ mod tests {
         assert_eq!(json["pluginVersion"], plugin_version());
         assert_eq!(json["go"]["found"], serde_json::Value::Null);
         assert_eq!(json["go"]["toolchainBuilt"], false);
+        assert_eq!(json["build"]["platform"], env!("KUEUE_EXT_TARGET"));
+        assert!(json["build"]["rustc"].as_str().is_some_and(|r| r.starts_with("rustc 1.")), "{json}");
         assert_eq!(json["pins"]["kubernetes"]["version"], versions::KUBERNETES);
         assert_eq!(
             json["pins"]["node-image"]["usedFor"],

@@ -9,8 +9,10 @@ use std::time::Duration;
 use serde::Serialize;
 
 use super::SandboxArgs;
+use super::output::{self, Output};
 use super::targets::{self, Selection};
 use crate::explain::explain;
+use crate::model::snapshot::Role;
 use crate::model::source::{Source, Targets};
 use crate::model::{ClusterRow, JobKey, JobRow, Model, QueueRow, join};
 use crate::tui::columns::{self, CLUSTER_HEADERS, JOB_HEADERS, QUEUE_HEADERS};
@@ -33,11 +35,39 @@ pub struct Clusters {
     pub context: Option<String>,
     /// Context of a worker cluster, as CONTEXT or NAME=CONTEXT where NAME is its MultiKueueCluster
     /// (repeatable) [default: the sandbox's workers]
-    #[arg(long = "worker-context", value_name = "[NAME=]CONTEXT")]
+    #[arg(long = "worker-context", value_name = "[NAME=]CONTEXT", value_parser = worker_context)]
     pub worker_contexts: Vec<String>,
 }
 
+/// `CONTEXT` or `NAME=CONTEXT`, neither part empty; checked before any kubeconfig is read.
+fn worker_context(text: &str) -> Result<String, String> {
+    let (name, context) = text.split_once('=').unwrap_or(("-", text));
+    if name.is_empty() || context.is_empty() {
+        return Err("must be CONTEXT or NAME=CONTEXT, neither empty (e.g. worker1=kind-worker1)".into());
+    }
+    Ok(text.to_string())
+}
+
 impl Clusters {
+    /// The clusters, once each has been asked whether it answers: a manager that does not is an
+    /// error said once (its jobs would otherwise read as none); a worker that does not, a warning.
+    pub async fn reachable_targets(&self) -> anyhow::Result<Targets> {
+        let targets = self.targets()?;
+        let probes = targets.clusters.iter().map(|target| async {
+            let client = crate::kube_util::client_from(targets.kubeconfig.clone(), &target.context).await?;
+            crate::kube_util::ensure_reachable(&client, &targets.kubeconfig, &target.context).await?;
+            anyhow::Ok(())
+        });
+        for (target, answer) in targets.clusters.iter().zip(futures::future::join_all(probes).await) {
+            match answer {
+                Err(err) if target.role == Role::Manager => return Err(err),
+                Err(err) => eprintln!("warning: worker {}: {}", target.name, super::in_one_line(&err)),
+                Ok(()) => {}
+            }
+        }
+        Ok(targets)
+    }
+
     pub fn targets(&self) -> anyhow::Result<Targets> {
         targets::resolve(&Selection {
             state_dir: self.sandbox.dir(),
@@ -46,20 +76,6 @@ impl Clusters {
             worker_contexts: self.worker_contexts.clone(),
         })
     }
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
-pub enum Output {
-    /// The jobs table, then queues and clusters.
-    Table,
-    /// The table with where each job lives and the first reason from `explain`.
-    Wide,
-    /// Everything joined, with each job's explanation.
-    Json,
-    /// The same as YAML.
-    Yaml,
-    /// `KIND.GROUP/NAME` of each job, as `kubectl get -o name` prints them.
-    Name,
 }
 
 #[derive(Debug, clap::Args)]
@@ -75,26 +91,32 @@ pub struct Args {
     /// Print the joined view once and exit (also what happens when stdout is not a terminal).
     #[arg(long)]
     pub once: bool,
-    /// Format of the one-time print.
-    #[arg(short, long, value_enum, default_value_t = Output::Table)]
-    pub output: Output,
+    /// Format of the one-time print: wide (where each job lives and the first reason from
+    /// `explain`), name (`KIND.GROUP/NAME` of each job), json or yaml (everything joined, with
+    /// each job's explanation) [default: the jobs table, then queues and clusters]
+    #[arg(short, long, value_name = "FORMAT",
+          value_parser = output::accepting(&[Output::Wide, Output::Name, Output::Json, Output::Yaml]))]
+    pub output: Option<Output>,
     /// Never suspend, resume or delete from the UI.
     #[arg(long)]
     pub readonly: bool,
 }
 
 pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
-    let targets = args.clusters.targets()?;
-    let mut source = Source::start(targets, args.namespace.as_deref()).await;
-    let interactive = !args.once && args.output == Output::Table && std::io::stdout().is_terminal();
+    let output = args.output.unwrap_or_default();
+    let interactive = !args.once && output == Output::Human && std::io::stdout().is_terminal();
     if interactive {
+        // The screen shows each cluster's state live, unreachable ones included.
+        let source = Source::start(args.clusters.targets()?, args.namespace.as_deref()).await;
         run::run(source, args.readonly).await?;
         return Ok(ExitCode::SUCCESS);
     }
+    let targets = args.clusters.reachable_targets().await?;
+    let mut source = Source::start(targets, args.namespace.as_deref()).await;
     source.settle(SETTLE).await;
     let model = join(&source.snapshot());
     let now = run::now();
-    match args.output {
+    match output {
         Output::Json => println!("{}", serde_json::to_string_pretty(&Report::new(&source.origin, &model))?),
         Output::Yaml => print!("{}", serde_saphyr::to_string(&Report::new(&source.origin, &model))?),
         Output::Name => model.jobs.iter().for_each(|row| println!("{}", object_name(&row.key))),

@@ -39,7 +39,7 @@ pub enum KindError {
     Malformed(String),
     #[error(
         "--kind {kind}: not integrated on this cluster; it knows {known}. Describe the kind in an integrations \
-         file and start the sandbox with `up --integrations FILE` (see samples/third-party/)"
+         file and start the sandbox with `up --integrations FILE` (see samples/integrations/ and samples/addons/)"
     )]
     Unknown { kind: String, known: String },
 }
@@ -67,7 +67,7 @@ mod tests {
     use crate::integrations::declarative::config::IntegrationConfig;
 
     fn configured(sample: &str, origin: &str) -> KindRegistry {
-        let text = std::fs::read_to_string(format!("samples/third-party/{sample}")).unwrap();
+        let text = std::fs::read_to_string(format!("samples/{sample}")).unwrap();
         KindRegistry::with_configured(&IntegrationConfig::parse(sample, &text).unwrap(), origin)
     }
 
@@ -80,7 +80,7 @@ mod tests {
     #[test]
     fn the_clusters_integrations_file_wins_over_the_built_in_description() {
         let origin = "ConfigMap kueue-ext-system/kueue-ext-integrations";
-        let registry = configured("job-integration.yaml", origin);
+        let registry = configured("integrations/job-integration.yaml", origin);
         let found = describe("Job.v1.batch", &registry).unwrap();
         assert_eq!(found.source, Source::Configured(origin.into()));
         assert_eq!(found.source_text(), origin);
@@ -91,20 +91,20 @@ mod tests {
 
     #[test]
     fn a_configured_third_party_kind_is_found() {
-        let registry = configured("pipelinerun-integration.yaml", "i.yaml");
+        let registry = configured("addons/tekton/pipelinerun-integration.yaml", "i.yaml");
         let found = describe("PipelineRun.v1.tekton.dev", &registry).unwrap();
         assert_eq!(found.kind(), "PipelineRun.v1.tekton.dev");
     }
 
     #[test]
     fn unknown_and_malformed_kinds_are_named_with_what_is_known() {
-        let registry = configured("pipelinerun-integration.yaml", "i.yaml");
+        let registry = configured("addons/tekton/pipelinerun-integration.yaml", "i.yaml");
         let err = describe("RayJob.v1.ray.io", &registry).unwrap_err();
         assert_eq!(
             err.to_string(),
             "--kind RayJob.v1.ray.io: not integrated on this cluster; it knows ExternalJob.v1alpha1.kueue-ext.dev, \
              WrappedJob.v1alpha1.kueue-ext.dev, Job.v1.batch, JobSet.v1alpha2.jobset.x-k8s.io, PyTorchJob.v1.kubeflow.org, PipelineRun.v1.tekton.dev. Describe the kind in an \
-             integrations file and start the sandbox with `up --integrations FILE` (see samples/third-party/)"
+             integrations file and start the sandbox with `up --integrations FILE` (see samples/integrations/ and samples/addons/)"
         );
         assert_eq!(describe("batch/v1", &registry).unwrap_err(), KindError::Malformed("batch/v1".into()));
     }

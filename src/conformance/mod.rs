@@ -205,24 +205,24 @@ mod tests {
     use crate::integrations::declarative::config::IntegrationConfig;
 
     fn sample_description(file: &str) -> Arc<crate::integrations::declarative::config::Integration> {
-        let path = format!("samples/third-party/{file}");
+        let path = format!("samples/{file}");
         let text = std::fs::read_to_string(&path).unwrap();
         Arc::new(IntegrationConfig::parse(&path, &text).unwrap().integrations.remove(0))
     }
 
     #[test]
     fn multikueue_checks_are_skipped_only_where_kueue_has_no_adapter_for_the_kind() {
-        let pytorch = sample_description("pytorchjob-integration.yaml");
+        let pytorch = sample_description("addons/kubeflow/pytorchjob-integration.yaml");
         let configured = Description { integration: pytorch.clone(), source: Source::Configured("p.yaml".into()) };
         let why = not_through_multikueue(&configured).expect("Kueue's generic adapter reads only spec.managedBy");
         assert!(why.starts_with("spec.runPolicy.managedBy is not spec.managedBy"), "{why}");
         // Kueue's own PyTorchJob integration has its own MultiKueue adapter.
         assert_eq!(not_through_multikueue(&Description { integration: pytorch, source: Source::BuiltIn }), None);
 
-        let pipelines = sample_description("pipelinerun-integration.yaml");
+        let pipelines = sample_description("addons/tekton/pipelinerun-integration.yaml");
         let configured = Description { integration: pipelines, source: Source::Configured("r.yaml".into()) };
         assert!(not_through_multikueue(&configured).is_some_and(|why| why.contains("no managedBy field")));
-        let jobs = sample_description("job-integration.yaml");
+        let jobs = sample_description("integrations/job-integration.yaml");
         assert_eq!(
             not_through_multikueue(&Description { integration: jobs, source: Source::Configured("j".into()) }),
             None

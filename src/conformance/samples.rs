@@ -181,7 +181,7 @@ mod tests {
 
     #[test]
     fn a_kind_without_a_built_in_sample_asks_for_one() {
-        let text = std::fs::read_to_string("samples/third-party/pipelinerun-integration.yaml").unwrap();
+        let text = std::fs::read_to_string("samples/addons/tekton/pipelinerun-integration.yaml").unwrap();
         let config = crate::integrations::declarative::config::IntegrationConfig::parse("p.yaml", &text).unwrap();
         assert_eq!(
             load(&config.integrations[0], None).unwrap_err().to_string(),

@@ -302,10 +302,10 @@ mod tests {
         );
     }
 
-    /// The answer to creating `object`, of a kind configured in `samples/third-party/{file}`, in
+    /// The answer to creating `object`, of a kind configured in `samples/{file}`, in
     /// queue `default/user-queue`, which goes through MultiKueue.
     async fn configured_mutation_in_a_multikueue_queue(file: &str, object: Value) -> Value {
-        let path = format!("samples/third-party/{file}");
+        let path = format!("samples/{file}");
         let text = std::fs::read_to_string(&path).unwrap();
         let integration = IntegrationConfig::parse(&path, &text).unwrap().integrations.remove(0);
         let gvk = integration.gvk();
@@ -324,7 +324,8 @@ mod tests {
             "metadata": {"name": "train", "namespace": "default", "labels": {"kueue.x-k8s.io/queue-name": "user-queue"}},
             "spec": {"pytorchReplicaSpecs": {"Worker": {"replicas": 2, "template": {"spec": {"containers": [{"name": "pytorch", "image": "x"}]}}}}},
         });
-        let answer = configured_mutation_in_a_multikueue_queue("pytorchjob-integration.yaml", pytorch_job).await;
+        let answer =
+            configured_mutation_in_a_multikueue_queue("addons/kubeflow/pytorchjob-integration.yaml", pytorch_job).await;
         assert_eq!(answer["response"]["allowed"], false);
         assert_eq!(
             denial(&answer),
@@ -338,7 +339,7 @@ mod tests {
             "metadata": {"name": "train", "namespace": "default", "labels": {"kueue.x-k8s.io/queue-name": "user-queue"}},
             "spec": {"template": {"spec": {"containers": [{"name": "c", "image": "x"}], "restartPolicy": "Never"}}},
         });
-        let answer = configured_mutation_in_a_multikueue_queue("job-integration.yaml", batch_job).await;
+        let answer = configured_mutation_in_a_multikueue_queue("integrations/job-integration.yaml", batch_job).await;
         assert_eq!(answer["response"]["allowed"], true, "{answer}");
         let patch = patch_of(&answer);
         assert!(

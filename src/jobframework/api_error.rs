@@ -36,19 +36,10 @@ pub fn in_words(err: &kube::Error) -> String {
         kube::Error::Api(status) if status.message.is_empty() => format!("{} ({})", status.reason, status.code),
         kube::Error::Api(status) => status.message.clone(),
         kube::Error::HyperError(_) | kube::Error::Service(_) => {
-            format!("cannot reach the API server: {}", innermost(err))
+            format!("cannot reach the API server: {}", crate::kube_util::innermost_cause(err))
         }
         other => other.to_string(),
     }
-}
-
-/// The last cause in an error's chain: what a user can act on ("Connection refused").
-fn innermost(err: &(dyn std::error::Error + 'static)) -> String {
-    let mut cause = err;
-    while let Some(inner) = cause.source() {
-        cause = inner;
-    }
-    cause.to_string()
 }
 
 /// A client of an API server that serves nothing: every path gets the bare `404 page not

@@ -396,14 +396,14 @@ mod tests {
     use crate::integrations::declarative::config::IntegrationConfig;
 
     fn sample(file: &str) -> Vec<Integration> {
-        let text = std::fs::read_to_string(format!("samples/third-party/{file}")).unwrap();
+        let text = std::fs::read_to_string(format!("samples/{file}")).unwrap();
         IntegrationConfig::parse(file, &text).unwrap().integrations
     }
 
     #[test]
     fn up_on_a_running_sandbox_refuses_every_setting_it_would_ignore() {
         let dir = tempfile::tempdir().unwrap();
-        let jobs = sample("job-integration.yaml");
+        let jobs = sample("integrations/job-integration.yaml");
         let crds = vec!["pipelineruns.tekton.dev".to_string()];
         let addons = [Addon::Jobset];
         let running = SandboxRecord::new(dir.path(), 2, RuntimeKind::Process, &jobs, &crds, &addons).snapshot();
@@ -418,7 +418,7 @@ mod tests {
             Some("runs on the process runtime, not kind")
         );
         assert_eq!(
-            mismatch(2, None, &sample("jobset-integration.yaml")).as_deref(),
+            mismatch(2, None, &sample("addons/jobset/jobset-integration.yaml")).as_deref(),
             Some(
                 "was started with --integrations for Job.v1.batch; this `up` asks for --integrations for \
                  JobSet.v1alpha2.jobset.x-k8s.io"

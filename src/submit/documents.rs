@@ -73,13 +73,13 @@ pub enum Unreadable {
 
 /// The files named by `paths`: files as given, directories walked recursively in name order
 /// keeping `.yaml`, `.yml` and `.json`. `-` stands for standard input.
-pub fn collect_files(paths: &[PathBuf]) -> Result<Vec<PathBuf>, Unreadable> {
+pub fn collect_files(paths: &[PathBuf], recursive: bool) -> Result<Vec<PathBuf>, Unreadable> {
     let mut out = Vec::new();
     for path in paths {
         if path.as_os_str() == "-" || path.is_file() {
             out.push(path.clone());
         } else if path.is_dir() {
-            walk(path, &mut out).map_err(|source| Unreadable::Dir { dir: path.clone(), source })?;
+            walk(path, recursive, &mut out).map_err(|source| Unreadable::Dir { dir: path.clone(), source })?;
         } else {
             return Err(Unreadable::Missing(path.clone()));
         }
@@ -87,12 +87,15 @@ pub fn collect_files(paths: &[PathBuf]) -> Result<Vec<PathBuf>, Unreadable> {
     Ok(out)
 }
 
-fn walk(dir: &Path, out: &mut Vec<PathBuf>) -> std::io::Result<()> {
+/// A directory's manifests in name order; its subdirectories' too when `recursive` (kubectl's `-R`).
+fn walk(dir: &Path, recursive: bool, out: &mut Vec<PathBuf>) -> std::io::Result<()> {
     let mut entries: Vec<PathBuf> = std::fs::read_dir(dir)?.map(|e| e.map(|e| e.path())).collect::<Result<_, _>>()?;
     entries.sort();
     for entry in entries {
         if entry.is_dir() {
-            walk(&entry, out)?;
+            if recursive {
+                walk(&entry, recursive, out)?;
+            }
         } else if entry.extension().and_then(|e| e.to_str()).is_some_and(|e| EXTENSIONS.contains(&e)) {
             out.push(entry);
         }
@@ -290,17 +293,20 @@ mod tests {
     }
 
     #[test]
-    fn directories_are_walked_in_order_keeping_manifests_only() {
+    fn directories_are_read_in_order_keeping_manifests_only_and_walked_with_recursive() {
         let dir = tempfile::tempdir().unwrap();
         for name in ["b.yaml", "a/z.yml", "a/notes.txt", "c.json"] {
             let path = dir.path().join(name);
             std::fs::create_dir_all(path.parent().unwrap()).unwrap();
             std::fs::write(path, "").unwrap();
         }
-        let files = collect_files(&[dir.path().to_path_buf()]).unwrap();
-        let names: Vec<String> =
-            files.iter().map(|f| f.strip_prefix(dir.path()).unwrap().display().to_string()).collect();
-        assert_eq!(names, ["a/z.yml", "b.yaml", "c.json"]);
-        assert!(collect_files(&[dir.path().join("missing")]).unwrap_err().to_string().contains("no such file"));
+        let names = |recursive| -> Vec<String> {
+            let files = collect_files(&[dir.path().to_path_buf()], recursive).unwrap();
+            files.iter().map(|f| f.strip_prefix(dir.path()).unwrap().display().to_string()).collect()
+        };
+        assert_eq!(names(true), ["a/z.yml", "b.yaml", "c.json"]);
+        assert_eq!(names(false), ["b.yaml", "c.json"], "as kubectl -f DIR: the directory's own files");
+        let missing = collect_files(&[dir.path().join("missing")], false).unwrap_err();
+        assert!(missing.to_string().contains("no such file"));
     }
 }

@@ -97,6 +97,9 @@ pub struct Defaults<'a> {
     pub namespace: &'a str,
     pub queue: Option<&'a str>,
     pub kinds: &'a KindRegistry,
+    /// What would serve a kind of this API group that the cluster does not serve (a sandbox's
+    /// add-on), said after the refusal.
+    pub serves_group: &'a dyn Fn(&str) -> Option<String>,
 }
 
 /// Resolves every document against the cluster and checks it (kind served, queue exists, and a
@@ -125,7 +128,12 @@ pub async fn plan(client: &Client, docs: Vec<Document>, defaults: &Defaults<'_>)
         let (resource, caps) = match resolve(client, &doc.object).await {
             Ok(found) => found,
             Err(not_served) => {
-                problems.push(Problem::new(&doc.origin, Some("kind"), not_served.to_string()));
+                let group = not_served.api_version.rsplit_once('/').map(|(group, _)| group).unwrap_or_default();
+                let message = match (defaults.serves_group)(group) {
+                    Some(remedy) => format!("{not_served}; {remedy}"),
+                    None => not_served.to_string(),
+                };
+                problems.push(Problem::new(&doc.origin, Some("kind"), message));
                 continue;
             }
         };

@@ -19,13 +19,13 @@ fn integration(file: &str, text: &str) -> Arc<Integration> {
 }
 
 fn job_kind() -> Arc<Integration> {
-    integration("job-integration.yaml", include_str!("../../../samples/third-party/job-integration.yaml"))
+    integration("job-integration.yaml", include_str!("../../../samples/integrations/job-integration.yaml"))
 }
 
 fn pipeline_kind() -> Arc<Integration> {
     integration(
         "pipelinerun-integration.yaml",
-        include_str!("../../../samples/third-party/pipelinerun-integration.yaml"),
+        include_str!("../../../samples/addons/tekton/pipelinerun-integration.yaml"),
     )
 }
 
@@ -269,7 +269,7 @@ fn a_multikueue_copy_loses_what_the_managers_api_server_generated() {
 }
 
 fn sample_kind(file: &str) -> Arc<Integration> {
-    let text = std::fs::read_to_string(format!("samples/third-party/{file}")).unwrap();
+    let text = std::fs::read_to_string(format!("samples/{file}")).unwrap();
     Arc::new(IntegrationConfig::parse(file, &text).unwrap().integrations.remove(0))
 }
 
@@ -290,7 +290,7 @@ fn a_jobset_has_the_pod_sets_of_kueues_jobset_integration() {
              "template": {"spec": {"parallelism": 4, "completions": 2, "template": container("worker")}}},
         ]},
     });
-    let job = ConfiguredJob::new(jobset, sample_kind("jobset-integration.yaml")).unwrap();
+    let job = ConfiguredJob::new(jobset, sample_kind("addons/jobset/jobset-integration.yaml")).unwrap();
     assert!(job.is_suspended());
     let pod_sets = job.pod_sets();
     let shape: Vec<(&str, i32)> = pod_sets.iter().map(|p| (p.name.as_str(), p.count)).collect();
@@ -324,7 +324,7 @@ fn a_pytorchjob_has_one_pod_set_per_replica_type_named_by_its_key() {
             },
         },
     });
-    let job = ConfiguredJob::new(pytorchjob, sample_kind("pytorchjob-integration.yaml")).unwrap();
+    let job = ConfiguredJob::new(pytorchjob, sample_kind("addons/kubeflow/pytorchjob-integration.yaml")).unwrap();
     assert!(job.is_suspended());
     assert_eq!(job.managed_by(), Some("kueue.x-k8s.io/multikueue"));
     let shape: Vec<(String, i32)> = job.pod_sets().into_iter().map(|p| (p.name, p.count)).collect();
@@ -363,7 +363,7 @@ fn a_computed_count_is_checked_field_by_field_and_as_a_whole() {
             "spec": {"replicatedJobs": [{"name": "w", "replicas": replicas,
                       "template": {"spec": {"parallelism": 2, "template": container("w")}}}]},
         });
-        ConfiguredJob::new(object, sample_kind("jobset-integration.yaml")).unwrap()
+        ConfiguredJob::new(object, sample_kind("addons/jobset/jobset-integration.yaml")).unwrap()
     };
     let errors =
         |replicas| JobWebhook::validate_create(&jobset(replicas)).iter().map(ToString::to_string).collect::<Vec<_>>();
@@ -382,7 +382,7 @@ fn a_computed_count_is_checked_field_by_field_and_as_a_whole() {
 
 #[test]
 fn a_sum_adds_every_entry_of_a_list_and_only_a_sum_may_name_many() {
-    let integration = sample_kind("jobset-integration.yaml");
+    let integration = sample_kind("addons/jobset/jobset-integration.yaml");
     let active = integration.active.as_ref().expect("the sample says when a JobSet is active");
     let running = json!({"status": {"replicatedJobsStatus": [{"name": "driver", "active": 0}, {"name": "workers", "active": 2}]}});
     assert!(active.holds(&running, 5));
@@ -390,7 +390,7 @@ fn a_sum_adds_every_entry_of_a_list_and_only_a_sum_may_name_many() {
     assert!(!active.holds(&stopped, 5), "suspended Jobs whose pods are gone");
     assert!(!active.holds(&json!({"status": {}}), 5));
 
-    let text = include_str!("../../../samples/third-party/jobset-integration.yaml")
+    let text = include_str!("../../../samples/addons/jobset/jobset-integration.yaml")
         .replace("path: spec.suspend", "path: spec.replicatedJobs[*].suspend");
     let err = IntegrationConfig::parse("jobset.yaml", &text).unwrap_err().to_string();
     assert_eq!(

@@ -4,7 +4,7 @@ use super::*;
 use crate::jobframework::generic_job::Finished;
 
 fn configured(file: &str) -> KindRegistry {
-    let text = std::fs::read_to_string(format!("samples/third-party/{file}")).unwrap();
+    let text = std::fs::read_to_string(format!("samples/{file}")).unwrap();
     KindRegistry::with_configured(&IntegrationConfig::parse(file, &text).unwrap(), file)
 }
 
@@ -14,7 +14,7 @@ fn the_built_in_kinds_are_this_projects_and_those_kueue_integrates_itself() {
     assert_eq!(registry.names(), "ExternalJob, WrappedJob, Job, JobSet, PyTorchJob");
     let jobset = registry.find("JobSet.v1alpha2.jobset.x-k8s.io").unwrap();
     assert_eq!(jobset.own_runner(), ("the JobSet controller", "jobset.sigs.k8s.io/jobset-controller"));
-    let ours = configured("jobset-integration.yaml");
+    let ours = configured("addons/jobset/jobset-integration.yaml");
     assert_eq!(
         ours.find(jobset.qualified()).unwrap().description(),
         jobset.description(),
@@ -23,7 +23,7 @@ fn the_built_in_kinds_are_this_projects_and_those_kueue_integrates_itself() {
     let pytorch = registry.find("PyTorchJob.v1.kubeflow.org").unwrap();
     assert_eq!(pytorch.own_runner(), ("the training operator", "kubeflow.org/training-operator"));
     assert_eq!(
-        configured("pytorchjob-integration.yaml").find(pytorch.qualified()).unwrap().description(),
+        configured("addons/kubeflow/pytorchjob-integration.yaml").find(pytorch.qualified()).unwrap().description(),
         pytorch.description(),
         "the sample configures PyTorchJobs for our controller as Kueue's own integration reads them"
     );
@@ -35,7 +35,7 @@ fn the_built_in_kinds_are_this_projects_and_those_kueue_integrates_itself() {
 
 #[test]
 fn kinds_answer_to_kubectl_aliases() {
-    let registry = configured("pipelinerun-integration.yaml");
+    let registry = configured("addons/tekton/pipelinerun-integration.yaml");
     let cases = [
         ("WJ", Some("WrappedJob.v1alpha1.kueue-ext.dev")),
         ("externaljobs", Some("ExternalJob.v1alpha1.kueue-ext.dev")),
@@ -54,17 +54,17 @@ fn kinds_answer_to_kubectl_aliases() {
 
 #[test]
 fn a_configured_kind_replaces_the_built_in_description_of_the_same_kind() {
-    let registry = configured("job-integration.yaml");
+    let registry = configured("integrations/job-integration.yaml");
     assert_eq!(registry.kinds().len(), 5);
     let job = registry.find("Job.v1.batch").unwrap();
-    assert_eq!(job.origin(), &Origin::Configured("job-integration.yaml".into()));
+    assert_eq!(job.origin(), &Origin::Configured("integrations/job-integration.yaml".into()));
     assert_eq!(job.own_runner().0, "kube-controller-manager", "who runs a Job's pods does not change");
     assert_eq!(registry.find("ExternalJob.v1alpha1.kueue-ext.dev").unwrap().origin(), &Origin::BuiltIn);
 }
 
 #[test]
 fn objects_are_recognised_by_api_version_and_kind() {
-    let registry = configured("pipelinerun-integration.yaml");
+    let registry = configured("addons/tekton/pipelinerun-integration.yaml");
     let of = |api_version: &str, kind: &str| {
         registry.of_object(&json!({"apiVersion": api_version, "kind": kind})).map(JobKind::name)
     };
@@ -77,7 +77,7 @@ fn objects_are_recognised_by_api_version_and_kind() {
 
 #[test]
 fn each_kind_reads_suspension_and_its_end_by_its_own_rule() {
-    let registry = configured("pipelinerun-integration.yaml");
+    let registry = configured("addons/tekton/pipelinerun-integration.yaml");
     let read = |alias: &str, object: Value| registry.by_alias(alias).unwrap().read(&object).unwrap();
     let metadata = json!({"name": "a", "namespace": "default"});
 
@@ -143,7 +143,7 @@ fn config_map(file: &str) -> Value {
 
 #[tokio::test]
 async fn a_cluster_says_which_kinds_it_runs_in_the_controllers_config_map() {
-    let file = std::fs::read_to_string("samples/third-party/pipelinerun-integration.yaml").unwrap();
+    let file = std::fs::read_to_string("samples/addons/tekton/pipelinerun-integration.yaml").unwrap();
     let registry = discovered(Ok(config_map(&file))).await.unwrap();
     assert_eq!(registry.names(), "ExternalJob, WrappedJob, Job, JobSet, PyTorchJob, PipelineRun");
     let origin = registry.by_alias("pipelinerun").unwrap().origin().clone();

@@ -253,7 +253,7 @@ mod tests {
 
     #[test]
     fn a_configured_kind_replaces_kueues_built_in_integration_of_it() {
-        let file = include_str!("../../../samples/third-party/job-integration.yaml");
+        let file = include_str!("../../../samples/integrations/job-integration.yaml");
         let integrations = IntegrationConfig::parse("job-integration.yaml", file).unwrap().integrations;
         let mut config = json!({"integrations": {"frameworks": ["batch/job"]}});
         configure_for_sandbox(&mut config, Some(MultiKueueManager::default()), &integrations);
@@ -285,7 +285,7 @@ mod tests {
         configure_for_sandbox(&mut config, None, &[]);
         assert_eq!(config["integrations"]["frameworks"], json!(["batch/job", "jobset.x-k8s.io/jobset"]));
 
-        let file = include_str!("../../../samples/third-party/jobset-integration.yaml");
+        let file = include_str!("../../../samples/addons/jobset/jobset-integration.yaml");
         let integrations = IntegrationConfig::parse("jobset-integration.yaml", file).unwrap().integrations;
         let mut config = json!({"integrations": {"frameworks": frameworks(&[Addon::Jobset])}});
         configure_for_sandbox(&mut config, Some(MultiKueueManager::default()), &integrations);

@@ -1,0 +1,88 @@
+//! The EXAMPLES section of each command's `--help`, kubectl-style: a comment, then the command.
+//! `tests/cli.rs` runs each line's arguments through the parser, so none can drift from the flags.
+
+pub const UP: &str = "\
+Examples:
+  # A manager and 2 workers, MultiKueue wired (kind where Docker answers, else local processes)
+  kubectl kueue-ext up
+
+  # One cluster that admits and runs its jobs itself, as local processes
+  kubectl kueue-ext up --workers 0 --runtime process
+
+  # JobSet's controller beside Kueue, JobSets queued by an integrations file
+  kubectl kueue-ext up --addons jobset --integrations samples/addons/jobset/jobset-integration.yaml";
+
+pub const DOWN: &str = "\
+Examples:
+  # Stop every process and cluster the sandbox started, and remove its state
+  kubectl kueue-ext down";
+
+pub const STATUS: &str = "\
+Examples:
+  # Each cluster and component, ready or not
+  kubectl kueue-ext status
+
+  # The same for scripts
+  kubectl kueue-ext status -o json";
+
+pub const CONTROLLER: &str = "\
+Examples:
+  # What the sandbox runs on each cluster (it also writes the certificates)
+  kubectl kueue-ext controller --cert-dir /tmp/certs --leader-elect";
+
+pub const MANIFESTS: &str = "\
+Examples:
+  # The install, as YAML
+  kubectl kueue-ext manifests
+
+  # One file per part, as manifests/ in this repository is made
+  kubectl kueue-ext manifests --write manifests";
+
+pub const SUBMIT: &str = "\
+Examples:
+  # The samples' queues and jobs, then wait until every job finishes
+  kubectl kueue-ext submit -f samples/ --wait
+
+  # A directory and its subdirectories, at most 5 minutes
+  kubectl kueue-ext submit -R -f samples/ --wait=5m
+
+  # Let the API server and the webhooks check a file, storing nothing
+  kubectl kueue-ext submit -f samples/job.yaml --dry-run=server
+
+  # From standard input, to a LocalQueue of your choice
+  kubectl kueue-ext submit -f - --queue user-queue";
+
+pub const EXPLAIN: &str = "\
+Examples:
+  # Why the ExternalJob too-big is not running
+  kubectl kueue-ext explain too-big
+
+  # Any kind the cluster runs, by KIND/NAME
+  kubectl kueue-ext explain wj/train-with-server -o yaml";
+
+pub const WATCH: &str = "\
+Examples:
+  # Every job of the sandbox, live (q quits)
+  kubectl kueue-ext watch
+
+  # Your own clusters: a manager and a worker by their contexts, printed once
+  kubectl kueue-ext watch --context kind-manager --worker-context worker1=kind-worker1 --once
+
+  # The joined view for scripts
+  kubectl kueue-ext watch --once -o json";
+
+pub const CONFORMANCE: &str = "\
+Examples:
+  # Kueue's integration contract against ExternalJob, on the sandbox
+  kubectl kueue-ext conformance --kind ExternalJob.v1alpha1.kueue-ext.dev
+
+  # A configured kind, with its own sample job, as JSON
+  kubectl kueue-ext conformance --kind Job.v1.batch --sample samples/integrations/job.yaml -o json";
+
+pub const VERSION: &str = "\
+Examples:
+  # The plugin's build and every pinned version
+  kubectl kueue-ext version
+
+  # For a bug report or a script
+  kubectl kueue-ext version -o json";
