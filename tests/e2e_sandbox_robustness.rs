@@ -133,7 +133,7 @@ fn dead_components_are_named_and_restarted_and_two_sandboxes_share_no_port() {
     let second = first.beside();
     let (a, b) = std::thread::scope(|s| {
         let a = s.spawn(|| first.run("up", &["--workers", "0"]));
-        let b = s.spawn(|| second.run("up", &["--workers", "0"]));
+        let b = s.spawn(|| second.run("up", &["--workers", "0", "--name", "dev"]));
         (a.join().unwrap(), b.join().unwrap())
     });
     assert!(a.status.success() && b.status.success(), "both start side by side:\n{}\n{}", text(&a), text(&b));
@@ -145,6 +145,12 @@ fn dead_components_are_named_and_restarted_and_two_sandboxes_share_no_port() {
     for sandbox in [&first, &second] {
         assert_eq!(sandbox.status_json()["ready"], true);
     }
+    // The named sandbox's contexts carry its name, and commands given its state dir find them.
+    let named = second.status_json();
+    assert_eq!((&named["name"], &named["clusters"][0]["context"]), (&"dev".into(), &"dev-manager".into()), "{named}");
+    let queues = concat!(env!("CARGO_MANIFEST_DIR"), "/samples/queues.yaml");
+    let submitted = second.run("submit", &["-f", queues]);
+    assert!(submitted.status.success(), "{}", text(&submitted));
 
     // Two components die: status names them and fails; up starts them again.
     let dead = ["kube-scheduler", "kueue-ext-controller"];

@@ -59,7 +59,7 @@ impl Sandbox {
     }
 
     pub async fn client(&self, cluster: &str) -> kube::Client {
-        let context = kueue_ext::sandbox::context_name(cluster);
+        let context = kueue_ext::sandbox::context_name(kueue_ext::sandbox::DEFAULT_NAME, cluster);
         kueue_ext::kube_util::client_for(&self.state_dir.join("kubeconfig"), &context).await.expect("client")
     }
 }

@@ -30,7 +30,8 @@ impl ClusterArgs {
     pub async fn connect(&self) -> anyhow::Result<(kube::Client, String)> {
         let sandbox = self.sandbox.dir().join(KUBECONFIG_FILE);
         let (config, origin) = choose_kubeconfig(self.kubeconfig.as_deref(), &sandbox, self.context.as_deref())?;
-        let default_context = (origin == Origin::Sandbox).then(|| context_name("manager"));
+        let default_context =
+            (origin == Origin::Sandbox).then(|| context_name(&self.sandbox.sandbox_name(), "manager"));
         let context = self
             .context
             .clone()

@@ -126,17 +126,38 @@ pub enum LogFormat {
     Json,
 }
 
-/// Where the sandbox keeps its state.
+/// Which sandbox, and where it keeps its state.
 #[derive(Debug, clap::Args)]
 pub struct SandboxArgs {
-    /// State directory of the sandbox [default: $KUEUE_EXT_HOME or the XDG state dir]
+    /// Sandbox name, as kind's --name: its contexts and kind clusters are NAME-manager,
+    /// NAME-worker1 …, so sandboxes of different names run side by side [default: kueue-ext]
+    #[arg(long, value_name = "NAME", env = "KUEUE_EXT_SANDBOX", value_parser = sandbox_name)]
+    pub name: Option<String>,
+    /// State directory of the sandbox [default: $KUEUE_EXT_HOME or the XDG state dir; another
+    /// --name's beside it, suffixed -NAME]
     #[arg(long, value_name = "DIR")]
     pub state_dir: Option<PathBuf>,
 }
 
+fn sandbox_name(text: &str) -> Result<String, String> {
+    crate::sandbox::check_name(text).map(|()| text.to_string())
+}
+
 impl SandboxArgs {
     pub fn dir(&self) -> PathBuf {
-        self.state_dir.clone().unwrap_or_else(crate::sandbox::state::default_dir)
+        let name = self.name.as_deref().unwrap_or(crate::sandbox::DEFAULT_NAME);
+        self.state_dir
+            .clone()
+            .unwrap_or_else(|| crate::sandbox::state::dir_of(crate::sandbox::state::default_dir(), name))
+    }
+
+    /// The sandbox's name: the one given, else the one its state dir records, else the default.
+    pub fn sandbox_name(&self) -> String {
+        if let Some(name) = &self.name {
+            return name.clone();
+        }
+        let recorded = crate::sandbox::state::SandboxState::load(&self.dir()).ok().flatten().map(|state| state.name);
+        recorded.unwrap_or_else(|| crate::sandbox::DEFAULT_NAME.to_string())
     }
 }
 

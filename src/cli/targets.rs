@@ -14,6 +14,8 @@ use crate::sandbox::{KUBECONFIG_FILE, context_name};
 #[derive(Clone, Debug, Default)]
 pub struct Selection {
     pub state_dir: PathBuf,
+    /// The sandbox whose contexts name their MultiKueueCluster by what follows its prefix.
+    pub sandbox: String,
     pub kubeconfig: Option<PathBuf>,
     pub context: Option<String>,
     /// `CONTEXT` or `NAME=CONTEXT` (NAME: the MultiKueueCluster the context reaches).
@@ -22,10 +24,10 @@ pub struct Selection {
 
 /// The MultiKueueCluster name of a worker context given without one: the sandbox's contexts
 /// (`kueue-ext-worker1`) name `worker1`; other contexts name themselves.
-fn worker_target(spec: &str) -> Target {
+fn worker_target(sandbox: &str, spec: &str) -> Target {
     let (name, context) = match spec.split_once('=') {
         Some((name, context)) => (name.to_string(), context.to_string()),
-        None => (spec.strip_prefix(&context_name("")).unwrap_or(spec).to_string(), spec.to_string()),
+        None => (spec.strip_prefix(&context_name(sandbox, "")).unwrap_or(spec).to_string(), spec.to_string()),
     };
     Target { name, context, role: Role::Worker }
 }
@@ -49,7 +51,7 @@ pub fn resolve(selection: &Selection) -> anyhow::Result<Targets> {
         .or_else(|| kubeconfig.current_context.clone())
         .ok_or_else(|| anyhow::anyhow!("no context: pass --context or set a current context"))?;
     let mut clusters = vec![Target { name: "manager".into(), context, role: Role::Manager }];
-    clusters.extend(selection.worker_contexts.iter().map(|spec| worker_target(spec)));
+    clusters.extend(selection.worker_contexts.iter().map(|spec| worker_target(&selection.sandbox, spec)));
     Ok(Targets { origin, kubeconfig, clusters })
 }
 
@@ -72,12 +74,13 @@ mod tests {
 
     #[test]
     fn worker_contexts_name_their_multikueue_cluster() {
-        assert_eq!(worker_target("kueue-ext-worker1").name, "worker1");
+        assert_eq!(worker_target("kueue-ext", "kueue-ext-worker1").name, "worker1");
+        assert_eq!(worker_target("dev", "dev-worker2").name, "worker2");
         assert_eq!(
-            worker_target("gpu=kind-gpu-east"),
+            worker_target("kueue-ext", "gpu=kind-gpu-east"),
             Target { name: "gpu".into(), context: "kind-gpu-east".into(), role: Role::Worker }
         );
-        assert_eq!(worker_target("kind-east").name, "kind-east");
+        assert_eq!(worker_target("kueue-ext", "kind-east").name, "kind-east");
     }
 
     #[test]

@@ -234,6 +234,7 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
         }
     }
     let options = UpOptions {
+        name: args.sandbox.name.clone().unwrap_or_else(|| sandbox::DEFAULT_NAME.to_string()),
         state_dir: args.sandbox.dir(),
         workers: args.workers,
         api_server_port: args.api_server_port,

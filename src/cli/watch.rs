@@ -71,6 +71,7 @@ impl Clusters {
     pub fn targets(&self) -> anyhow::Result<Targets> {
         targets::resolve(&Selection {
             state_dir: self.sandbox.dir(),
+            sandbox: self.sandbox.sandbox_name(),
             kubeconfig: self.kubeconfig.clone(),
             context: self.context.clone(),
             worker_contexts: self.worker_contexts.clone(),

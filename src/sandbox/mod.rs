@@ -46,9 +46,30 @@ pub const SANDBOX_NODE_LABEL: (&str, &str) = ("kueue-ext.dev/sandbox-node", "tru
 pub use status::{ClusterStatus, StatusReport, status};
 pub use up::{UpOptions, UpOutcome, up};
 
-/// Context name of a cluster in the sandbox kubeconfig (`kueue-ext-manager`, `kueue-ext-worker1`).
-pub fn context_name(cluster: &str) -> String {
-    format!("kueue-ext-{cluster}")
+/// The name of a sandbox `up --name` does not name: the prefix of its contexts and kind clusters.
+pub const DEFAULT_NAME: &str = "kueue-ext";
+
+/// Context name of a cluster in a sandbox's kubeconfig (`kueue-ext-manager`, `dev-worker1`); its
+/// kind cluster has the same name.
+pub fn context_name(sandbox: &str, cluster: &str) -> String {
+    format!("{sandbox}-{cluster}")
+}
+
+/// A sandbox name, checked before anything starts: it prefixes kind clusters (whose node
+/// containers add `-worker1-control-plane`) and contexts, so a lowercase DNS label, kept short.
+pub fn check_name(name: &str) -> Result<(), String> {
+    let label = !name.is_empty()
+        && name.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
+        && !name.starts_with('-')
+        && !name.ends_with('-');
+    match (label, name.len() <= 32) {
+        (true, true) => Ok(()),
+        (false, _) => {
+            Err("a sandbox name is lowercase letters, digits and '-', starting and ending with a letter or digit"
+                .into())
+        }
+        (true, false) => Err(format!("a sandbox name is at most 32 characters ({} given)", name.len())),
+    }
 }
 
 /// Components of a process-runtime cluster, in start order.
@@ -57,3 +78,19 @@ pub const COMPONENTS: [&str; 7] =
 
 /// Name of the sandbox's kubeconfig file inside its state dir.
 pub const KUBECONFIG_FILE: &str = "kubeconfig";
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sandbox_names_are_short_dns_labels() {
+        for good in ["kueue-ext", "dev", "a1", "team-b-2"] {
+            assert_eq!(check_name(good), Ok(()), "{good}");
+        }
+        for bad in ["", "Dev", "-dev", "dev-", "dev_1", "dev.x", &"a".repeat(33)] {
+            assert!(check_name(bad).is_err(), "{bad:?}");
+        }
+        assert_eq!(context_name("dev", "worker1"), "dev-worker1");
+    }
+}

@@ -20,7 +20,7 @@ use super::record::SandboxRecord;
 use super::runtime::{AdminAccess, ClusterPlan, ClusterRuntime, ComponentHealth, StartedCluster};
 use super::state::{Cluster, Component, RuntimeKind, SandboxState};
 use super::toolchain::{self, Toolchain};
-use super::{context_name, integration, kueue, ports};
+use super::{integration, kueue, ports};
 use crate::kube_util::{self, KubeconfigError};
 
 const READY_TIMEOUT: Duration = Duration::from_secs(120);
@@ -159,7 +159,7 @@ async fn start_cluster(
     record.add_cluster(Cluster {
         name: name.to_string(),
         role: plan.role,
-        context: context_name(name),
+        context: plan.context.clone(),
         dir: layout.dir.clone(),
         api_server_port: layout.ports.api_server,
         components: Vec::new(),

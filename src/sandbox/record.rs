@@ -18,6 +18,7 @@ pub struct SandboxRecord {
 
 impl SandboxRecord {
     pub fn new(
+        name: &str,
         dir: &Path,
         workers: u32,
         runtime: RuntimeKind,
@@ -26,7 +27,7 @@ impl SandboxRecord {
         addons: &[Addon],
     ) -> Self {
         let state = SandboxState {
-            name: "kueue-ext".into(),
+            name: name.into(),
             runtime,
             phase: SandboxPhase::Starting,
             workers,

@@ -22,6 +22,8 @@ use crate::kube_util::KubeconfigError;
 #[derive(Clone, Debug)]
 pub struct ClusterPlan {
     pub name: String,
+    /// Its context in the sandbox's kubeconfig, and its kind cluster's name.
+    pub context: String,
     pub role: Role,
     /// Port of its API server on 127.0.0.1, when the user fixed one.
     pub fixed_api_port: Option<u16>,
@@ -54,9 +56,10 @@ impl Default for MultiKueueManager {
 impl ClusterPlan {
     /// The manager, then `workers` workers. With workers the manager admits by quota only;
     /// alone it runs the pods itself.
-    pub fn all(workers: u32, nodes: &NodePool, api_server_port: Option<u16>) -> Vec<ClusterPlan> {
+    pub fn all(sandbox: &str, workers: u32, nodes: &NodePool, api_server_port: Option<u16>) -> Vec<ClusterPlan> {
         let mut plans = vec![ClusterPlan {
             name: "manager".into(),
+            context: super::context_name(sandbox, "manager"),
             role: Role::Manager,
             fixed_api_port: api_server_port,
             nodes: (workers == 0).then(|| nodes.clone()),
@@ -68,6 +71,7 @@ impl ClusterPlan {
         for i in 1..=workers {
             plans.push(ClusterPlan {
                 name: format!("worker{i}"),
+                context: super::context_name(sandbox, &format!("worker{i}")),
                 role: Role::Worker,
                 fixed_api_port: None,
                 nodes: Some(nodes.clone()),
@@ -149,13 +153,15 @@ mod tests {
     #[test]
     fn a_lone_manager_runs_pods_and_a_manager_of_workers_does_not() {
         let pool = NodePool::default();
-        let alone = ClusterPlan::all(0, &pool, Some(6443));
+        let alone = ClusterPlan::all("kueue-ext", 0, &pool, Some(6443));
         assert_eq!(alone.len(), 1);
         assert!(alone[0].nodes.is_some() && alone[0].multikueue_manager.is_none());
         assert_eq!(alone[0].fixed_api_port, Some(6443));
-        let names: Vec<String> = ClusterPlan::all(2, &pool, None).into_iter().map(|p| p.name).collect();
-        assert_eq!(names, ["manager", "worker1", "worker2"]);
-        let with_workers = ClusterPlan::all(2, &pool, None);
+        let names: Vec<(String, String)> =
+            ClusterPlan::all("dev", 2, &pool, None).into_iter().map(|p| (p.name, p.context)).collect();
+        let expected = [("manager", "dev-manager"), ("worker1", "dev-worker1"), ("worker2", "dev-worker2")];
+        assert_eq!(names, expected.map(|(name, context)| (name.to_string(), context.to_string())));
+        let with_workers = ClusterPlan::all("kueue-ext", 2, &pool, None);
         assert!(with_workers[0].nodes.is_none() && with_workers[0].multikueue_manager.is_some());
         assert!(with_workers[1].nodes.is_some() && with_workers[1].fixed_api_port.is_none());
     }

@@ -146,8 +146,27 @@ pub fn default_dir() -> PathBuf {
     dirs::state_dir().or_else(dirs::data_local_dir).unwrap_or_else(std::env::temp_dir).join("kueue-ext")
 }
 
+/// The state dir of the sandbox `name`: the default one for the default name, else a sibling of
+/// it named after the sandbox (`~/.local/state/kueue-ext-dev`), so that `down` of one never
+/// touches another's.
+pub fn dir_of(default: PathBuf, name: &str) -> PathBuf {
+    if name == super::DEFAULT_NAME {
+        return default;
+    }
+    let mut file_name = default.file_name().map(|f| f.to_os_string()).unwrap_or_default();
+    file_name.push(format!("-{name}"));
+    default.with_file_name(file_name)
+}
+
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn a_named_sandbox_keeps_its_state_beside_the_default_one() {
+        let default = std::path::PathBuf::from("/home/me/.local/state/kueue-ext");
+        assert_eq!(super::dir_of(default.clone(), "kueue-ext"), default);
+        assert_eq!(super::dir_of(default, "dev"), std::path::Path::new("/home/me/.local/state/kueue-ext-dev"));
+    }
+
     use super::*;
 
     #[test]

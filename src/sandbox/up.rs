@@ -27,6 +27,8 @@ use crate::kube_util;
 
 #[derive(Clone, Debug)]
 pub struct UpOptions {
+    /// The sandbox's name: its contexts' and kind clusters' prefix.
+    pub name: String,
     pub state_dir: PathBuf,
     pub workers: u32,
     /// Fixed port for the manager's kube-apiserver; a free one when `None`.
@@ -121,7 +123,7 @@ pub async fn up(options: &UpOptions, progress: &Progress) -> Result<UpOutcome, S
 
 /// The clusters `options` ask for, each with these integrations.
 fn plans(options: &UpOptions, integrations: Arc<[Integration]>) -> Vec<ClusterPlan> {
-    let mut plans = ClusterPlan::all(options.workers, &options.nodes, options.api_server_port);
+    let mut plans = ClusterPlan::all(&options.name, options.workers, &options.nodes, options.api_server_port);
     let crds: Arc<[Value]> = options.crds.clone().into();
     let addons: Arc<[Addon]> = options.addons.clone().into();
     for plan in &mut plans {
@@ -146,6 +148,7 @@ async fn up_with(
     let dir = &options.state_dir;
     std::fs::create_dir_all(dir).map_err(SandboxError::io(dir))?;
     let record = SandboxRecord::new(
+        &options.name,
         dir,
         options.workers,
         runtime.kind(),
@@ -296,7 +299,7 @@ async fn start_all(
     let step = progress.step(if options.workers > 0 { "MultiKueue and default queues" } else { "default queues" });
     connect_clusters(options, &started).await?;
     step.done();
-    let ours = write_user_kubeconfig(&record.dir, &started)?;
+    let ours = write_user_kubeconfig(&record.dir, &options.name, &started)?;
     if let Some(path) = &options.merge_kubeconfig {
         // Recorded first: if the merge fails half-way, `down` still cleans the file.
         record.update(|s| s.merged_kubeconfig = Some(path.clone()))?;
@@ -372,8 +375,12 @@ async fn connect_clusters(options: &UpOptions, started: &[StartedCluster]) -> Re
 }
 
 /// The user's kubeconfig: one admin context per cluster, the manager current.
-fn write_user_kubeconfig(dir: &Path, started: &[StartedCluster]) -> Result<serde_json::Value, SandboxError> {
-    let contexts: Vec<String> = started.iter().map(|c| context_name(&c.name)).collect();
+fn write_user_kubeconfig(
+    dir: &Path,
+    sandbox: &str,
+    started: &[StartedCluster],
+) -> Result<serde_json::Value, SandboxError> {
+    let contexts: Vec<String> = started.iter().map(|c| context_name(sandbox, &c.name)).collect();
     let entries: Vec<Entry<'_>> = started
         .iter()
         .zip(&contexts)
@@ -406,7 +413,8 @@ mod tests {
         let jobs = sample("integrations/job-integration.yaml");
         let crds = vec!["pipelineruns.tekton.dev".to_string()];
         let addons = [Addon::Jobset];
-        let running = SandboxRecord::new(dir.path(), 2, RuntimeKind::Process, &jobs, &crds, &addons).snapshot();
+        let running =
+            SandboxRecord::new("kueue-ext", dir.path(), 2, RuntimeKind::Process, &jobs, &crds, &addons).snapshot();
         let mismatch = |workers, runtime, integrations: &[Integration]| {
             settings_mismatch(&running, &Settings { workers, runtime, integrations, crds: &crds, addons: &addons })
         };

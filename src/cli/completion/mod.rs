@@ -188,7 +188,11 @@ mod tests {
     #[test]
     fn a_prefix_narrows_subcommands_and_enum_values() {
         assert_eq!(values(&complete(&["wa"])), ["watch", ":4"]);
-        assert_eq!(values(&complete(&["version", "-o", ""])), ["json", "yaml", ":4"], "the default has no name to offer");
+        assert_eq!(
+            values(&complete(&["version", "-o", ""])),
+            ["json", "yaml", ":4"],
+            "the default has no name to offer"
+        );
         assert_eq!(values(&complete(&["completion", "fi"])), ["fish", ":4"]);
     }
 

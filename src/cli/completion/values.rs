@@ -31,6 +31,7 @@ pub struct Scope {
     pub context: Option<String>,
     pub namespace: Option<String>,
     pub state_dir: Option<PathBuf>,
+    pub sandbox: Option<String>,
 }
 
 impl Scope {
@@ -49,7 +50,7 @@ impl Scope {
                     _ => (word.as_str(), None),
                 },
             };
-            if !matches!(flag, "--kubeconfig" | "--context" | "--namespace" | "-n" | "--state-dir") {
+            if !matches!(flag, "--kubeconfig" | "--context" | "--namespace" | "-n" | "--state-dir" | "--name") {
                 continue;
             }
             let Some(value) = inline.or_else(|| iter.next().cloned()) else { break };
@@ -57,6 +58,7 @@ impl Scope {
                 "--kubeconfig" => scope.kubeconfig = Some(value.into()),
                 "--context" => scope.context = Some(value),
                 "--state-dir" => scope.state_dir = Some(value.into()),
+                "--name" => scope.sandbox = Some(value),
                 _ => scope.namespace = Some(value),
             }
         }
@@ -64,8 +66,10 @@ impl Scope {
     }
 
     fn selection(&self) -> Selection {
+        let sandbox = crate::cli::SandboxArgs { name: self.sandbox.clone(), state_dir: self.state_dir.clone() };
         Selection {
-            state_dir: self.state_dir.clone().unwrap_or_else(crate::sandbox::state::default_dir),
+            state_dir: sandbox.dir(),
+            sandbox: sandbox.sandbox_name(),
             kubeconfig: self.kubeconfig.clone(),
             context: self.context.clone(),
             worker_contexts: Vec::new(),
@@ -211,6 +215,7 @@ mod tests {
             "-nteam",
             "--state-dir",
             "/s",
+            "--name=dev",
             "",
         ]));
         assert_eq!(
@@ -220,6 +225,7 @@ mod tests {
                 context: Some("ctx".into()),
                 namespace: Some("team".into()),
                 state_dir: Some("/s".into()),
+                sandbox: Some("dev".into()),
             }
         );
         assert_eq!(

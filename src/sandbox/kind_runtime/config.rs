@@ -6,12 +6,6 @@ use super::local_images::recipes;
 use super::versions::COREDNS;
 use crate::sandbox::runtime::ClusterPlan;
 
-/// Name of the kind cluster behind a sandbox cluster: `kueue-ext-manager`, `kueue-ext-worker1`;
-/// its nodes are `<name>-control-plane`, `<name>-worker`.
-pub fn cluster_name(cluster: &str) -> String {
-    crate::sandbox::context_name(cluster)
-}
-
 /// The API server as another cluster's pods reach it: the control plane node's address on
 /// kind's Docker network, which kubeadm puts in the serving certificate. (Only Docker's DNS knows
 /// the node's name, and a pod's DNS is the cluster's.)
@@ -68,7 +62,7 @@ mod tests {
 
     #[test]
     fn every_cluster_is_one_node_and_the_manager_keeps_its_fixed_port() {
-        let plans = ClusterPlan::all(2, &NodePool::default(), Some(16443));
+        let plans = ClusterPlan::all(crate::sandbox::DEFAULT_NAME, 2, &NodePool::default(), Some(16443));
         assert_eq!(
             cluster_config(&plans[0], false),
             "apiVersion: kind.x-k8s.io/v1alpha4\n\
@@ -82,7 +76,7 @@ mod tests {
 
     #[test]
     fn local_images_are_named_to_kubeadm_and_kubelet_runs_on_cgroup_v1() {
-        let plan = &ClusterPlan::all(1, &NodePool::default(), None)[1];
+        let plan = &ClusterPlan::all(crate::sandbox::DEFAULT_NAME, 1, &NodePool::default(), None)[1];
         let config: Value = serde_saphyr::from_str(&cluster_config(plan, true)).unwrap();
         assert_eq!(config["networking"]["disableDefaultCNI"], true);
         let patches: Vec<Value> = config["kubeadmConfigPatches"]
@@ -101,7 +95,6 @@ mod tests {
 
     #[test]
     fn names_follow_the_sandbox_contexts() {
-        assert_eq!(cluster_name("worker1"), "kueue-ext-worker1");
         assert_eq!(internal_server("172.18.0.3"), "https://172.18.0.3:6443");
     }
 }

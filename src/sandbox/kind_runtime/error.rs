@@ -29,7 +29,7 @@ pub enum KindError {
     )]
     KindVersion { found: String, required: String, image: String },
     #[error(
-        "a kind cluster named {name} exists, and this sandbox did not create it: delete it with `kind delete cluster --name {name}` if you no longer need it, or use another --state-dir only after removing it"
+        "a kind cluster named {name} exists, and this sandbox did not create it: another sandbox of this name runs beside it? Give this one another name (`up --name NAME`: clusters NAME-manager …), or delete the cluster with `kind delete cluster --name {name}` if you no longer need it"
     )]
     ClusterExists { name: String },
     #[error("`{command}` failed ({status}):\n{output}")]

@@ -98,7 +98,7 @@ mod tests {
             }
         );
         assert_eq!(server_port(&admin.server), Some(38123));
-        let context = crate::sandbox::context_name("worker1");
+        let context = crate::sandbox::context_name(crate::sandbox::DEFAULT_NAME, "worker1");
         let rendered = sandbox_kubeconfig::render(&[Entry {
             context: &context,
             server: admin.server.clone(),

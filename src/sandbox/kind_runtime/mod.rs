@@ -44,7 +44,7 @@ use super::record::SandboxRecord;
 use super::runtime::{AdminAccess, ClusterPlan, ClusterRuntime, ComponentHealth, StartedCluster};
 use super::state::{Cluster, RuntimeKind, SandboxState};
 use super::toolchain;
-use super::{context_name, integration, kueue::manifests::NAMESPACE as KUEUE_NAMESPACE};
+use super::{integration, kueue::manifests::NAMESPACE as KUEUE_NAMESPACE};
 use crate::kube_util::{self, KubeconfigError};
 use crate::sandbox::toolchain::versions::KUEUE;
 
@@ -183,7 +183,7 @@ impl<K: Kind, D: Docker> KindRuntime<K, D> {
             });
         }
         let existing = kind.clusters().await?;
-        if let Some(name) = plans.iter().map(|p| config::cluster_name(&p.name)).find(|name| existing.contains(name)) {
+        if let Some(name) = plans.iter().map(|p| p.context.clone()).find(|name| existing.contains(name)) {
             return Err(KindError::ClusterExists { name });
         }
         let node_image = images.as_ref().map_or(options.node_image.clone(), |i| i.node_image.clone());
@@ -241,7 +241,7 @@ impl<K: Kind, D: Docker> KindRuntime<K, D> {
     /// Creates the kind cluster, reads its admin access and loads the controller image into its
     /// nodes: everything before its API server is used.
     async fn boot(&self, plan: &ClusterPlan, dir: &Path, prepared: &Prepared) -> Result<AdminAccess, KindError> {
-        let name = config::cluster_name(&plan.name);
+        let name = plan.context.clone();
         let kubeconfig = dir.join(KIND_KUBECONFIG);
         let config = config::cluster_config(plan, prepared.local_images);
         if let Err(e) = self.kind.create_cluster(&name, &config, &prepared.node_image, &kubeconfig).await {
@@ -311,14 +311,14 @@ impl<K: Kind, D: Docker> ClusterRuntime for KindRuntime<K, D> {
         let Some(prepared) = &self.prepared else {
             return Err(SandboxError::step(name, "starting", "the kind runtime was not prepared"));
         };
-        let kind_name = config::cluster_name(name);
+        let kind_name = plan.context.clone();
         let dir = record.dir.join(name);
         std::fs::create_dir_all(&dir).map_err(SandboxError::io(&dir))?;
         // Recorded before kind runs: a half-created cluster is still ours to delete.
         record.add_cluster(Cluster {
             name: name.to_string(),
             role: plan.role,
-            context: context_name(name),
+            context: plan.context.clone(),
             dir: dir.clone(),
             api_server_port: plan.fixed_api_port.unwrap_or_default(),
             components: Vec::new(),
@@ -335,7 +335,7 @@ impl<K: Kind, D: Docker> ClusterRuntime for KindRuntime<K, D> {
                 cluster.api_server_port = port;
             }
         })?;
-        let client = admin_client(&admin, &context_name(name))
+        let client = admin_client(&admin, &plan.context)
             .await
             .map_err(|e| SandboxError::step(name, "connecting to its API server", e))?;
         let address = self.node_address(&kind_name).await.map_err(|e| SandboxError::step(name, "kind", e))?;

@@ -281,7 +281,7 @@ async fn prepare(
     docker: FakeDocker,
     inputs: &Inputs,
 ) -> Result<KindRuntime<FakeKind, FakeDocker>, KindError> {
-    let plans = ClusterPlan::all(2, &NodePool::default(), None);
+    let plans = ClusterPlan::all(crate::sandbox::DEFAULT_NAME, 2, &NodePool::default(), None);
     let cache = inputs.dir.path().join("cache");
     KindRuntime::prepare(kind, docker, &inputs.options, None, &plans, &[], &cache, "test", &Progress::stderr()).await
 }
@@ -370,7 +370,7 @@ async fn boot_creates_the_cluster_reads_its_kubeconfig_and_loads_the_image() {
     let runtime = prepare(FakeKind::new("v0.32.0"), FakeDocker::answering(), &inputs).await.unwrap();
     let prepared = runtime.prepared.as_ref().unwrap();
     let dir = inputs.dir.path().join("state/worker1");
-    let plan = &ClusterPlan::all(1, &NodePool::default(), None)[1];
+    let plan = &ClusterPlan::all(crate::sandbox::DEFAULT_NAME, 1, &NodePool::default(), None)[1];
     assert_eq!(plan.role, Role::Worker);
     let admin = runtime.boot(plan, &dir, prepared).await.unwrap();
     assert_eq!(admin.server, "https://127.0.0.1:41000");
@@ -394,7 +394,7 @@ async fn a_failed_image_load_names_the_image_and_the_cluster() {
     let kind = FakeKind { fail_load: true, ..FakeKind::new("v0.32.0") };
     let runtime = prepare(kind, FakeDocker::answering(), &inputs).await.unwrap();
     let prepared = runtime.prepared.as_ref().unwrap();
-    let plan = &ClusterPlan::all(0, &NodePool::default(), None)[0];
+    let plan = &ClusterPlan::all(crate::sandbox::DEFAULT_NAME, 0, &NodePool::default(), None)[0];
     let err = runtime.boot(plan, inputs.dir.path(), prepared).await.unwrap_err();
     let message = err.to_string();
     assert!(
@@ -413,7 +413,7 @@ async fn a_node_that_never_becomes_ready_leaves_its_logs_and_says_where() {
     let kind = FakeKind { never_ready: true, ..FakeKind::new("v0.32.0") };
     let runtime = prepare(kind, FakeDocker::answering(), &inputs).await.unwrap();
     let prepared = runtime.prepared.as_ref().unwrap();
-    let plan = &ClusterPlan::all(0, &NodePool::default(), None)[0];
+    let plan = &ClusterPlan::all(crate::sandbox::DEFAULT_NAME, 0, &NodePool::default(), None)[0];
     let dir = inputs.dir.path().join("state/manager");
     let err = runtime.boot(plan, &dir, prepared).await.unwrap_err();
     let logs = dir.join("kind-logs");
