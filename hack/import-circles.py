@@ -1,5 +1,10 @@
 #!/usr/bin/env python3
-"""Fails when files under src/ import each other in a circle (issue #27: "no module circles").
+"""Fails when files under src/ import each other in a circle, against the layers lib.rs lists,
+or from one job kind's module into another's.
+
+Layers: lib.rs's doc lists the top-level modules in numbered layers, from the top; a module may
+import only from layers below its own. Job kinds: each folder under src/integrations/ (but the
+registry) is one kind's adapter, a leaf that imports no other kind's.
 
 Reads every `crate::`, `super::` and `self::` path in src/**/*.rs (not main.rs, the binary), in
 `use` items and in code, and resolves it to the file of the longest module prefix that has one.
@@ -116,6 +121,60 @@ def imports(path, files):
             yield target, used
 
 
+LAYER_LINE = re.compile(r"^//! (\d+)\. ([^:]*)")
+TEST_ONLY_MODULE = re.compile(r"#\[cfg\(test\)\]\s*(?:pub\s+)?mod\s+(\w+)\s*;")
+INTEGRATIONS = SRC / "integrations"
+NOT_A_KIND = {"registry"}
+
+
+def layers():
+    """Top-level module -> its layer number, from lib.rs's doc."""
+    found = {}
+    for line in (SRC / "lib.rs").read_text().splitlines():
+        if match := LAYER_LINE.match(line):
+            for name in re.findall(r"`(\w+)`", match.group(2)):
+                found[name] = int(match.group(1))
+    return found
+
+
+def test_only_modules():
+    return set(TEST_ONLY_MODULE.findall((SRC / "lib.rs").read_text()))
+
+
+def kind_of(path):
+    """The job kind whose adapter `path` belongs to, if any."""
+    parts = path.relative_to(SRC).parts
+    if len(parts) > 2 and parts[0] == "integrations" and parts[1] not in NOT_A_KIND:
+        return parts[1]
+    return None
+
+
+def against_the_layers(graph):
+    """Edges from a module to one in its own layer or above, and between kinds' adapters."""
+    order, tests, found = layers(), test_only_modules(), []
+    for path, targets in sorted(graph.items()):
+        top = module_of(path)[:1]
+        if not top or top[0] in tests:
+            continue
+        if top[0] not in order:
+            found.append(f"{path.relative_to(SRC)}: module {top[0]} is in no layer of lib.rs's list")
+            continue
+        for target, used in sorted(targets.items()):
+            other = module_of(target)[:1]
+            if not other or other == top or other[0] in tests:
+                continue
+            if order.get(other[0], 0) <= order[top[0]]:
+                found.append(
+                    f"{path.relative_to(SRC)} imports {used}: {top[0]} (layer {order[top[0]]}) may not use "
+                    f"{other[0]} (layer {order.get(other[0], '?')})"
+                )
+        kind = kind_of(path)
+        for target, used in sorted(targets.items()):
+            if kind and kind_of(target) not in (None, kind):
+                found.append(f"{path.relative_to(SRC)} imports {used}: the {kind} adapter may not use another kind's")
+    return found
+
+
 def circles(graph):
     """Tarjan's strongly connected components of more than one node."""
     index, low, stack, on_stack, found = {}, {}, [], set(), []
@@ -157,9 +216,12 @@ def main():
         for path in component:
             ties = [f"{t.relative_to(SRC)} ({u})" for t, u in sorted(graph[path].items()) if t in component]
             print(f"  {path.relative_to(SRC)} -> {', '.join(ties)}")
-    if found:
+    wrong = against_the_layers(graph)
+    for line in wrong:
+        print(f"against the layers: {line}")
+    if found or wrong:
         sys.exit(1)
-    print(f"no import circles among {len(sources)} files under src/")
+    print(f"no import circles and none against the layers among {len(sources)} files under src/")
 
 
 if __name__ == "__main__":

@@ -1,14 +1,24 @@
 //! kueue-ext: a kubectl plugin with a local Kueue + MultiKueue sandbox and a Rust counterpart of
 //! Kueue's job integration framework.
 //!
-//! Data flows one way: `cli` → `sandbox`, `controller`, `tui`, `explain`, `submit`,
-//! `conformance` → `model` → `integrations` (one registry of job kinds) → `jobframework` → `api`.
+//! Data flows one way, down these layers: a module imports only from layers below its own
+//! (`hack/import-circles.py` checks it, reading this list).
+//! 1. `cli`
+//! 2. `sandbox`, `controller`, `tui`, `submit`, `conformance`
+//! 3. `explain`: why a job runs or not, which `tui` shows and `cli` prints
+//! 4. `model`: the jobs, Workloads and queues of every cluster, joined
+//! 5. `manifests`: what this project installs on a cluster, and its names
+//! 6. `integrations`: one registry of job kinds, each a leaf
+//! 7. `jobframework`
+//! 8. `api`
+//! 9. `kube_util`, `quantity`, `go_duration`: shared utilities
 
 pub mod api;
 pub mod cli;
 pub mod conformance;
 pub mod controller;
 pub mod explain;
+pub mod go_duration;
 pub mod integrations;
 pub mod jobframework;
 pub mod kube_util;

@@ -11,6 +11,9 @@ use crate::integrations::registry;
 use crate::jobframework::webhook::Hook;
 
 pub const NAMESPACE: &str = "kueue-ext-system";
+/// The label every node that runs a sandbox's pods carries, on either runtime: what the sandbox
+/// writes and `conformance` looks for.
+pub const SANDBOX_NODE_LABEL: (&str, &str) = ("kueue-ext.dev/sandbox-node", "true");
 pub const SERVICE_ACCOUNT: &str = "kueue-ext-controller";
 pub use crate::api::CONTROLLER_ROLE;
 /// The controller's and Kueue's rights on kinds integrated by configuration.

@@ -1,6 +1,31 @@
 //! Kubernetes quantities (`500m`, `32Gi`, `1e3`) as numbers, so quota, usage and templates can be
 //! compared and a shortfall told in the units a user wrote.
 
+/// Text that is not a Kubernetes quantity.
+#[derive(Debug, thiserror::Error)]
+#[error("must be a quantity such as 500m, 2 or 1Gi")]
+pub struct NotAQuantity;
+
+/// A Kubernetes quantity: a non-negative decimal number, optional exponent, optional suffix.
+pub fn check_quantity(text: &str) -> Result<(), NotAQuantity> {
+    const SUFFIXES: [&str; 13] = ["Ki", "Mi", "Gi", "Ti", "Pi", "Ei", "n", "u", "m", "k", "M", "G", "T"];
+    let number_end = text.find(|c: char| !(c.is_ascii_digit() || c == '.' || c == '+')).unwrap_or(text.len());
+    let (number, rest) = text.split_at(number_end);
+    let number = number.strip_prefix('+').unwrap_or(number);
+    if number.is_empty() || number == "." || number.matches('.').count() > 1 || number.contains('+') {
+        return Err(NotAQuantity);
+    }
+    let suffix_ok = rest.is_empty()
+        || SUFFIXES.contains(&rest)
+        || rest.strip_prefix(['e', 'E']).is_some_and(|exp| {
+            let exp = exp.strip_prefix(['+', '-']).unwrap_or(exp);
+            !exp.is_empty() && exp.bytes().all(|b| b.is_ascii_digit())
+        })
+        || rest == "P"
+        || rest == "E";
+    if suffix_ok { Ok(()) } else { Err(NotAQuantity) }
+}
+
 /// The value of a quantity in base units (cores, bytes), or `None` if it is not one.
 pub fn parse(text: &str) -> Option<f64> {
     let text = text.trim();
@@ -54,6 +79,16 @@ pub fn format(resource: &str, value: f64) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn quantities() {
+        for ok in ["1", "500m", "1.5", "2Gi", "1e3", "+4", "0.5Ki", "1E2"] {
+            assert!(check_quantity(ok).is_ok(), "{ok}");
+        }
+        for bad in ["", "lots", "1.2.3", "Gi", "1 Gi", "-1", ".", "1e"] {
+            assert!(check_quantity(bad).is_err(), "{bad}");
+        }
+    }
 
     #[test]
     fn quantities_parse_in_every_notation() {

@@ -302,6 +302,12 @@ async fn killing_the_controller_mid_run_loses_nothing_and_duplicates_nothing() {
     }
 }
 
+async fn lease_renewal(client: &Client) -> String {
+    let leases: Api<k8s_openapi::api::coordination::v1::Lease> = Api::namespaced(client.clone(), "kueue-ext-system");
+    let lease = leases.get_opt("kueue-ext-controller").await.unwrap();
+    lease.and_then(|l| Some(format!("{:?}", l.spec?.renew_time?))).unwrap_or_default()
+}
+
 async fn lease_holder(client: &Client) -> String {
     let leases: Api<k8s_openapi::api::coordination::v1::Lease> = Api::namespaced(client.clone(), "kueue-ext-system");
     let lease = leases.get_opt("kueue-ext-controller").await.unwrap();
@@ -321,18 +327,34 @@ async fn a_second_replica_takes_over_when_the_leader_dies() {
 
     // A second replica on its own port: it serves webhooks but waits for the Lease.
     let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
-    let args: Vec<String> = command[1..]
+    let mut args: Vec<String> = command[1..]
         .iter()
         .map(|a| if a.starts_with("--listen=") { format!("--listen=127.0.0.1:{port}") } else { a.clone() })
         .collect();
-    let log = std::fs::File::create(sandbox.dir.join("manager/logs/replica.log")).unwrap();
+    // At info, the replica says whom it found leading.
+    args.push("-v".into());
+    let replica_log = sandbox.dir.join("manager/logs/replica.log");
+    let log = std::fs::File::create(&replica_log).unwrap();
     let mut replica = std::process::Command::new(&command[0])
         .args(&args)
         .stdout(log.try_clone().unwrap())
         .stderr(log)
         .spawn()
         .unwrap();
-    tokio::time::sleep(Duration::from_secs(3)).await;
+    // The replica competes: it read the Lease and found the leader; the leader then renews it
+    // at least once and keeps it.
+    eventually("the replica to find the leader", Duration::from_secs(60), || async {
+        let log = std::fs::read_to_string(&replica_log).unwrap_or_default();
+        let found = log.lines().any(|l| l.contains("another replica leads") && l.contains(&holder));
+        if found { Ok(()) } else { Err(log) }
+    })
+    .await;
+    let renewed_at = lease_renewal(&client).await;
+    eventually("the leader to renew its Lease while the replica waits", Duration::from_secs(30), || async {
+        let now = lease_renewal(&client).await;
+        if now != renewed_at { Ok(()) } else { Err(now) }
+    })
+    .await;
     assert_eq!(lease_holder(&client).await, holder, "the first leader keeps the Lease while it lives");
 
     nix::sys::signal::kill(nix::unistd::Pid::from_raw(leader_pid), nix::sys::signal::Signal::SIGKILL).unwrap();

@@ -129,9 +129,11 @@ async fn kueue_admits_runs_and_finishes_a_batch_job_then_down_leaves_nothing() {
     })
     .await;
     assert!(!condition_is(&pending, "Admitted", "True"));
-    tokio::time::sleep(Duration::from_secs(2)).await;
+    // Kueue has decided (no quota): from then on the Job is held, and no pod of it exists.
     let still = jobs.get("too-big").await.unwrap();
     assert_eq!(still.spec.and_then(|s| s.suspend), Some(true), "an over-quota Job stays suspended");
+    let started = pods.list(&ListParams::default().labels("job-name=too-big")).await.unwrap();
+    assert!(started.items.is_empty(), "an over-quota Job starts no pod");
 
     down_leaves_nothing(&sandbox);
     let status = sandbox.run("status", &[]);

@@ -9,8 +9,6 @@ use serde::{Deserialize, Serialize};
 
 use super::condition::Condition;
 
-/// Largest number of pod sets, as in Kueue's Workload API (and AppWrapper).
-pub const MAX_POD_SETS: usize = 8;
 /// Default retries of failed pods.
 pub const DEFAULT_BACKOFF_LIMIT: i32 = 6;
 

@@ -9,6 +9,10 @@ use serde::{Deserialize, Serialize};
 
 use super::condition::Condition;
 
+/// Largest number of pod sets of a Workload (Kueue's API validation; AppWrapper's too): every
+/// kind's webhook refuses more.
+pub const MAX_POD_SETS: usize = 8;
+
 pub const QUEUE_NAME_LABEL: &str = "kueue.x-k8s.io/queue-name";
 pub const PRIORITY_CLASS_LABEL: &str = "kueue.x-k8s.io/priority-class";
 pub const PREBUILT_WORKLOAD_LABEL: &str = "kueue.x-k8s.io/prebuilt-workload-name";

@@ -5,9 +5,9 @@ use std::time::{Duration, Instant};
 
 use super::cluster::ClusterArgs;
 use super::output::{self, Output};
+use crate::go_duration::{NotADuration, parse_go_duration};
 use crate::integrations::declarative::config;
 use crate::integrations::registry::KindRegistry;
-use crate::integrations::wrapped_job::settings::{NotADuration, parse_go_duration};
 use crate::manifests;
 use crate::sandbox::addons::Addon;
 use crate::submit::{self, Defaults, Planned, Problem, appwrapper, documents};

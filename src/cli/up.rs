@@ -5,9 +5,9 @@ use std::time::Duration;
 use clap::ValueEnum;
 use serde_json::Value;
 
+use crate::go_duration::parse_go_duration;
 use crate::integrations::declarative::config::{Integration, IntegrationConfig};
 use crate::integrations::declarative::schema;
-use crate::integrations::wrapped_job::settings::parse_go_duration;
 use crate::sandbox::kwok::NodePool;
 use crate::sandbox::progress::{Progress, human_duration};
 use crate::sandbox::{self, Addon, KindOptions, RuntimeKind, UpOptions, UpOutcome};

@@ -23,7 +23,7 @@ pub const QUEUE: &str = "conformance";
 /// Carried by every cluster-scoped object and namespace a run creates, valued with its id.
 pub const RUN_LABEL: &str = "kueue-ext.dev/conformance-run";
 /// The label of every node that runs a sandbox's pods (kwok's and kind's).
-const SANDBOX_NODE_LABEL: (&str, &str) = crate::sandbox::SANDBOX_NODE_LABEL;
+use crate::manifests::SANDBOX_NODE_LABEL;
 /// The label the kubelet gives every node, for clusters that are not a sandbox.
 const OS_LABEL: &str = "kubernetes.io/os";
 /// Kueue's MultiKueue admission check controller.

@@ -16,9 +16,9 @@ use kube::api::{Api, ApiResource, DynamicObject, PostParams};
 use kube::{Client, Resource};
 use serde_json::Value;
 
-use crate::integrations::wrapped_job::authz::group_version;
-use crate::integrations::wrapped_job::kinds::{Kinds, Served};
 use crate::jobframework::authorizer::{Authorizer, InvalidFields, ServedResource, Unanswered, Verdict};
+use crate::jobframework::served_kinds::group_version;
+use crate::jobframework::served_kinds::{Served, ServedKinds};
 
 fn attributes(verb: &str, resource: &ServedResource, namespace: &str) -> ResourceAttributes {
     ResourceAttributes {
@@ -69,7 +69,7 @@ pub fn verdict(status: Option<&SubjectAccessReviewStatus>) -> Verdict {
 /// The authorizer that asks the API server.
 pub struct ApiAuthorizer {
     client: Client,
-    kinds: Arc<Kinds>,
+    kinds: Arc<ServedKinds>,
     dry_runs: DryRunCache,
 }
 
@@ -101,7 +101,7 @@ impl DryRunCache {
 }
 
 impl ApiAuthorizer {
-    pub fn new(client: Client, kinds: Arc<Kinds>) -> Self {
+    pub fn new(client: Client, kinds: Arc<ServedKinds>) -> Self {
         ApiAuthorizer { client, kinds, dry_runs: DryRunCache::default() }
     }
 

@@ -2,7 +2,8 @@
 //! webhooks, only the holder of the Lease reconciles (two writers would fight over Workloads).
 
 use super::error::ControllerError;
-use kube::Client;
+use k8s_openapi::api::coordination::v1::Lease;
+use kube::{Api, Client};
 use kube_lease_manager::LeaseManagerBuilder;
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
@@ -23,6 +24,16 @@ pub fn default_identity() -> String {
     format!("{}-{}", host.trim(), std::process::id())
 }
 
+/// Names the replica that leads, if another does: an operator reading a waiting replica's log
+/// learns whom it waits for.
+async fn say_who_leads(client: &Client, election: &Election) {
+    let leases: Api<Lease> = Api::namespaced(client.clone(), &election.namespace);
+    let holder = leases.get_opt(LEASE).await.ok().flatten().and_then(|lease| lease.spec?.holder_identity);
+    if let Some(holder) = holder.filter(|holder| *holder != election.identity && !holder.is_empty()) {
+        tracing::info!(%holder, lease = LEASE, "another replica leads; waiting until its Lease expires");
+    }
+}
+
 /// Waits until this replica holds the Lease. The receiver then turns `false` if the Lease is
 /// lost; the handle keeps renewing it.
 pub async fn lead(
@@ -32,6 +43,7 @@ pub async fn lead(
     (watch::Receiver<bool>, JoinHandle<kube_lease_manager::Result<kube_lease_manager::LeaseManager>>),
     ControllerError,
 > {
+    let client_for_log = client.clone();
     let manager = LeaseManagerBuilder::new(client, LEASE)
         .with_namespace(&election.namespace)
         .with_identity(&election.identity)
@@ -41,6 +53,7 @@ pub async fn lead(
         .build()
         .await
         .map_err(|e| ControllerError::Lease(e.to_string()))?;
+    say_who_leads(&client_for_log, election).await;
     let (mut leading, renewer) = manager.watch().await;
     while !*leading.borrow_and_update() {
         leading.changed().await.map_err(|e| ControllerError::Lease(e.to_string()))?;

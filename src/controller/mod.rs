@@ -28,10 +28,10 @@ use tracing::info;
 use crate::api::kueue::{AdmissionCheck, ClusterQueue, LocalQueue, ResourceFlavor, Workload};
 use crate::integrations::declarative::{self, config::Integration};
 use crate::integrations::registry;
-use crate::integrations::wrapped_job::kinds::Kinds;
 use crate::jobframework::events::EventSink;
 use crate::jobframework::queue_cache::QueueCache;
 use crate::jobframework::reconciler::{self, Config, Context};
+use crate::jobframework::served_kinds::ServedKinds;
 use crate::jobframework::setup::{Record, Setup, bounded, error_policy, stopped};
 use crate::jobframework::{our_workloads, watches};
 use api_authorizer::ApiAuthorizer;
@@ -51,7 +51,7 @@ pub struct Options {
     pub config: Config,
     /// Reconcile only while holding this Lease (webhooks are served either way).
     pub election: Option<leader::Election>,
-    /// Kinds integrated by configuration (`--integrations`).
+    /// ServedKinds integrated by configuration (`--integrations`).
     pub integrations: Vec<Integration>,
 }
 
@@ -89,7 +89,7 @@ pub async fn run(options: Options) -> Result<(), ControllerError> {
         config: options.config.clone(),
         queues: Some(queues.clone()),
         metrics: metrics.clone(),
-        authorizer: Arc::new(ApiAuthorizer::new(client.clone(), Arc::new(Kinds::new(client.clone())))),
+        authorizer: Arc::new(ApiAuthorizer::new(client.clone(), Arc::new(ServedKinds::new(client.clone())))),
         ready: Default::default(),
         integrations: integrations.clone(),
     });

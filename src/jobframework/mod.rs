@@ -20,6 +20,7 @@ pub mod queue_cache;
 pub mod readiness;
 mod reconcile_context;
 pub mod reconciler;
+pub mod served_kinds;
 pub mod setup;
 pub mod status;
 pub mod watches;

@@ -41,8 +41,7 @@ pub use kind_runtime::{
 pub use runtime::ComponentHealth;
 pub use state::RuntimeKind;
 
-/// The label every node that runs a sandbox's pods carries, on either runtime.
-pub const SANDBOX_NODE_LABEL: (&str, &str) = ("kueue-ext.dev/sandbox-node", "true");
+pub use crate::manifests::SANDBOX_NODE_LABEL;
 pub use status::{ClusterStatus, StatusReport, status};
 pub use up::{UpOptions, UpOutcome, up};
 

@@ -25,7 +25,7 @@ use serde_json::Value;
 
 use super::count::Count;
 use super::path::FieldPath;
-use crate::api::external_job::MAX_POD_SETS;
+use crate::api::kueue::MAX_POD_SETS;
 use crate::jobframework::webhook::{dns1123_label, dns1123_subdomain};
 
 pub const API_VERSION: &str = "kueue-ext.dev/v1alpha1";

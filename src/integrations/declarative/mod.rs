@@ -24,11 +24,11 @@ use serde::{Serialize, Serializer};
 use serde_json::Value;
 
 use crate::api::kueue::{MULTIKUEUE_ORIGIN_LABEL, PodSet};
-use crate::integrations::external_job::webhook::{NotAQuantity, check_quantity};
 use crate::jobframework::generic_job::{Finished, GenericJob};
 use crate::jobframework::podset::{self, PodSetInfo, PodSetInfoError};
 use crate::jobframework::webhook::FieldError;
 use crate::jobframework::workload;
+use crate::quantity::{NotAQuantity, check_quantity};
 use config::Integration;
 use count::Count;
 use count::number;

@@ -9,7 +9,7 @@ use super::ConfiguredJob;
 use super::config::Integration;
 use super::count::Count;
 use super::count::number;
-use crate::api::external_job::MAX_POD_SETS;
+use crate::api::kueue::MAX_POD_SETS;
 use crate::jobframework::admission::JobWebhook;
 use crate::jobframework::generic_job::GenericJob;
 use crate::jobframework::reconciler::Config;

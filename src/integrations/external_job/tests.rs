@@ -5,7 +5,6 @@ use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 
 use super::pods::{NewPod, ObservedPod, new_pod, plan};
-use super::webhook::check_quantity;
 use super::*;
 use crate::api::condition::Condition;
 use crate::api::external_job::{ExternalJobSpec, ExternalJobStatus, ExternalPodSet, PodSetStatus};
@@ -314,15 +313,5 @@ fn multikueue_defaulting_keeps_a_controller_the_job_named() {
         queued.spec.managed_by = named.map(Into::into);
         queued.apply_defaults(&Config::default(), true);
         assert_eq!(queued.spec.managed_by.as_deref(), defaulted, "{named:?}");
-    }
-}
-
-#[test]
-fn quantities() {
-    for ok in ["1", "500m", "1.5", "2Gi", "1e3", "+4", "0.5Ki", "1E2"] {
-        assert!(check_quantity(ok).is_ok(), "{ok}");
-    }
-    for bad in ["", "lots", "1.2.3", "Gi", "1 Gi", "-1", ".", "1e"] {
-        assert!(check_quantity(bad).is_err(), "{bad}");
     }
 }

@@ -1,11 +1,13 @@
 //! Admission rules of `ExternalJob`: the framework's defaults and checks plus the kind's own
 //! (pod set count and names, quantities, name length, immutability while running).
 
+use crate::quantity::check_quantity;
 use std::collections::BTreeSet;
 
 use kube::ResourceExt;
 
-use crate::api::external_job::{ExternalJob, MAX_POD_SETS};
+use crate::api::external_job::ExternalJob;
+use crate::api::kueue::MAX_POD_SETS;
 use crate::jobframework::admission::{JobWebhook, compiled_gvk};
 use crate::jobframework::authorizer::Authorizer;
 use crate::jobframework::dry_run::pod_templates;
@@ -83,31 +85,6 @@ fn validate_spec(job: &ExternalJob) -> Vec<FieldError> {
         errors.push(FieldError::invalid("spec.activeDeadlineSeconds", &deadline.to_string(), "must be at least 1"));
     }
     errors
-}
-
-/// Text that is not a Kubernetes quantity.
-#[derive(Debug, thiserror::Error)]
-#[error("must be a quantity such as 500m, 2 or 1Gi")]
-pub struct NotAQuantity;
-
-/// A Kubernetes quantity: a non-negative decimal number, optional exponent, optional suffix.
-pub fn check_quantity(text: &str) -> Result<(), NotAQuantity> {
-    const SUFFIXES: [&str; 13] = ["Ki", "Mi", "Gi", "Ti", "Pi", "Ei", "n", "u", "m", "k", "M", "G", "T"];
-    let number_end = text.find(|c: char| !(c.is_ascii_digit() || c == '.' || c == '+')).unwrap_or(text.len());
-    let (number, rest) = text.split_at(number_end);
-    let number = number.strip_prefix('+').unwrap_or(number);
-    if number.is_empty() || number == "." || number.matches('.').count() > 1 || number.contains('+') {
-        return Err(NotAQuantity);
-    }
-    let suffix_ok = rest.is_empty()
-        || SUFFIXES.contains(&rest)
-        || rest.strip_prefix(['e', 'E']).is_some_and(|exp| {
-            let exp = exp.strip_prefix(['+', '-']).unwrap_or(exp);
-            !exp.is_empty() && exp.bytes().all(|b| b.is_ascii_digit())
-        })
-        || rest == "P"
-        || rest == "E";
-    if suffix_ok { Ok(()) } else { Err(NotAQuantity) }
 }
 
 impl JobWebhook for ExternalJob {

@@ -13,7 +13,8 @@ use crate::api::CONTROLLER_ROLE;
 use crate::api::wrapped_job::WrappedJob;
 use crate::jobframework::api_error;
 use crate::jobframework::authorizer::{Authorizer, ServedResource, Unanswered, Verdict};
-use crate::jobframework::webhook::{FieldError, dns1123_label, dns1123_subdomain};
+use crate::jobframework::served_kinds::group_version;
+use crate::jobframework::webhook::FieldError;
 
 /// Whether an update must be authorized again: a changed template is a new object to create,
 /// possibly by another user than the one checked at creation.
@@ -84,16 +85,6 @@ pub fn type_of(template: &serde_json::Value) -> Option<(&str, &str)> {
     let api_version = template["apiVersion"].as_str().filter(|s| !s.is_empty())?;
     let kind = template["kind"].as_str().filter(|s| !s.is_empty())?;
     Some((api_version, kind))
-}
-
-/// `(group, version)` of a well-formed apiVersion. Discovery puts it in a URL path, so nothing
-/// else may reach it.
-pub fn group_version(api_version: &str) -> Option<(&str, &str)> {
-    let (group, version) = match api_version.split_once('/') {
-        Some((group, version)) => (dns1123_subdomain(group).ok().map(|()| group)?, version),
-        None => ("", api_version),
-    };
-    dns1123_label(version).ok().map(|()| (group, version))
 }
 
 /// The denials for one resource, as field-error messages.

@@ -8,7 +8,6 @@ use kube::api::{Api, DeleteParams, DynamicObject, ListParams, PostParams};
 use kube::{Client, ResourceExt};
 use serde_json::Value;
 
-use super::kinds::{Kinds, Served};
 use super::lifecycle::{
     Completion, ComponentOutcome, ComponentPods, FailedExit, Observed, ObservedComponent, completion_of,
 };
@@ -16,6 +15,7 @@ use super::podsets;
 use super::watched::Caches;
 use crate::api::wrapped_job::{COMPONENT_INDEX_ANNOTATION, ComponentFailure, WRAPPED_JOB_LABEL, WrappedJob};
 use crate::jobframework::api_error;
+use crate::jobframework::served_kinds::{Served, ServedKinds};
 
 /// The apiVersion and kind of a component template.
 pub fn type_of(template: &Value) -> (&str, &str) {
@@ -40,7 +40,12 @@ fn kube_err(action: &'static str, what: impl Into<String>) -> impl FnOnce(kube::
 
 /// The job's components (by label, owner and index) and its pods: from the controller's caches
 /// for the kinds it watches, through the API for the others.
-pub async fn observe(client: &Client, kinds: &Kinds, caches: &Caches, job: &WrappedJob) -> Result<Observed, Error> {
+pub async fn observe(
+    client: &Client,
+    kinds: &ServedKinds,
+    caches: &Caches,
+    job: &WrappedJob,
+) -> Result<Observed, Error> {
     let namespace = job.namespace().unwrap_or_default();
     let name = job.name_any();
     let selector = ListParams::default().labels(&format!("{WRAPPED_JOB_LABEL}={name}"));
@@ -166,7 +171,7 @@ pub struct CreateFailure {
 
 /// Creates component `index` (admission infos injected, labelled, owned by the job). An object
 /// of that name that this job already controls counts as created.
-pub async fn create(client: &Client, kinds: &Kinds, job: &WrappedJob, index: usize) -> Result<(), CreateFailure> {
+pub async fn create(client: &Client, kinds: &ServedKinds, job: &WrappedJob, index: usize) -> Result<(), CreateFailure> {
     let fatal = |message: String| CreateFailure { fatal: true, message };
     let component = &job.spec.components[index];
     let (api_version, kind) = type_of(&component.template);
@@ -218,7 +223,7 @@ fn refused_for_good(code: u16) -> bool {
 /// Deletes components by index (what is already gone is fine); children go in the background.
 pub async fn delete(
     client: &Client,
-    kinds: &Kinds,
+    kinds: &ServedKinds,
     job: &WrappedJob,
     names: &[(usize, String)],
     forceful: bool,
@@ -289,7 +294,7 @@ mod tests {
         }))
         .unwrap();
         let client = crate::jobframework::api_error::serving_nothing();
-        let failure = create(&client, &Kinds::new(client.clone()), &job, 0).await.expect_err("not served");
+        let failure = create(&client, &ServedKinds::new(client.clone()), &job, 0).await.expect_err("not served");
         assert!(failure.fatal);
         assert_eq!(
             failure.message,

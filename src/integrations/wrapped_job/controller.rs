@@ -12,7 +12,6 @@ use serde_json::json;
 use tracing::{debug, warn};
 
 use super::components;
-use super::kinds::Kinds;
 use super::lifecycle::{self, Act, ObservedComponent, Step};
 use super::podsets;
 use super::settings::Settings;
@@ -20,8 +19,9 @@ use super::watched::Caches;
 use crate::api::wrapped_job::{ComponentStatus, WRAPPED_JOB_FINALIZER, WrappedJob};
 use crate::jobframework::managed_by::Runner;
 use crate::jobframework::reconciler::{self, Context, Error};
+use crate::jobframework::served_kinds::ServedKinds;
 
-pub async fn reconcile(job: &WrappedJob, ctx: &Context, kinds: &Kinds, caches: &Caches) -> Result<Action, Error> {
+pub async fn reconcile(job: &WrappedJob, ctx: &Context, kinds: &ServedKinds, caches: &Caches) -> Result<Action, Error> {
     // On a MultiKueue manager a worker runs the job and Kueue mirrors its status here; a job
     // another controller manages has its components and status from that controller. Either
     // way the job keeps its Workload.
@@ -73,7 +73,7 @@ fn shape(job: &WrappedJob) -> Vec<ComponentStatus> {
 async fn act(
     job: &WrappedJob,
     ctx: &Context,
-    kinds: &Kinds,
+    kinds: &ServedKinds,
     step: Step,
     observed: &lifecycle::Observed,
 ) -> Result<(WrappedJob, Option<Duration>), Error> {

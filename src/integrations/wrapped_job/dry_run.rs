@@ -4,10 +4,11 @@
 use futures::future::join_all;
 use serde_json::json;
 
-use super::authz::{group_version, type_of};
+use super::authz::type_of;
 use crate::api::wrapped_job::WrappedJob;
 use crate::jobframework::authorizer::Authorizer;
 use crate::jobframework::dry_run::refused;
+use crate::jobframework::served_kinds::group_version;
 use crate::jobframework::webhook::FieldError;
 
 /// Every field of every component of `job` the API server would refuse, were the component

@@ -5,7 +5,6 @@ pub mod authz;
 pub mod components;
 pub mod controller;
 mod dry_run;
-pub mod kinds;
 pub mod lifecycle;
 pub mod observed;
 pub mod podsets;

@@ -9,13 +9,13 @@ use kube::api::{Api, ApiResource};
 use serde::Deserialize;
 use serde_json::{Value, json};
 
-use super::kinds::Kinds;
 use super::{controller, watched};
 use crate::api::wrapped_job::WrappedJob;
 use crate::jobframework::admission::admit;
 use crate::jobframework::generic_job::reading;
 use crate::jobframework::integration_callbacks::IntegrationCallbacks;
 use crate::jobframework::reconciler::Context;
+use crate::jobframework::served_kinds::ServedKinds;
 use crate::jobframework::setup::{Setup, jobs_controller};
 
 /// The kinds the controller may create and delete for WrappedJobs, `(API group, resource)`.
@@ -59,7 +59,7 @@ fn controller_rules() -> Vec<Value> {
 }
 
 fn start(setup: &Setup) -> BoxFuture<'static, ()> {
-    let kinds = Arc::new(Kinds::new(setup.client.clone()));
+    let kinds = Arc::new(ServedKinds::new(setup.client.clone()));
     let jobs = jobs_controller(Api::<WrappedJob>::all(setup.client.clone()), ())
         .owns_stream(setup.workload_changes.subscribe(ApiResource::erase::<WrappedJob>(&())));
     let (jobs, caches) = watched::watch(jobs, &setup.client);

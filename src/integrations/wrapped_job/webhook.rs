@@ -7,7 +7,7 @@ use serde_json::Value;
 
 use super::authz;
 use super::podsets::{self, PodSetError};
-use crate::api::external_job::MAX_POD_SETS;
+use crate::api::kueue::MAX_POD_SETS;
 use crate::api::wrapped_job::{WrappedComponent, WrappedJob};
 use crate::jobframework::admission::{JobWebhook, compiled_gvk};
 use crate::jobframework::authorizer::Authorizer;

@@ -1,6 +1,7 @@
-//! Which API resource serves each component kind, from discovery. Kinds rarely change, so
+//! Which API resource serves each component kind, from discovery. ServedKinds rarely change, so
 //! answers are kept for the life of the process; a kind not found is asked again (a CRD
-//! installed after a refusal must be usable at once). Shared by the webhook and the controller.
+//! installed after a refusal must be usable at once). Shared by the webhooks and the controllers
+//! of every kind that names other kinds (WrappedJob's components, the API authorizer).
 
 use std::collections::HashMap;
 use std::sync::{Mutex, PoisonError};
@@ -11,6 +12,17 @@ use kube::discovery::{self, Scope};
 use kube::error::DiscoveryError;
 
 use crate::jobframework::api_error;
+use crate::jobframework::webhook::{dns1123_label, dns1123_subdomain};
+
+/// `(group, version)` of a well-formed apiVersion. Discovery puts it in a URL path, so nothing
+/// else may reach it.
+pub fn group_version(api_version: &str) -> Option<(&str, &str)> {
+    let (group, version) = match api_version.split_once('/') {
+        Some((group, version)) => (dns1123_subdomain(group).ok().map(|()| group)?, version),
+        None => ("", api_version),
+    };
+    dns1123_label(version).ok().map(|()| (group, version))
+}
 
 /// A kind the API server serves.
 #[derive(Clone, Debug)]
@@ -19,14 +31,14 @@ pub struct Served {
     pub namespaced: bool,
 }
 
-pub struct Kinds {
+pub struct ServedKinds {
     client: Client,
     found: Mutex<HashMap<(String, String), Served>>,
 }
 
-impl Kinds {
+impl ServedKinds {
     pub fn new(client: Client) -> Self {
-        Kinds { client, found: Mutex::default() }
+        ServedKinds { client, found: Mutex::default() }
     }
 
     /// `None` when nothing serves `kind` in `api_version` (`group/version`, or `version` for
@@ -60,7 +72,7 @@ mod tests {
     /// `404 page not found`, not with a Status: a kind nobody serves, not an error to report.
     #[tokio::test]
     async fn a_group_the_api_server_does_not_serve_serves_no_kind() {
-        let kinds = Kinds::new(api_error::serving_nothing());
+        let kinds = ServedKinds::new(api_error::serving_nothing());
         let served = kinds.served("leaderworkerset.x-k8s.io/v1", "LeaderWorkerSet").await;
         assert!(matches!(served, Ok(None)), "{served:?}");
     }
