@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Soak: the end-to-end crash-safety test (tests/e2e_crash_safety.rs) at a larger size, on a
+# Soak: the end-to-end crash-safety test (tests/e2e/crash_safety.rs) at a larger size, on a
 # MultiKueue sandbox (manager + 2 workers). The jobs go in over several waves; during each wave
 # a round of faults lands at random moments: our controller SIGKILLed and restarted five times
 # on random clusters, Kueue's manager restarted, a worker's kube-apiserver restarted. Every job
@@ -28,7 +28,7 @@ cargo build --locked --tests
 target/debug/kubectl-kueue_ext toolchain install
 export KUEUE_EXT_KEEP_LOGS=1  # every component's log and the clusters' objects, kept in target/tmp/e2e-logs/
 status=0
-cargo test --locked --test e2e_crash_safety every_job_finishes_exactly_once -- --nocapture 2>&1 | tee "$log" || status=$?
+cargo test --locked --features e2e --test e2e crash_safety::every_job_finishes_exactly_once -- --nocapture 2>&1 | tee "$log" || status=$?
 echo
 grep -A 5 "crash-safety summary" "$log" || echo "no summary: the run stopped before the end (see $log)"
 echo "log: $log"

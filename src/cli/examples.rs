@@ -1,5 +1,5 @@
 //! The EXAMPLES section of each command's `--help`, kubectl-style: a comment, then the command.
-//! `tests/cli.rs` runs each line's arguments through the parser, so none can drift from the flags.
+//! `tests/cli/docs.rs` runs each line's arguments through the parser, so none can drift from the flags.
 
 pub const UP: &str = "\
 Examples:

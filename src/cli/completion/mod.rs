@@ -69,9 +69,21 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         shell.write_registration(ENV_VAR, BIN, BIN, BIN, &mut out)?;
     } else {
         clap_complete::generate(args.shell, &mut super::Cli::command(), BIN, &mut out);
+        if args.shell == clap_complete::Shell::Bash {
+            out = bash_arms_as_the_loop_spells_them(&String::from_utf8_lossy(&out)).into_bytes();
+        }
     }
     std::io::stdout().write_all(&out)?;
     Ok(ExitCode::SUCCESS)
+}
+
+/// clap_complete's bash script (4.6.11) names the `case` arm of each subcommand after the binary
+/// with its `-` spelled `__subcmd__` (`kubectl__subcmd__kueue_ext__subcmd__watch`), while the
+/// loop over the typed words, which picks the arm, spells it `__` (`kubectl__kueue_ext__subcmd__watch`):
+/// no arm matched, so nothing after a subcommand completed (clap-rs/clap#6421). The arms are
+/// respelled as the loop spells them; once clap_complete agrees with itself, this replaces nothing.
+fn bash_arms_as_the_loop_spells_them(script: &str) -> String {
+    script.replace(&BIN.replace('-', "__subcmd__"), &BIN.replace('-', "__"))
 }
 
 /// The CLI with the completers of [`values`] on the arguments they know.

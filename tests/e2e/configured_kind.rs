@@ -3,11 +3,9 @@
 //! kind). Its CRD is written here; the test plays its controller (it marks a run Succeeded once
 //! Kueue has let it start). `submit --wait`, `watch` and `explain` see it like a built-in kind.
 
-mod common;
-
 use std::time::Duration;
 
-use common::{Sandbox, api, condition_is, eventually, text, workloads_owned_by};
+use crate::common::{Sandbox, api, condition_is, eventually, text, workloads_owned_by};
 use kube::api::{Patch, PatchParams};
 use serde_json::{Value, json};
 

@@ -2,13 +2,11 @@
 //! server itself reports it, credentials on disk readable by their owner only, no credential in
 //! any log (even at trace level), webhooks that fail closed and serve TLS only.
 
-mod common;
-
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use common::{Restarts, Sandbox, controller_process, eventually};
+use crate::common::{Restarts, Sandbox, controller_process, eventually};
 use k8s_openapi::api::authorization::v1::{SelfSubjectRulesReview, SelfSubjectRulesReviewSpec};
 use kube::Client;
 use kube::api::{Api, PostParams};
@@ -157,10 +155,10 @@ spec:
         kueue_ext::kube_util::apply(&admin, &job).await.map_err(|e| e.to_string())
     })
     .await;
-    let jobs = common::api(&admin, "kueue-ext.dev/v1alpha1", "ExternalJob", "externaljobs", Some("default"));
+    let jobs = crate::common::api(&admin, "kueue-ext.dev/v1alpha1", "ExternalJob", "externaljobs", Some("default"));
     eventually("the job to complete under the trace replica", Duration::from_secs(120), || async {
         let job = serde_json::to_value(jobs.get("secure").await.map_err(|e| e.to_string())?).unwrap();
-        if common::condition_is(&job, "Complete", "True") { Ok(()) } else { Err(format!("{:#}", job["status"])) }
+        if crate::common::condition_is(&job, "Complete", "True") { Ok(()) } else { Err(format!("{:#}", job["status"])) }
     })
     .await;
 

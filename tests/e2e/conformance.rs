@@ -3,13 +3,11 @@
 //! on one worker and through MultiKueue; and it fails, naming the check and the evidence, for an
 //! integration that breaks the contract. One sandbox per configuration, shared by its kinds.
 
-mod common;
-
 use std::process::Output;
 
 use std::time::Duration;
 
-use common::{Sandbox, eventually, text};
+use crate::common::{Sandbox, eventually, text};
 use k8s_openapi::api::core::v1::Namespace;
 use kube::api::{Api, ApiResource, DynamicObject, ListParams};
 use serde_json::Value;

@@ -5,13 +5,11 @@
 //! `s` and ctrl-d act on a job; `q` quits and leaves the terminal as it was. Then the one-shot
 //! forms: `watch --once -o json`, `watch` without a terminal, and a worker that cannot be reached.
 
-mod common;
-
 use std::path::Path;
 use std::process::{Command, Output};
 use std::time::{Duration, Instant};
 
-use common::{BIN, Sandbox, api, apply_yaml, eventually, text};
+use crate::common::{BIN, Sandbox, api, apply_yaml, eventually, text};
 use kube::Client;
 use kube::api::{Patch, PatchParams};
 use serde_json::{Value, json};

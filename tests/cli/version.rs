@@ -1,10 +1,8 @@
 //! `version`: the plugin's version and every pin, for people and for scripts.
 
-mod common;
-
 use std::process::Command;
 
-use common::{BIN, text};
+use crate::{BIN, text};
 use serde_json::Value;
 
 const PINS: [&str; 6] = ["kubernetes", "kueue", "etcd", "kwok", "kind", "node-image"];

@@ -3,11 +3,9 @@
 //! `generateName`, a WrappedJob of a kind the cluster does not serve, and templates the API
 //! server would refuse as pods or components.
 
-mod common;
-
 use std::time::Duration;
 
-use common::{
+use crate::common::{
     Sandbox, api, apply_yaml, condition_is, eventually, job_component, text, workloads_owned_by, wrapped_job,
 };
 use k8s_openapi::api::core::v1::Pod;

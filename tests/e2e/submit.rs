@@ -1,12 +1,10 @@
 //! End-to-end: `submit` against a real sandbox — samples run to completion, and a bad batch
 //! is refused as a whole with errors naming file, document and field.
 
-mod common;
-
 use std::path::Path;
 use std::process::Command;
 
-use common::{BIN, Sandbox, api, text};
+use crate::common::{BIN, Sandbox, api, text};
 
 /// The README's quick start: its first `sh` block after the heading, line by line.
 fn quick_start() -> Vec<String> {

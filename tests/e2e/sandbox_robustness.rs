@@ -2,8 +2,6 @@
 //! clean; a component that dies later is named by `status` and started again by `up`; two
 //! sandboxes run side by side without sharing a port.
 
-mod common;
-
 use std::collections::BTreeSet;
 use std::io::{BufRead, BufReader};
 use std::path::Path;
@@ -11,7 +9,7 @@ use std::process::{Command, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use common::{
+use crate::common::{
     BIN, Sandbox, down_leaves_nothing, pid_alive, port_free, recorded_process, recorded_processes_and_ports, text,
 };
 use nix::sys::signal::{Signal, kill};

@@ -2,11 +2,9 @@
 //! (`samples/integrations/job-integration.yaml`), with Kueue's built-in Job integration off, on
 //! one cluster and through MultiKueue. kube-controller-manager's Job controller runs the pods.
 
-mod common;
-
 use std::time::Duration;
 
-use common::{Sandbox, api, apply_yaml, batch_job, condition_is, eventually, text, workloads_owned_by};
+use crate::common::{Sandbox, api, apply_yaml, batch_job, condition_is, eventually, text, workloads_owned_by};
 use k8s_openapi::api::core::v1::{ConfigMap, Pod};
 use kube::Client;
 use kube::api::{Api, ListParams};

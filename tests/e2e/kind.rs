@@ -3,12 +3,12 @@
 //! in-cluster. Pods really run here (busybox, real exit codes), where the process runtime fakes
 //! them with kwok. Needs a Docker daemon: `hack/docker.sh up` starts one, as hack/test.sh does.
 
-mod common;
-
 use std::process::Command;
 use std::time::Duration;
 
-use common::{Sandbox, api, apply_yaml, condition_is, eventually, pod_sets, text, workload_with, workloads_owned_by};
+use crate::common::{
+    Sandbox, api, apply_yaml, condition_is, eventually, pod_sets, text, workload_with, workloads_owned_by,
+};
 use kube::api::{Api, DynamicObject};
 use serde_json::Value;
 
@@ -150,7 +150,7 @@ fn wrapped_pytorch_job(name: &str) -> String {
         .filter(|line| !line.trim().is_empty() && !line.contains("namespace:") && !line.contains("queue-name"))
         .map(|line| format!("\n      {line}"))
         .collect();
-    common::wrapped_job(name, "user-queue", "", "", &[format!("\n  - template:{template}")])
+    crate::common::wrapped_job(name, "user-queue", "", "", &[format!("\n  - template:{template}")])
 }
 
 /// A wrapper (`kind` of `api_version`: AppWrapper or WrappedJob) of a Job whose two pods really

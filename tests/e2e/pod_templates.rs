@@ -6,11 +6,9 @@
 //! batch Job integrated by configuration, and every one of them must finish: an out-of-sync
 //! copy would leave it Pending on the manager for good.
 
-mod common;
-
 use std::time::{Duration, Instant};
 
-use common::{Sandbox, apply_yaml, condition, workloads_owned_by};
+use crate::common::{Sandbox, apply_yaml, condition, workloads_owned_by};
 use futures::future::join_all;
 use kube::Client;
 
@@ -183,7 +181,7 @@ fn jobs() -> Vec<(String, String)> {
         let name = |kind: &str| format!("{template}-{kind}");
         jobs.push((name("ej"), external_job(&name("ej"), spec)));
         let wrapped = |kind: &str, components: &[String]| {
-            (name(kind), common::wrapped_job(&name(kind), "user-queue", "", "", components))
+            (name(kind), crate::common::wrapped_job(&name(kind), "user-queue", "", "", components))
         };
         jobs.push(wrapped("wj-pod", &[pod_component(&format!("{template}-pod"), spec)]));
         jobs.push(wrapped("wj-job", &[job_component(&format!("{template}-job"), spec)]));

@@ -1,11 +1,9 @@
 //! End-to-end: ExternalJob on one process-runtime cluster with the real Kueue, driven by this
 //! project's controller and webhook as the sandbox deploys them.
 
-mod common;
-
 use std::time::Duration;
 
-use common::{
+use crate::common::{
     Restarts, SMALL_QUEUES, Sandbox, api, apply_yaml, condition_is, controller_process, eventually, text, workloads,
     workloads_owned_by,
 };

@@ -2,11 +2,9 @@
 //! MultiKueue by `up`. Kueue dispatches batch Jobs from the manager to the workers, where kwok
 //! runs them; results flow back to the manager.
 
-mod common;
-
 use std::time::Duration;
 
-use common::{
+use crate::common::{
     Restarts, Sandbox, api, apply_yaml, batch_job, condition_is, deployment_component, down_leaves_nothing, eventually,
     job_component, text, workloads_owned_by,
 };
@@ -141,7 +139,7 @@ async fn multikueue_dispatches_jobs_to_workers_and_reports_back() {
     let mirror = serde_json::to_value(mirror).unwrap();
     assert!(mirror["spec"].get("managedBy").is_none(), "the worker copy is run by the worker");
     assert_eq!(mirror["metadata"]["annotations"]["kueue.x-k8s.io/prebuilt-workload-name"], workload.as_str());
-    let remote_workloads = common::workloads(&remote, "default").list(&Default::default()).await.unwrap();
+    let remote_workloads = crate::common::workloads(&remote, "default").list(&Default::default()).await.unwrap();
     let adopted: Vec<_> =
         remote_workloads.items.iter().filter(|w| w.metadata.name.as_deref() == Some(&workload)).collect();
     assert_eq!(adopted.len(), 1, "the worker adopts the prebuilt Workload instead of creating its own");
@@ -211,7 +209,7 @@ async fn multikueue_dispatches_jobs_to_workers_and_reports_back() {
         let copy = copies.get_opt("doomed").await.map_err(|e| e.to_string())?;
         let left = pods.list(&selector).await.map_err(|e| e.to_string())?.items.len();
         let workloads =
-            common::workloads(&remote, "default").list(&Default::default()).await.map_err(|e| e.to_string())?;
+            crate::common::workloads(&remote, "default").list(&Default::default()).await.map_err(|e| e.to_string())?;
         let workload = workloads.items.iter().any(|w| w.metadata.name.as_deref().is_some_and(|n| n.contains("doomed")));
         if copy.is_none() && left == 0 && !workload {
             Ok(())
@@ -324,5 +322,5 @@ fn wrapped_job(name: &str, run: &str) -> String {
         job_component(&format!("{name}-work"), 2, "1", run, ""),
         deployment_component(&format!("{name}-server"), 1, "500m"),
     ];
-    common::wrapped_job(name, "user-queue", "", "", &components)
+    crate::common::wrapped_job(name, "user-queue", "", "", &components)
 }

@@ -3,11 +3,11 @@
 //! integration and under ours (`samples/addons/jobset/jobset-integration.yaml`), with the same
 //! pod sets; through MultiKueue on a worker; and wrapped by a WrappedJob.
 
-mod common;
-
 use std::time::Duration;
 
-use common::{Sandbox, api, apply_yaml, condition_is, down_leaves_nothing, eventually, pod_sets, text, workload_with};
+use crate::common::{
+    Sandbox, api, apply_yaml, condition_is, down_leaves_nothing, eventually, pod_sets, text, workload_with,
+};
 use k8s_openapi::api::core::v1::Pod;
 use kube::Client;
 use kube::api::{Api, ListParams};

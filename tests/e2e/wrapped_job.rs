@@ -1,15 +1,13 @@
 //! End-to-end: WrappedJob on one process-runtime cluster with the real Kueue, its components
 //! created and deleted by this project's controller, and its webhook checking who may wrap what.
 
-mod common;
-
 /// Priorities of the small queue's WorkloadPriorityClasses.
 const LOW: &str = ", kueue.x-k8s.io/priority-class: low";
 const HIGH: &str = ", kueue.x-k8s.io/priority-class: high";
 
 use std::time::Duration;
 
-use common::{
+use crate::common::{
     Restarts, SMALL_QUEUES, Sandbox, api, apply_yaml, condition_is, deployment_component, eventually, job_component,
     workloads_owned_by, wrapped_job,
 };
@@ -162,7 +160,7 @@ async fn failures_reset_then_fail_and_release_quota_only_when_pods_are_gone() {
     wait_phase(&client, "orphaned", "Running", Duration::from_secs(60)).await;
     batch_jobs(&client).delete("orphaned-work", &DeleteParams::background()).await.unwrap();
     let orphaned = wait_phase(&client, "orphaned", "Failed", Duration::from_secs(30)).await;
-    let unhealthy = common::condition(&orphaned, "Unhealthy").unwrap();
+    let unhealthy = crate::common::condition(&orphaned, "Unhealthy").unwrap();
     assert_eq!(unhealthy["reason"], "MissingComponent", "{unhealthy}");
 }
 

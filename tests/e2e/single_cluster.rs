@@ -2,11 +2,11 @@
 //! manager, scheduler, kwok and Kueue. Kueue's own batch/Job integration admits a Job, runs it
 //! on kwok nodes and finishes it; a Job over quota waits; `down` leaves nothing behind.
 
-mod common;
-
 use std::time::Duration;
 
-use common::{Sandbox, apply_yaml, batch_job, condition_is, down_leaves_nothing, eventually, text, workloads_owned_by};
+use crate::common::{
+    Sandbox, apply_yaml, batch_job, condition_is, down_leaves_nothing, eventually, text, workloads_owned_by,
+};
 use k8s_openapi::api::batch::v1::Job;
 use k8s_openapi::api::core::v1::Pod;
 use kube::api::{Api, ListParams};

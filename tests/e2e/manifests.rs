@@ -3,10 +3,8 @@
 //! webhook configurations, applied with server-side dry-run to a process-runtime cluster — and
 //! the Deployment runs a command line our binary accepts.
 
-mod common;
-
+use crate::common::Sandbox;
 use clap::Parser;
-use common::Sandbox;
 use kube::api::{Api, DynamicObject, Patch, PatchParams};
 use kube::core::GroupVersionKind;
 use kube::discovery::{self, Scope};
