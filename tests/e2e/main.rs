@@ -11,6 +11,8 @@ mod addons;
 mod completion;
 mod configured_kind;
 mod conformance;
+mod crash;
+mod crash_safety;
 mod declarative;
 mod external_job;
 mod kind;

@@ -14,21 +14,18 @@
 //! KUEUE_EXT_CRASH_BATCH_JOBS adds plain batch/v1 Jobs, which Kueue runs through its own
 //! integration, under the same faults: their row shows what Kueue does with its own jobs.
 
-mod common;
-mod crash;
-
 use std::collections::{HashMap, HashSet};
 use std::fmt;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use common::{Sandbox, api, condition_is};
-use crash::Rng;
-use crash::by_kueue;
-use crash::faults::{Injected, Injector};
-use crash::jobs::{self, Kind, Planned, Submitted};
-use crash::ledger::{self, Evidence, Ledger};
+use crate::common::{Sandbox, api, condition_is};
+use crate::crash::Rng;
+use crate::crash::by_kueue;
+use crate::crash::faults::{Injected, Injector};
+use crate::crash::jobs::{self, Kind, Planned, Submitted};
+use crate::crash::ledger::{self, Evidence, Ledger};
 use futures::StreamExt;
 use kube::Client;
 use kube::api::{DynamicObject, ListParams};
@@ -208,7 +205,8 @@ fn workload_story(workloads: &[serde_json::Value]) -> String {
 /// Manager Workloads of the jobs that are not Finished.
 async fn unfinished_workloads(client: &Client, submitted: &[Submitted]) -> usize {
     let uids: HashSet<&str> = submitted.iter().map(|s| s.uid.as_str()).collect();
-    let workloads = common::workloads(client, "default").list(&ListParams::default()).await.expect("list Workloads");
+    let workloads =
+        crate::common::workloads(client, "default").list(&ListParams::default()).await.expect("list Workloads");
     let finished: HashSet<String> = workloads
         .items
         .iter()
@@ -387,7 +385,7 @@ async fn every_job_finishes_exactly_once_through_controller_kueue_and_api_server
                     report.problems.push(problem);
                     continue;
                 }
-                let workloads = match common::workloads_owned_by(&manager, "default", &job.uid).await {
+                let workloads = match crate::common::workloads_owned_by(&manager, "default", &job.uid).await {
                     Ok(workloads) => workloads,
                     Err(e) => {
                         tally.lost += 1;
@@ -421,7 +419,7 @@ async fn every_job_finishes_exactly_once_through_controller_kueue_and_api_server
 
 #[test]
 fn evidence_tells_a_job_that_ran_twice_from_one_that_ran_once() {
-    use crash::ledger::Seen;
+    use crate::crash::ledger::Seen;
     let job = Submitted {
         job: Planned { kind: Kind::External, name: "ej-1".into(), pods: 1, run_seconds: 1 },
         uid: "u-manager".into(),
@@ -494,7 +492,7 @@ async fn jobs_created_just_after_an_api_server_restart_are_run() {
     };
     done(vec![first], Duration::from_secs(60)).await;
 
-    let mut api_server = common::Restarts::of(&sandbox, 0, "kube-apiserver");
+    let mut api_server = crate::common::Restarts::of(&sandbox, 0, "kube-apiserver");
     api_server.kill();
     tokio::time::sleep(Duration::from_secs(2)).await;
     api_server.start();
