@@ -57,18 +57,15 @@ pub fn context_name(sandbox: &str, cluster: &str) -> String {
 /// A sandbox name, checked before anything starts: it prefixes kind clusters (whose node
 /// containers add `-worker1-control-plane`) and contexts, so a lowercase DNS label, kept short.
 pub fn check_name(name: &str) -> Result<(), String> {
-    let label = !name.is_empty()
-        && name.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
-        && !name.starts_with('-')
-        && !name.ends_with('-');
-    match (label, name.len() <= 32) {
-        (true, true) => Ok(()),
-        (false, _) => {
-            Err("a sandbox name is lowercase letters, digits and '-', starting and ending with a letter or digit"
-                .into())
-        }
-        (true, false) => Err(format!("a sandbox name is at most 32 characters ({} given)", name.len())),
+    if crate::jobframework::webhook::dns1123_label(name).is_err() {
+        return Err(
+            "a sandbox name is lowercase letters, digits and '-', starting and ending with a letter or digit".into()
+        );
     }
+    if name.len() > 32 {
+        return Err(format!("a sandbox name is at most 32 characters ({} given)", name.len()));
+    }
+    Ok(())
 }
 
 /// Components of a process-runtime cluster, in start order.

@@ -1,6 +1,5 @@
 //! Shared harness of the end-to-end tests: a real sandbox started with the real binary, in a
 //! private state dir, torn down when the test ends (also when it fails).
-#![allow(dead_code)] // each test binary uses its own subset
 
 use std::future::Future;
 use std::path::{Path, PathBuf};
