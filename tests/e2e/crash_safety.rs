@@ -1,12 +1,17 @@
 //! End-to-end crash safety under load, on a MultiKueue sandbox (manager + 2 workers): while
 //! ExternalJobs and WrappedJobs run, our controller is SIGKILLed at random moments on random
-//! clusters and started again, then Kueue's manager process is restarted, then a worker's
-//! kube-apiserver. Every job must finish exactly once — counted from the pods that really ran,
-//! the Workloads and the components that really existed (a ledger of watches), not from our own
-//! status — with no orphan left and no job stuck. The exceptions are jobs whose fate Kueue's
-//! own MultiKueue decided alone (`crash::by_kueue` says how they are told): one it dispatched to
-//! a second worker without evicting it, and one whose Workload it never nominated a worker
-//! for. They are counted in columns of their own and listed, and fail nothing.
+//! clusters and started again, then Kueue's manager process is restarted (once Workloads wait
+//! for MultiKueue to nominate a worker), then a worker's kube-apiserver. Every job of ours that
+//! was submitted must finish exactly once — counted from the pods that really ran, the
+//! Workloads and the components that really existed (a ledger of watches), not from our own
+//! status — with no orphan left and no job stuck. A job Kueue's MultiKueue left with no worker
+//! after its restart counts like any other: bringing it back is our nudge's job
+//! (`jobframework::multikueue_nudge`), and the summary shows how many needed it. The one
+//! exception is a job that ran once on each of two workers, which Kueue's own log shows it
+//! dispatched to the second, or whose two dispatches a restart of Kueue's manager separates
+//! (`crash::by_kueue` says how it is told): counted in a column of its own and listed, it fails
+//! nothing. Every fault must be seen to take effect (`crash::faults`): a kill that did nothing
+//! fails the test.
 //!
 //! The default size suits the test command; `hack/soak.sh` runs the same test bigger through
 //! KUEUE_EXT_CRASH_EXTERNAL_JOBS, KUEUE_EXT_CRASH_WRAPPED_JOBS, KUEUE_EXT_CRASH_ROUNDS and
@@ -23,7 +28,7 @@ use std::time::{Duration, Instant};
 use crate::common::{Sandbox, api, condition_is};
 use crate::crash::Rng;
 use crate::crash::by_kueue;
-use crate::crash::faults::{Injected, Injector};
+use crate::crash::faults::{Injected, Injector, LeaseRenewals, WaitingForNomination};
 use crate::crash::jobs::{self, Kind, Planned, Submitted};
 use crate::crash::ledger::{self, Evidence, Ledger};
 use futures::StreamExt;
@@ -32,8 +37,13 @@ use kube::api::{DynamicObject, ListParams};
 use kube::runtime::{WatchStreamExt, watcher};
 
 const WORKERS: usize = 2;
-/// How long no job may finish before those left are counted as stuck.
+/// How long no job may finish before those left are counted as stuck: many times what our
+/// nudge takes to bring back a Workload MultiKueue left with no worker (its waits double from
+/// 30 s).
 const STALL: Duration = Duration::from_secs(600);
+/// How long a killed controller's successor may take to renew the Lease: the old Lease
+/// expires 15 s after its last renewal.
+const TAKEOVER: Duration = Duration::from_secs(120);
 const CLUSTERS: [&str; 3] = ["manager", "worker1", "worker2"];
 
 struct Size {
@@ -223,12 +233,25 @@ struct Tally {
     finished_once: usize,
     lost: usize,
     duplicated: usize,
-    /// Ran once on each of two workers, dispatched twice by Kueue's MultiKueue on its own
-    /// word (see `crash::by_kueue`): reported, not held against our controller.
+    /// Finished, having run once on each of two workers, dispatched twice by Kueue's
+    /// MultiKueue on its own word (see `crash::by_kueue`): reported, not held against our
+    /// controller.
     dispatched_twice_by_kueue: usize,
-    /// Never ran: its Workload kept its quota with no worker ever nominated by Kueue's
-    /// MultiKueue (see `crash::by_kueue`): reported, not held against our controller.
-    never_nominated_by_kueue: usize,
+    /// Of all of the above, those whose manager Workload our MultiKueue nudge asked for again.
+    nudged: usize,
+}
+
+impl Tally {
+    fn count(&mut self, verdict: Verdict, nudged: bool) {
+        self.submitted += 1;
+        self.nudged += usize::from(nudged);
+        match verdict {
+            Verdict::FinishedOnce => self.finished_once += 1,
+            Verdict::DispatchedTwiceByKueue => self.dispatched_twice_by_kueue += 1,
+            Verdict::Duplicated => self.duplicated += 1,
+            Verdict::Lost => self.lost += 1,
+        }
+    }
 }
 
 struct Report {
@@ -240,17 +263,23 @@ struct Report {
     orphans: usize,
     unfinished_workloads: usize,
     faults: Injected,
+    /// Controller kills seen taking effect: the pid gone, a successor renewing the Lease.
+    controller_kills_seen: usize,
     elapsed: Duration,
     /// What is held against our controller (or the peer's integration), listed first.
     problems: Vec<String>,
-    /// Jobs whose fate Kueue's MultiKueue decided alone, listed after the problems: at soak
-    /// size they are many and must not crowd a lost job out of the report.
+    /// Jobs Kueue's MultiKueue dispatched twice, listed after the problems: at soak size they
+    /// are many and must not crowd a lost job out of the report.
     decided_by_kueue: Vec<String>,
 }
 
 impl Report {
     fn clean(&self) -> bool {
-        self.ours.lost == 0 && self.ours.duplicated == 0 && self.orphans == 0 && self.unfinished_workloads == 0
+        self.ours.lost == 0
+            && self.ours.duplicated == 0
+            && self.orphans == 0
+            && self.unfinished_workloads == 0
+            && self.controller_kills_seen == self.faults.controller_kills
     }
 }
 
@@ -259,23 +288,25 @@ impl fmt::Display for Report {
         writeln!(f, "crash-safety summary (seed {}):", self.seed)?;
         writeln!(
             f,
-            "| jobs | submitted | finished once | lost | duplicated | dispatched twice by Kueue | never nominated by Kueue | orphans | faults (controller kills / Kueue restarts / API server restarts) | time |"
+            "| jobs | submitted | finished once | lost | duplicated | dispatched twice by Kueue | nudged | orphans | faults (controller kills / Kueue restarts / API server restarts) | controller kills seen taking effect | time |"
         )?;
-        writeln!(f, "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")?;
+        writeln!(f, "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")?;
         let row = |f: &mut fmt::Formatter<'_>, jobs: &str, t: &Tally, orphans: &str| {
             writeln!(
                 f,
-                "| {jobs} | {} | {} | {} | {} | {} | {} | {orphans} | {} ({} / {} / {}) | {:.0} s |",
+                "| {jobs} | {} | {} | {} | {} | {} | {} | {orphans} | {} ({} / {} / {}) | {} of {} | {:.0} s |",
                 t.submitted,
                 t.finished_once,
                 t.lost,
                 t.duplicated,
                 t.dispatched_twice_by_kueue,
-                t.never_nominated_by_kueue,
+                t.nudged,
                 self.faults.total(),
                 self.faults.controller_kills,
                 self.faults.kueue_restarts,
                 self.faults.api_server_restarts,
+                self.controller_kills_seen,
+                self.faults.controller_kills,
                 self.elapsed.as_secs_f64()
             )
         };
@@ -283,6 +314,11 @@ impl fmt::Display for Report {
         if self.peer.submitted > 0 {
             row(f, "peer: batch/v1 Job (Kueue's integration)", &self.peer, "-")?;
         }
+        writeln!(
+            f,
+            "Kueue went down with {} Workload(s) holding quota and no worker nominated (those it may strand); {} job(s) of ours were nudged.",
+            self.faults.waiting_at_kueue_restarts, self.ours.nudged
+        )?;
         if self.unfinished_workloads > 0 {
             writeln!(f, "{} manager Workload(s) of ours not Finished", self.unfinished_workloads)?;
         }
@@ -293,21 +329,53 @@ impl fmt::Display for Report {
             writeln!(f, "  {note}")?;
         }
         if self.decided_by_kueue.len() > 10 {
-            writeln!(f, "  … and {} more decided by Kueue", self.decided_by_kueue.len() - 10)?;
+            writeln!(f, "  … and {} more dispatched twice by Kueue", self.decided_by_kueue.len() - 10)?;
         }
         Ok(())
     }
 }
 
-fn judge(submitted: &Submitted, outcome: Option<bool>, evidence: &Evidence) -> Option<String> {
-    let wanted = submitted.job.pods as usize;
-    let name = &submitted.job.name;
-    if evidence.duplicated(wanted) {
-        Some(format!("{name}: DUPLICATED, wanted {wanted} pod(s): {evidence:?}"))
-    } else if outcome != Some(true) || !evidence.ran_once(wanted) {
-        Some(format!("{name}: LOST (outcome {outcome:?}), wanted {wanted} pod(s): {evidence:?}"))
+/// What became of one job.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Verdict {
+    FinishedOnce,
+    /// Finished, having run once on each of two workers, which Kueue's log shows it
+    /// dispatched to the second, or Kueue's manager restarted between the two dispatches of one
+    /// reservation (`crash::by_kueue`).
+    DispatchedTwiceByKueue,
+    /// Ran more than once in any other way: twice on a worker, on the manager and a worker,
+    /// from two Workloads or two incarnations of a component.
+    Duplicated,
+    /// Did not finish, or finished without its pods having run once: whatever held it up,
+    /// a Workload MultiKueue left with no worker included.
+    Lost,
+}
+
+/// The verdict on a job from its outcome on the manager (`None`: never finished), what the
+/// ledger saw of it, and whether Kueue's log or restart shows it dispatched to a second worker.
+fn verdict(outcome: Option<bool>, evidence: &Evidence, wanted_pods: usize, kueue_dispatched_twice: bool) -> Verdict {
+    let finished = outcome == Some(true);
+    if finished && evidence.ran_once(wanted_pods) {
+        Verdict::FinishedOnce
+    } else if finished && kueue_dispatched_twice && evidence.ran_once_on_two_workers(wanted_pods) {
+        Verdict::DispatchedTwiceByKueue
+    } else if evidence.duplicated(wanted_pods) {
+        Verdict::Duplicated
     } else {
-        None
+        Verdict::Lost
+    }
+}
+
+/// The line the report gives a job that did not finish exactly once.
+fn told(submitted: &Submitted, verdict: Verdict, outcome: Option<bool>, evidence: &Evidence, why: &str) -> String {
+    let (name, wanted) = (&submitted.job.name, submitted.job.pods);
+    match verdict {
+        Verdict::FinishedOnce => format!("{name}: finished once"),
+        Verdict::DispatchedTwiceByKueue => {
+            format!("{name}: ran once on each of two workers, wanted {wanted} pod(s): {evidence:?} ({why})")
+        }
+        Verdict::Duplicated => format!("{name}: DUPLICATED, wanted {wanted} pod(s): {evidence:?}"),
+        Verdict::Lost => format!("{name}: LOST (outcome {outcome:?}), wanted {wanted} pod(s): {evidence:?}"),
     }
 }
 
@@ -325,16 +393,28 @@ async fn every_job_finishes_exactly_once_through_controller_kueue_and_api_server
     for cluster in CLUSTERS {
         watches.extend(ledger.watch(cluster, &watching_client(&sandbox, cluster).await));
     }
+    let renewals = LeaseRenewals::default();
+    for (i, cluster) in CLUSTERS.into_iter().enumerate() {
+        watches.push(renewals.watch(i, &watching_client(&sandbox, cluster).await));
+    }
     let manager = sandbox.client("manager").await;
     let mut rng = Rng::new(size.seed);
     let planned = jobs::plan([size.external, size.wrapped, size.batch], &mut rng);
-    let mut injector = Injector::new(&sandbox, WORKERS);
+    let waiting = WaitingForNomination::default();
+    watches.push(waiting.watch(&manager));
+    let mut injector = Injector::new(&sandbox, WORKERS, waiting);
     let mut submitted = Vec::new();
     for (round, wave) in planned.chunks(planned.len().div_ceil(size.rounds).max(1)).enumerate() {
-        // The wave goes in while the round's faults land, so they hit jobs in every phase.
-        let submitting = tokio::spawn(submit_all(manager.clone(), wave.to_vec()));
-        injector.round(round, &mut rng).await;
+        // The wave goes in while the round's faults land, so they hit jobs in every phase: its
+        // first half under the controller kills, its second half as Kueue restarts, so that
+        // MultiKueue has Workloads waiting for a worker when it goes down.
+        let (first, second) = wave.split_at(wave.len() / 2);
+        let submitting = tokio::spawn(submit_all(manager.clone(), first.to_vec()));
+        injector.controller_kills(&mut rng).await;
+        let submitting_second = tokio::spawn(submit_all(manager.clone(), second.to_vec()));
+        injector.kueue_and_api_server(round, &mut rng).await;
         submitted.extend(submitting.await.expect("submission task"));
+        submitted.extend(submitting_second.await.expect("submission task"));
     }
 
     println!("{:>4.0} s: submitted and faults injected", started.elapsed().as_secs_f64());
@@ -342,6 +422,8 @@ async fn every_job_finishes_exactly_once_through_controller_kueue_and_api_server
     println!("{:>4.0} s: every job done (or none finished for {STALL:?})", started.elapsed().as_secs_f64());
     let orphans = orphans(&sandbox, Duration::from_secs(180)).await;
     println!("{:>4.0} s: no orphan left (or the deadline passed)", started.elapsed().as_secs_f64());
+    let unseen_faults = injector.unseen_within(&renewals, TAKEOVER).await;
+    println!("{:>4.0} s: every fault seen taking effect (or the deadline passed)", started.elapsed().as_secs_f64());
     // Let the watches catch the last updates before reading the ledger.
     tokio::time::sleep(Duration::from_secs(2)).await;
     let seen = ledger.snapshot();
@@ -356,64 +438,59 @@ async fn every_job_finishes_exactly_once_through_controller_kueue_and_api_server
         orphans: orphans.len(),
         unfinished_workloads: 0,
         faults: injector.injected,
+        controller_kills_seen: injector.controller_kills_seen(&renewals),
         elapsed: started.elapsed(),
-        problems: orphans.iter().map(|o| format!("orphan: {o}")).collect(),
+        problems: unseen_faults.iter().map(|u| format!("fault not seen: {u}")).collect(),
         decided_by_kueue: Vec::new(),
     };
+    report.problems.extend(orphans.iter().map(|o| format!("orphan: {o}")));
     let kueue_logs = [sandbox.dir.join("manager/logs/kueue.log"), sandbox.dir.join("kueue-0-restarted.log")];
     let second_dispatches = by_kueue::second_dispatches(&kueue_logs.each_ref().map(|p| p.as_path()));
-    // Jobs of ours whose fate Kueue decided alone: not held against the controller.
-    let mut decided_uids = HashSet::new();
+    let kueue_started = injector.kueue_started_at();
     let now = time::OffsetDateTime::now_utc();
+    // Every job submitted is counted, whatever held it up: none is left out as Kueue's doing
+    // but a second dispatch Kueue's log or restart proves (`Verdict::DispatchedTwiceByKueue`).
     for (job, outcome) in submitted.iter().zip(&outcomes) {
         let evidence = ledger::evidence(job, &seen);
+        let wanted = job.job.pods as usize;
+        let mut why = "";
+        if ledger::manager_workloads(job, &seen).any(|w| second_dispatches.contains(w)) {
+            why = "Kueue logged dispatching it to a second worker";
+        } else if evidence.ran_once_on_two_workers(wanted) {
+            let workloads = crate::common::workloads_owned_by(&manager, "default", &job.uid).await.unwrap_or_default();
+            let reserved = workloads.first().and_then(by_kueue::reserved_at).filter(|_| workloads.len() == 1);
+            if by_kueue::dispatched_across_restart(&evidence.copies_created, reserved, &kueue_started) {
+                why = "Kueue's manager restarted between its two dispatches of one reservation";
+            }
+        }
+        let verdict = verdict(*outcome, &evidence, wanted, !why.is_empty());
         let tally = if job.job.kind.is_ours() { &mut report.ours } else { &mut report.peer };
-        tally.submitted += 1;
-        match judge(job, *outcome, &evidence) {
-            None => tally.finished_once += 1,
-            Some(problem) => {
-                let wanted = job.job.pods as usize;
-                let kueue_said_so = ledger::manager_workloads(job, &seen).any(|w| second_dispatches.contains(w));
-                if evidence.ran_once_on_two_workers(wanted) && kueue_said_so {
-                    tally.dispatched_twice_by_kueue += 1;
-                    decided_uids.insert(job.uid.clone());
-                    report.decided_by_kueue.push(format!("{problem} (Kueue logged dispatching it to a second worker)"));
-                    continue;
-                }
-                if evidence.duplicated(wanted) {
-                    tally.duplicated += 1;
-                    report.problems.push(problem);
-                    continue;
-                }
-                let workloads = match crate::common::workloads_owned_by(&manager, "default", &job.uid).await {
-                    Ok(workloads) => workloads,
-                    Err(e) => {
-                        tally.lost += 1;
-                        report.problems.push(format!("{problem}\n    cannot list its Workloads: {e}"));
-                        continue;
-                    }
+        tally.count(verdict, evidence.nudged);
+        let line = told(job, verdict, *outcome, &evidence, why);
+        match verdict {
+            Verdict::FinishedOnce => {}
+            Verdict::DispatchedTwiceByKueue => report.decided_by_kueue.push(line),
+            Verdict::Duplicated => report.problems.push(line),
+            Verdict::Lost => {
+                let story = match crate::common::workloads_owned_by(&manager, "default", &job.uid).await {
+                    Ok(workloads) if workloads.len() == 1 && by_kueue::never_nominated(&workloads[0], now) => format!(
+                        "manager Workload, left by MultiKueue with no worker nominated and not brought back by our nudge: {}",
+                        workload_story(&workloads)
+                    ),
+                    Ok(workloads) => format!("manager Workload: {}", workload_story(&workloads)),
+                    Err(e) => format!("cannot list its Workloads: {e}"),
                 };
-                if evidence.pods == 0 && workloads.len() == 1 && by_kueue::never_nominated(&workloads[0], now) {
-                    tally.never_nominated_by_kueue += 1;
-                    decided_uids.insert(job.uid.clone());
-                    report
-                        .decided_by_kueue
-                        .push(format!("{problem} (Kueue's MultiKueue never nominated a worker for it)"));
-                } else {
-                    tally.lost += 1;
-                    report.problems.push(format!("{problem}\n    manager Workload: {}", workload_story(&workloads)));
-                }
+                report.problems.push(format!("{line}\n    {story}"));
             }
         }
     }
-    let ours: Vec<Submitted> =
-        submitted.iter().filter(|s| s.job.kind.is_ours() && !decided_uids.contains(&s.uid)).cloned().collect();
+    let ours: Vec<Submitted> = submitted.iter().filter(|s| s.job.kind.is_ours()).cloned().collect();
     report.unfinished_workloads = unfinished_workloads(&manager, &ours).await;
     println!("{report}");
     // A passing test's output is captured: the suite prints this file after the tests.
     let summary = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("crash-safety-summary.md");
     std::fs::write(&summary, report.to_string()).unwrap_or_else(|e| panic!("{}: {e}", summary.display()));
-    assert!(report.faults.controller_kills >= 5, "at least five controller kills");
+    assert!(unseen_faults.is_empty(), "faults not seen taking effect:\n{}", unseen_faults.join("\n"));
     assert!(report.clean(), "{report}");
 }
 
@@ -432,6 +509,7 @@ fn evidence_tells_a_job_that_ran_twice_from_one_that_ran_once() {
         labels: [("kueue-ext.dev/job-name".to_string(), "ej-1".to_string())].into(),
         owner: Some("u-copy".into()),
         succeeded,
+        ..Default::default()
     };
     let workload = |uid: &str, cluster: &str, owner: &str| Seen {
         uid: uid.into(),
@@ -470,6 +548,41 @@ fn evidence_tells_a_job_that_ran_twice_from_one_that_ran_once() {
     assert!(!ledger::evidence(&job, &two_workloads).ran_once_on_two_workers(1));
     let never_ran = vec![workload("w1", "manager", "u-manager"), copy];
     assert!(!ledger::evidence(&job, &never_ran).ran_once(1));
+    assert!(!ledger::evidence(&job, &once).nudged);
+    let mut created = once.clone();
+    created[3].created = Some(120);
+    assert_eq!(ledger::evidence(&job, &created).copies_created, vec![120], "the copy on the worker");
+    let mut nudged = once.clone();
+    nudged[1].nudged = true;
+    assert!(ledger::evidence(&job, &nudged).nudged);
+}
+
+#[test]
+fn every_job_gets_a_verdict_and_only_a_second_dispatch_kueue_logged_is_not_held_against_us() {
+    let on = |clusters: &[&str], pods| Evidence {
+        pods,
+        succeeded: pods,
+        ran_on: clusters.iter().map(|c| c.to_string()).collect(),
+        manager_workloads: 1,
+        workloads_per_copy: 1,
+        ..Default::default()
+    };
+    let once = on(&["worker1"], 1);
+    assert_eq!(verdict(Some(true), &once, 1, false), Verdict::FinishedOnce);
+    assert_eq!(verdict(Some(true), &Evidence { nudged: true, ..on(&["worker1"], 1) }, 1, false), Verdict::FinishedOnce);
+    // A Workload MultiKueue left with no worker, not brought back: nothing ran. Nothing excuses it.
+    let never_ran = Evidence { manager_workloads: 1, ..Default::default() };
+    assert_eq!(verdict(None, &never_ran, 1, false), Verdict::Lost);
+    assert_eq!(verdict(None, &never_ran, 1, true), Verdict::Lost);
+    assert_eq!(verdict(Some(false), &once, 1, false), Verdict::Lost, "failed");
+    assert_eq!(verdict(None, &once, 1, false), Verdict::Lost, "ran, but never finished on the manager");
+    assert_eq!(verdict(Some(true), &Evidence { succeeded: 0, ..on(&["worker1"], 1) }, 1, false), Verdict::Lost);
+    let two_workers = on(&["worker1", "worker2"], 2);
+    assert_eq!(verdict(Some(true), &two_workers, 1, true), Verdict::DispatchedTwiceByKueue);
+    assert_eq!(verdict(Some(true), &two_workers, 1, false), Verdict::Duplicated, "without Kueue's word");
+    assert_eq!(verdict(None, &two_workers, 1, true), Verdict::Duplicated, "and never finished");
+    assert_eq!(verdict(Some(true), &on(&["manager", "worker1"], 2), 1, true), Verdict::Duplicated);
+    assert_eq!(verdict(Some(true), &on(&["worker1"], 2), 1, true), Verdict::Duplicated, "twice on one worker");
 }
 
 /// After a kube-apiserver restart every watch fails a few times while the server comes back;

@@ -12,9 +12,12 @@ use kube::runtime::{WatchStreamExt, watcher};
 use kube::{Client, ResourceExt};
 use tokio::task::JoinHandle;
 
+use kueue_ext::jobframework::multikueue_nudge::RETRY_ANNOTATION;
+
 use super::jobs::{Kind, Submitted};
 
-/// One object as last seen; `succeeded` stays set once a pod was seen Succeeded.
+/// One object as last seen; `succeeded` stays set once a pod was seen Succeeded, `nudged` once
+/// a Workload was seen with our MultiKueue nudge's annotation.
 #[derive(Clone, Debug, Default)]
 pub struct Seen {
     pub uid: String,
@@ -25,6 +28,9 @@ pub struct Seen {
     /// UID of its controller owner.
     pub owner: Option<String>,
     pub succeeded: bool,
+    pub nudged: bool,
+    /// Its creationTimestamp, in seconds since the epoch.
+    pub created: Option<i64>,
 }
 
 #[derive(Clone, Default)]
@@ -93,6 +99,7 @@ impl Ledger {
         let Some(uid) = object.uid() else { return };
         let owner = object.owner_references().iter().find(|o| o.controller == Some(true)).map(|o| o.uid.clone());
         let succeeded = kind == "Pod" && object.data["status"]["phase"] == "Succeeded";
+        let nudged = kind == "Workload" && object.annotations().contains_key(RETRY_ANNOTATION);
         let mut seen = self.seen.lock().unwrap_or_else(PoisonError::into_inner);
         let entry = seen.entry(uid.clone()).or_default();
         entry.uid = uid;
@@ -102,6 +109,8 @@ impl Ledger {
         entry.labels = object.labels().clone();
         entry.owner = owner.or(entry.owner.take());
         entry.succeeded |= succeeded;
+        entry.nudged |= nudged;
+        entry.created = object.creation_timestamp().map(|t| t.0.as_second()).or(entry.created);
     }
 
     pub fn snapshot(&self) -> Vec<Seen> {
@@ -124,6 +133,12 @@ pub struct Evidence {
     pub workloads_per_copy: usize,
     /// WrappedJob components ever created, per component name.
     pub components_per_name: usize,
+    /// When each copy of the job on a worker was created (seconds since the epoch), earliest
+    /// first: MultiKueue creates them.
+    pub copies_created: Vec<i64>,
+    /// Whether our MultiKueue nudge (`jobframework::multikueue_nudge`) had to ask again for a
+    /// manager Workload of the job: the jobs whose run depended on it.
+    pub nudged: bool,
 }
 
 impl Evidence {
@@ -189,6 +204,9 @@ pub fn evidence(job: &Submitted, seen: &[Seen]) -> Evidence {
         .filter(|s| s.kind == copy_kind && s.name == name && s.cluster != "manager")
         .map(|s| s.uid.as_str())
         .collect();
+    let mut copies_created: Vec<i64> =
+        seen.iter().filter(|s| copies.contains(s.uid.as_str())).filter_map(|s| s.created).collect();
+    copies_created.sort_unstable();
     let mut per_copy: HashMap<&str, usize> = HashMap::new();
     for s in seen.iter().filter(|s| s.kind == "Workload") {
         if let Some(owner) = s.owner.as_deref().filter(|o| copies.contains(o)) {
@@ -209,5 +227,9 @@ pub fn evidence(job: &Submitted, seen: &[Seen]) -> Evidence {
         manager_workloads: manager_workloads(job, seen).count(),
         workloads_per_copy: per_copy.values().copied().max().unwrap_or(0),
         components_per_name: per_component.values().copied().max().unwrap_or(0),
+        copies_created,
+        nudged: seen.iter().any(|s| {
+            s.kind == "Workload" && s.cluster == "manager" && s.owner.as_deref() == Some(&job.uid) && s.nudged
+        }),
     }
 }
