@@ -15,6 +15,7 @@ on_kind=(
   submit          # the README's quick start and samples/ (busybox pods), on $KUEUE_EXT_RUNTIME
   configured_kind # a CRD-only kind whose controller the test plays: no pod runs
   completion      # names listed from a sandbox on $KUEUE_EXT_RUNTIME; no pod must run
+  own_cluster     # always kind: a plain kind cluster, Kueue applied by kubectl, then install
 )
 not_on_kind=(
   addons              # asserts JobSet's pods ran on kwok-* nodes; down_leaves_nothing reads pids

@@ -5,13 +5,14 @@
 //! (`hack/import-circles.py` checks it, reading this list).
 //! 1. `cli`
 //! 2. `sandbox`, `controller`, `tui`, `submit`, `conformance`
-//! 3. `explain`: why a job runs or not, which `tui` shows and `cli` prints
-//! 4. `model`: the jobs, Workloads and queues of every cluster, joined
-//! 5. `manifests`: what this project installs on a cluster, and its names
-//! 6. `integrations`: one registry of job kinds, each a leaf
-//! 7. `jobframework`
-//! 8. `api`
-//! 9. `kube_util`, `quantity`, `go_duration`: shared utilities
+//! 3. `install`: this project onto any cluster that runs Kueue (the kind sandbox's way too)
+//! 4. `explain`: why a job runs or not, which `tui` shows and `cli` prints
+//! 5. `model`: the jobs, Workloads and queues of every cluster, joined
+//! 6. `manifests`: what this project installs on a cluster, and its names
+//! 7. `integrations`: one registry of job kinds, each a leaf
+//! 8. `jobframework`
+//! 9. `api`
+//! 10. `kube_util`, `quantity`, `go_duration`: shared utilities
 
 pub mod api;
 pub mod cli;
@@ -19,6 +20,7 @@ pub mod conformance;
 pub mod controller;
 pub mod explain;
 pub mod go_duration;
+pub mod install;
 pub mod integrations;
 pub mod jobframework;
 pub mod kube_util;

@@ -26,13 +26,20 @@ const KUEUE_ROLE: &str = "kueue-ext-kueue-access";
 const KUEUE_SERVICE_ACCOUNT: (&str, &str) = ("kueue-system", "kueue-controller-manager");
 
 /// The in-cluster controller: its Deployment, the Service in front of its webhooks, and the
-/// Secret with the webhook's serving certificate (`tls.crt`, `tls.key`), made at install.
+/// Secret with the webhook's serving certificate, made empty at install and filled (and
+/// renewed) by the controller itself.
 pub const DEPLOYMENT: &str = "kueue-ext-controller";
 pub const WEBHOOK_SERVICE: &str = "kueue-ext-webhook";
 pub const WEBHOOK_CERT_SECRET: &str = "kueue-ext-webhook-cert";
+/// Replicas of the Deployment: every one serves the webhooks, so one can roll while the other
+/// answers admissions.
+pub const REPLICAS: u32 = 2;
 const WEBHOOK_PORT: u16 = 9443;
 const INTEGRATIONS_DIR: &str = "/config";
-const CERT_DIR: &str = "/certs";
+const CERT_ROLE: &str = "kueue-ext-webhook-certificate";
+const WEBHOOK_CONFIGURATION_ROLE: &str = "kueue-ext-webhook-configurations";
+/// The label every object of an install carries, so `uninstall` and users can find them.
+pub const PART_OF: (&str, &str) = ("app.kubernetes.io/part-of", "kueue-ext");
 /// The image `manifests/` names; an install replaces it with the image it built.
 pub const DEFAULT_IMAGE: &str = concat!("kueue-ext/controller:v", env!("CARGO_PKG_VERSION"));
 
@@ -40,6 +47,9 @@ pub const MUTATING_WEBHOOK: &str = "kueue-ext-mutating-webhook-configuration";
 pub const CONFIGURED_MUTATING_WEBHOOK: &str = "kueue-ext-configured-mutating-webhook-configuration";
 pub const CONFIGURED_VALIDATING_WEBHOOK: &str = "kueue-ext-configured-validating-webhook-configuration";
 pub const VALIDATING_WEBHOOK: &str = "kueue-ext-validating-webhook-configuration";
+/// Every webhook configuration an install may make, whose `caBundle` the controller keeps.
+pub const WEBHOOK_CONFIGURATIONS: [&str; 4] =
+    [MUTATING_WEBHOOK, VALIDATING_WEBHOOK, CONFIGURED_MUTATING_WEBHOOK, CONFIGURED_VALIDATING_WEBHOOK];
 
 /// The path of a webhook for a kind, as Kueue names its own: `/mutate-<group>-<version>-<kind>`
 /// with the group's dots as dashes.
@@ -125,42 +135,112 @@ fn binding(name: &str, role: &str, (namespace, account): (&str, &str)) -> Value 
     })
 }
 
-pub fn rbac() -> Vec<Value> {
-    let role = |name: &str, rules: Value| json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole", "metadata": {"name": name}, "rules": rules});
-    vec![
-        json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NAMESPACE}}),
-        json!({"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": SERVICE_ACCOUNT, "namespace": NAMESPACE}}),
-        role(CONTROLLER_ROLE, controller_rules()),
-        binding(CONTROLLER_ROLE, CONTROLLER_ROLE, (NAMESPACE, SERVICE_ACCOUNT)),
-        role(KUEUE_ROLE, kueue_rules()),
-        binding(KUEUE_ROLE, KUEUE_ROLE, KUEUE_SERVICE_ACCOUNT),
-        // Leader election: Leases in our own namespace only.
+/// Pod Security `restricted`, enforced on our namespace: the controller needs nothing more.
+fn namespace() -> Value {
+    let labels: serde_json::Map<String, Value> = ["enforce", "audit", "warn"]
+        .iter()
+        .flat_map(|mode| {
+            [
+                (format!("pod-security.kubernetes.io/{mode}"), json!("restricted")),
+                (format!("pod-security.kubernetes.io/{mode}-version"), json!("latest")),
+            ]
+        })
+        .collect();
+    json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NAMESPACE, "labels": labels}})
+}
+
+fn namespaced_role(name: &str, rules: Vec<Value>) -> [Value; 2] {
+    [
         json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "Role",
-               "metadata": {"name": LEADER_ROLE, "namespace": NAMESPACE},
-               "rules": [rule(&["coordination.k8s.io"], &["leases"], &["get", "list", "watch", "create", "update", "patch"])]}),
+               "metadata": {"name": name, "namespace": NAMESPACE}, "rules": rules}),
         json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "RoleBinding",
-               "metadata": {"name": LEADER_ROLE, "namespace": NAMESPACE},
-               "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": LEADER_ROLE},
+               "metadata": {"name": name, "namespace": NAMESPACE},
+               "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": name},
                "subjects": [{"kind": "ServiceAccount", "name": SERVICE_ACCOUNT, "namespace": NAMESPACE}]}),
     ]
 }
 
+/// `rule` limited to the objects named `names`: a list or watch is allowed only by a field
+/// selector on one of them.
+fn named_rule(group: &str, resources: &[&str], names: &[&str], verbs: &[&str]) -> Value {
+    let mut rule = rule(&[group], resources, verbs);
+    rule["resourceNames"] = json!(names);
+    rule
+}
+
+const CERT_VERBS: [&str; 5] = ["get", "list", "watch", "update", "patch"];
+
+pub fn rbac() -> Vec<Value> {
+    rbac_for_kueue(KUEUE_SERVICE_ACCOUNT)
+}
+
+/// [`rbac`] with Kueue running as `kueue` (namespace, ServiceAccount): what an install finds on
+/// the cluster.
+pub fn rbac_for_kueue(kueue: (&str, &str)) -> Vec<Value> {
+    let role = |name: &str, rules: Value| json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole", "metadata": {"name": name}, "rules": rules});
+    let webhook_configurations = named_rule(
+        "admissionregistration.k8s.io",
+        &["mutatingwebhookconfigurations", "validatingwebhookconfigurations"],
+        &WEBHOOK_CONFIGURATIONS,
+        &CERT_VERBS,
+    );
+    let mut objects = vec![
+        namespace(),
+        json!({"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": SERVICE_ACCOUNT, "namespace": NAMESPACE}}),
+        role(CONTROLLER_ROLE, controller_rules()),
+        binding(CONTROLLER_ROLE, CONTROLLER_ROLE, (NAMESPACE, SERVICE_ACCOUNT)),
+        role(KUEUE_ROLE, kueue_rules()),
+        binding(KUEUE_ROLE, KUEUE_ROLE, kueue),
+        // The caBundle of our own webhook configurations, and nothing else of admission.
+        role(WEBHOOK_CONFIGURATION_ROLE, json!([webhook_configurations])),
+        binding(WEBHOOK_CONFIGURATION_ROLE, WEBHOOK_CONFIGURATION_ROLE, (NAMESPACE, SERVICE_ACCOUNT)),
+    ];
+    // Leader election: Leases in our own namespace only.
+    objects.extend(namespaced_role(
+        LEADER_ROLE,
+        vec![rule(&["coordination.k8s.io"], &["leases"], &["get", "list", "watch", "create", "update", "patch"])],
+    ));
+    // Its own certificate Secret, which the install creates (create cannot be limited by name).
+    objects.extend(namespaced_role(CERT_ROLE, vec![named_rule("", &["secrets"], &[WEBHOOK_CERT_SECRET], &CERT_VERBS)]));
+    objects
+}
+
 /// The container's arguments: the `controller` command, serving on every pod address with the
-/// certificate Secret mounted, in-cluster credentials (no kubeconfig), leader election on.
+/// certificate it keeps in its Secret, in-cluster credentials (no kubeconfig), leader election on.
 pub fn controller_args() -> Vec<String> {
     vec![
         "controller".into(),
         format!("--listen=0.0.0.0:{WEBHOOK_PORT}"),
-        format!("--cert-dir={CERT_DIR}"),
+        format!("--cert-secret={WEBHOOK_CERT_SECRET}"),
         "--log-format=json".into(),
         "--leader-elect".into(),
     ]
 }
 
+/// The Secret the controller writes its certificate into: made empty, so that an install owns
+/// no key of it and applying it again never takes the certificate away.
+pub fn cert_secret() -> Value {
+    json!({
+        "apiVersion": "v1", "kind": "Secret", "type": "Opaque",
+        "metadata": {"name": WEBHOOK_CERT_SECRET, "namespace": NAMESPACE},
+    })
+}
+
+/// Keeps one replica answering admissions while nodes drain.
+pub fn disruption_budget() -> Value {
+    json!({
+        "apiVersion": "policy/v1", "kind": "PodDisruptionBudget",
+        "metadata": {"name": DEPLOYMENT, "namespace": NAMESPACE},
+        "spec": {"minAvailable": 1, "selector": {"matchLabels": {SELECTOR.0: SELECTOR.1}}},
+    })
+}
+
 const SELECTOR: (&str, &str) = ("app.kubernetes.io/name", DEPLOYMENT);
 
-/// The controller's Deployment, running `image` as its ServiceAccount with no privileges.
-/// Ready once its webhook server answers `/readyz`.
+/// The controller's Deployment, running `image` as its ServiceAccount with no privileges (Pod
+/// Security `restricted`), its replicas on different nodes where there are several. Ready once
+/// its webhook server answers `/readyz` with a certificate the API server trusts; a roll
+/// replaces one replica at a time.
 pub fn deployment(image: &str) -> Value {
     let probe =
         |path: &str| json!({"httpGet": {"path": path, "port": "webhook", "scheme": "HTTPS"}, "periodSeconds": 5});
@@ -168,12 +248,18 @@ pub fn deployment(image: &str) -> Value {
         "apiVersion": "apps/v1", "kind": "Deployment",
         "metadata": {"name": DEPLOYMENT, "namespace": NAMESPACE, "labels": {SELECTOR.0: SELECTOR.1}},
         "spec": {
-            "replicas": 1,
+            "replicas": REPLICAS,
+            "strategy": {"type": "RollingUpdate", "rollingUpdate": {"maxUnavailable": 0, "maxSurge": 1}},
             "selector": {"matchLabels": {SELECTOR.0: SELECTOR.1}},
             "template": {
                 "metadata": {"labels": {SELECTOR.0: SELECTOR.1}},
                 "spec": {
                     "serviceAccountName": SERVICE_ACCOUNT,
+                    "affinity": {"podAntiAffinity": {"preferredDuringSchedulingIgnoredDuringExecution": [{
+                        "weight": 100,
+                        "podAffinityTerm": {"topologyKey": "kubernetes.io/hostname",
+                                            "labelSelector": {"matchLabels": {SELECTOR.0: SELECTOR.1}}},
+                    }]}},
                     "securityContext": {"runAsNonRoot": true, "seccompProfile": {"type": "RuntimeDefault"}},
                     "containers": [{
                         "name": "controller",
@@ -181,6 +267,9 @@ pub fn deployment(image: &str) -> Value {
                         "imagePullPolicy": "IfNotPresent",
                         "args": controller_args(),
                         "ports": [{"name": "webhook", "containerPort": WEBHOOK_PORT, "protocol": "TCP"}],
+                        // Nothing listens until the first certificate is written.
+                        "startupProbe": {"httpGet": {"path": "/healthz", "port": "webhook", "scheme": "HTTPS"},
+                                         "periodSeconds": 2, "failureThreshold": 90},
                         "readinessProbe": probe("/readyz"),
                         "livenessProbe": probe("/healthz"),
                         "resources": {"requests": {"cpu": "100m", "memory": "64Mi"}, "limits": {"memory": "256Mi"}},
@@ -189,17 +278,15 @@ pub fn deployment(image: &str) -> Value {
                             "readOnlyRootFilesystem": true,
                             "capabilities": {"drop": ["ALL"]},
                         },
-                        "volumeMounts": [{"name": "certs", "mountPath": CERT_DIR, "readOnly": true}],
+                        "volumeMounts": [],
                     }],
-                    "volumes": [{"name": "certs", "secret": {"secretName": WEBHOOK_CERT_SECRET}}],
+                    "volumes": [],
                 },
             },
         },
     })
 }
 
-/// The ConfigMap holding the controller's integrations file, and the Deployment changed to read
-/// it (`--integrations`), for an install with kinds integrated by configuration.
 /// The ConfigMap holding the integrations file of `integrations`: what the controller reads on
 /// a cluster, and how every command learns which kinds the cluster runs.
 pub fn integrations_config_map(integrations: &[Integration]) -> Result<Value, serde_saphyr::SerializeError> {
@@ -211,6 +298,8 @@ pub fn integrations_config_map(integrations: &[Integration]) -> Result<Value, se
     }))
 }
 
+/// The Deployment changed to read the integrations ConfigMap (`--integrations`), for an install
+/// with kinds integrated by configuration.
 pub fn read_integrations(deployment: &mut Value) {
     let pod = &mut deployment["spec"]["template"]["spec"];
     let mount = json!({"name": "integrations", "mountPath": INTEGRATIONS_DIR, "readOnly": true});
@@ -397,13 +486,20 @@ pub fn objects() -> Vec<Value> {
     parts().into_iter().flat_map(|(_, objects)| objects).collect()
 }
 
+/// `obj` labelled as part of this project's install, which is how `uninstall` and users find it.
+pub fn labelled(mut obj: Value) -> Value {
+    obj["metadata"]["labels"][PART_OF.0] = json!(PART_OF.1);
+    obj
+}
+
 fn parts() -> Vec<(&'static str, Vec<Value>)> {
-    vec![
+    let parts = [
         ("crds.yaml", crds()),
         ("rbac.yaml", rbac()),
-        ("deployment.yaml", vec![deployment(DEFAULT_IMAGE), service()]),
+        ("deployment.yaml", vec![cert_secret(), deployment(DEFAULT_IMAGE), service(), disruption_budget()]),
         ("webhooks.yaml", webhooks(&Endpoint::Service { ca_bundle_b64: None })),
-    ]
+    ];
+    parts.into_iter().map(|(name, objects)| (name, objects.into_iter().map(labelled).collect())).collect()
 }
 
 #[cfg(test)]
@@ -453,11 +549,11 @@ mod tests {
         let pod = &deployment["spec"]["template"]["spec"];
         let args = pod["containers"][0]["args"].as_array().unwrap();
         assert_eq!(args.last().unwrap(), "--integrations=/config/integrations.yaml");
-        assert_eq!(pod["containers"][0]["volumeMounts"][1]["mountPath"], "/config");
+        assert_eq!(pod["containers"][0]["volumeMounts"][0]["mountPath"], "/config");
         let integrations: Vec<Integration> =
             KindRegistry::built_in().kinds().iter().map(|k| k.description().as_ref().clone()).collect();
         let config_map = integrations_config_map(&integrations).unwrap();
-        assert_eq!(pod["volumes"][1]["configMap"]["name"], config_map["metadata"]["name"]);
+        assert_eq!(pod["volumes"][0]["configMap"]["name"], config_map["metadata"]["name"]);
         let file = config_map["data"]["integrations.yaml"].as_str().unwrap();
         let read = config::IntegrationConfig::parse("integrations.yaml", file).unwrap();
         assert_eq!(read.integrations, integrations, "the ConfigMap holds the file the controller reads");
@@ -473,7 +569,7 @@ mod tests {
         assert_eq!(container["readinessProbe"]["httpGet"]["path"], "/readyz");
         assert!(container["resources"]["requests"]["cpu"].is_string());
         assert_eq!(container["securityContext"]["readOnlyRootFilesystem"], true);
-        assert_eq!(pod["volumes"][0]["secret"]["secretName"], WEBHOOK_CERT_SECRET);
+        assert!(container["args"].as_array().unwrap().contains(&json!("--cert-secret=kueue-ext-webhook-cert")));
         assert_eq!(service()["spec"]["selector"], deployment["spec"]["selector"]["matchLabels"]);
         assert_eq!(deployment["spec"]["template"]["metadata"]["labels"], deployment["spec"]["selector"]["matchLabels"]);
     }

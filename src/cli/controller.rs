@@ -1,12 +1,15 @@
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::process::ExitCode;
+use std::time::Duration;
 
-use crate::controller::{self, Options};
+use crate::controller::certs::{SecretSource, parse_validity};
+use crate::controller::{self, Options, ServingCertificate};
 use crate::integrations::declarative::config::IntegrationConfig;
 use crate::jobframework::reconciler::Config;
 
 #[derive(Debug, clap::Args)]
+#[command(group(clap::ArgGroup::new("certificate").required(true).args(["cert_dir", "cert_secret"])))]
 pub struct Args {
     /// Kubeconfig to use [default: $KUBECONFIG, ~/.kube/config, or the in-cluster ServiceAccount]
     #[arg(long, value_name = "FILE")]
@@ -17,9 +20,21 @@ pub struct Args {
     /// Address of the HTTPS server: admission webhooks, /healthz, /readyz and /metrics.
     #[arg(long, default_value = "127.0.0.1:9443")]
     pub listen: SocketAddr,
-    /// Directory holding the serving certificate `tls.crt` and key `tls.key`.
+    /// Directory holding the serving certificate `tls.crt` and key `tls.key`, read once; whoever
+    /// writes them registers their CA in the webhook configurations.
     #[arg(long, value_name = "DIR")]
-    pub cert_dir: PathBuf,
+    pub cert_dir: Option<PathBuf>,
+    /// Secret in which the controller keeps its own serving certificate, renewing it and the
+    /// webhook configurations' caBundle (the install creates it empty).
+    #[arg(long, value_name = "NAME")]
+    pub cert_secret: Option<String>,
+    /// Namespace of --cert-secret [default: the Lease's, --leader-elect-namespace]
+    #[arg(long, value_name = "NAMESPACE")]
+    pub cert_namespace: Option<String>,
+    /// How long each certificate kept in --cert-secret is valid (a Go duration); it is renewed
+    /// two thirds of the way through.
+    #[arg(long, value_name = "DURATION", default_value = "8760h", value_parser = parse_validity)]
+    pub cert_validity: Duration,
     /// Manage jobs that name no queue too (Kueue's manageJobsWithoutQueueName).
     #[arg(long)]
     pub manage_jobs_without_queue_name: bool,
@@ -37,27 +52,42 @@ pub struct Args {
     pub integrations: Option<PathBuf>,
 }
 
+const USER_AGENT: &str = concat!("kueue-ext-controller/v", env!("CARGO_PKG_VERSION"));
+
 pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
     // Checked before connecting: a mistake in the file is the first thing to hear about.
     let integrations = match &args.integrations {
         Some(file) => IntegrationConfig::load(file)?.integrations,
         None => Vec::new(),
     };
-    let client = match &args.kubeconfig {
+    let (mut config, context) = match &args.kubeconfig {
         Some(path) => {
             let config = crate::kube_util::read_kubeconfig(Some(path))?;
             let context = args.context.clone().or_else(|| config.current_context.clone()).unwrap_or_default();
-            crate::kube_util::watching_client_from(config, &context).await?
+            (crate::kube_util::watching_config_from(config, &context).await?, context)
         }
-        None => kube::Client::try_default().await?,
+        None => (kube::Config::infer().await?, "in-cluster".to_string()),
     };
+    // The API server names a write's field manager after the user agent where the request does
+    // not (kube's Events, the Lease): every write of the controller then says it is ours.
+    config.headers.push((http::header::USER_AGENT, http::HeaderValue::from_static(USER_AGENT)));
+    let client = crate::kube_util::client_of(config, &context)?;
     let config = Config { manage_jobs_without_queue_name: args.manage_jobs_without_queue_name, ..Config::default() };
     let election = args.leader_elect.then(|| controller::leader::Election {
         namespace: args.leader_elect_namespace.clone(),
         identity: controller::leader::default_identity(),
         duration: args.lease_duration,
     });
-    let options = Options { client, listen: args.listen, cert_dir: args.cert_dir, config, election, integrations };
+    let certificate = match (args.cert_dir, args.cert_secret) {
+        (Some(dir), _) => ServingCertificate::Dir(dir),
+        (None, Some(name)) => ServingCertificate::Secret(SecretSource {
+            namespace: args.cert_namespace.unwrap_or(args.leader_elect_namespace),
+            name,
+            validity: args.cert_validity,
+        }),
+        (None, None) => anyhow::bail!("give --cert-dir or --cert-secret"),
+    };
+    let options = Options { client, listen: args.listen, certificate, config, election, integrations };
     controller::run(options).await?;
     Ok(ExitCode::SUCCESS)
 }

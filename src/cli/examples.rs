@@ -38,6 +38,28 @@ Examples:
   # One file per part, as manifests/ in this repository is made
   kubectl kueue-ext manifests --write manifests";
 
+pub const INSTALL: &str = "\
+Examples:
+  # On the current context (a kind cluster gets this plugin's image loaded)
+  kubectl kueue-ext install
+
+  # On another cluster, with an image it can pull and kinds of an integrations file
+  kubectl kueue-ext install --context prod --image registry.example.com/kueue-ext:v0.1.0 --integrations kinds.yaml
+
+  # What would be applied, Kueue's ConfigMap change included, for GitOps
+  kubectl kueue-ext install --dry-run=client -o yaml
+
+  # Leave Kueue's Configuration to me: print the entries to add
+  kubectl kueue-ext install --no-kueue-config";
+
+pub const UNINSTALL: &str = "\
+Examples:
+  # Take out the controller, its webhooks and our entries in Kueue's Configuration
+  kubectl kueue-ext uninstall
+
+  # With the CRDs (and so every job of our kinds)
+  kubectl kueue-ext uninstall --force --delete-crds";
+
 pub const SUBMIT: &str = "\
 Examples:
   # The samples' queues and jobs, then wait until every job finishes

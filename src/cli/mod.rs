@@ -7,6 +7,7 @@ mod controller;
 mod down;
 mod examples;
 mod explain;
+mod install;
 mod manifests;
 mod output;
 mod status;
@@ -96,8 +97,14 @@ pub enum Command {
     /// Run the Kueue integration controller and admission webhook for this project's kinds.
     #[command(after_help = examples::CONTROLLER)]
     Controller(controller::Args),
-    /// Print the install manifests: Namespace, CRDs, RBAC, ServiceAccount, Deployment, Service,
-    /// webhook configurations.
+    /// Install the controller and webhook on a cluster that runs Kueue, and tell Kueue of our kinds.
+    #[command(after_help = examples::INSTALL)]
+    Install(install::Args),
+    /// Take out what install made, and our entries in Kueue's Configuration.
+    #[command(after_help = examples::UNINSTALL)]
+    Uninstall(install::UninstallArgs),
+    /// Print the install manifests: Namespace, CRDs, RBAC, Deployment, Service, PodDisruptionBudget,
+    /// the empty certificate Secret the controller fills, webhook configurations.
     #[command(after_help = examples::MANIFESTS)]
     Manifests(manifests::Args),
     /// Apply jobs and queues from files or directories; nothing is applied if any is invalid.
@@ -169,6 +176,8 @@ pub async fn run(command: Command) -> anyhow::Result<ExitCode> {
         Command::Toolchain(command) => toolchain::run(command).await,
         Command::Controller(args) => controller::run(args).await,
         Command::Manifests(args) => manifests::run(args).await,
+        Command::Install(args) => install::run(args).await,
+        Command::Uninstall(args) => install::uninstall(args).await,
         Command::Submit(args) => submit::run(args).await,
         Command::Explain(args) => explain::run(args).await,
         Command::Watch(args) => watch::run(args).await,

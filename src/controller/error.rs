@@ -8,6 +8,10 @@ pub enum ControllerError {
     NeverSynced(&'static str),
     #[error("loading the serving certificate from {}: {source}", dir.display())]
     Certificate { dir: PathBuf, source: std::io::Error },
+    #[error("loading the serving certificate from its Secret: {0}")]
+    SecretCertificate(std::io::Error),
+    #[error("the task keeping the serving certificate ended")]
+    KeeperGone,
     #[error("serving webhooks: {0}")]
     Serve(std::io::Error),
     #[error("cannot start the {name} thread: {source}")]

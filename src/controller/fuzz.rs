@@ -50,6 +50,7 @@ impl Harness {
             metrics: Arc::new(Metrics::default()),
             authorizer: Arc::new(FakeAuthorizer::new().deny_user("mallory", "deployments")),
             ready: AtomicBool::new(true),
+            trusted: Arc::new(AtomicBool::new(true)),
             integrations: Vec::new(),
         });
         let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().expect("a tokio runtime");

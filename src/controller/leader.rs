@@ -34,29 +34,74 @@ async fn say_who_leads(client: &Client, election: &Election) {
     }
 }
 
-/// Waits until this replica holds the Lease. The receiver then turns `false` if the Lease is
-/// lost; the handle keeps renewing it.
-pub async fn lead(
-    client: Client,
-    election: &Election,
-) -> Result<
-    (watch::Receiver<bool>, JoinHandle<kube_lease_manager::Result<kube_lease_manager::LeaseManager>>),
-    ControllerError,
-> {
-    let client_for_log = client.clone();
-    let manager = LeaseManagerBuilder::new(client, LEASE)
-        .with_namespace(&election.namespace)
-        .with_identity(&election.identity)
-        .with_duration(election.duration)
-        .with_grace(election.duration.div_ceil(3).max(1))
-        .with_field_manager(LEASE)
-        .build()
-        .await
-        .map_err(|e| ControllerError::Lease(e.to_string()))?;
-    say_who_leads(&client_for_log, election).await;
-    let (mut leading, renewer) = manager.watch().await;
-    while !*leading.borrow_and_update() {
-        leading.changed().await.map_err(|e| ControllerError::Lease(e.to_string()))?;
+/// Whether this replica leads, as that changes.
+pub struct Leadership {
+    leading: watch::Receiver<bool>,
+    /// Keeps the Lease; `None` for a replica alone, which leads from the start and for good.
+    renewer: Option<JoinHandle<kube_lease_manager::Result<kube_lease_manager::LeaseManager>>>,
+}
+
+impl Leadership {
+    /// A replica without leader election: the only writer there is.
+    pub fn alone() -> Self {
+        Leadership { leading: watch::channel(true).1, renewer: None }
     }
-    Ok((leading, renewer))
+
+    /// Starts competing for the Lease and returns at once: what must work before leading (the
+    /// webhooks, the certificate every replica waits for) must not wait for the Lease, nor the
+    /// Lease for it.
+    pub async fn campaign(client: Client, election: &Election) -> Result<Self, ControllerError> {
+        let client_for_log = client.clone();
+        let manager = LeaseManagerBuilder::new(client, LEASE)
+            .with_namespace(&election.namespace)
+            .with_identity(&election.identity)
+            .with_duration(election.duration)
+            .with_grace(election.duration.div_ceil(3).max(1))
+            .with_field_manager(LEASE)
+            .build()
+            .await
+            .map_err(|e| ControllerError::Lease(e.to_string()))?;
+        say_who_leads(&client_for_log, election).await;
+        let (leading, renewer) = manager.watch().await;
+        Ok(Leadership { leading, renewer: Some(renewer) })
+    }
+
+    /// `true` while this replica leads, for a writer that must stop the moment it does not.
+    pub fn leading(&self) -> watch::Receiver<bool> {
+        self.leading.clone()
+    }
+
+    /// Waits until this replica leads.
+    pub async fn until_leading(&mut self) -> Result<(), ControllerError> {
+        match self.leading.wait_for(|leads| *leads).await {
+            Ok(_) => Ok(()),
+            Err(e) => Err(ControllerError::Lease(e.to_string())),
+        }
+    }
+
+    /// Resolves when this replica, once leading, leads no more (a renewer that stopped counts);
+    /// never for a replica alone.
+    pub async fn until_lost(mut self) {
+        match self.renewer {
+            Some(_renewer) => {
+                let _ = self.leading.wait_for(|leads| !*leads).await;
+            }
+            None => std::future::pending().await,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use futures::FutureExt;
+
+    use super::*;
+
+    #[tokio::test]
+    async fn a_replica_alone_leads_at_once_and_for_good() {
+        let mut alone = Leadership::alone();
+        alone.until_leading().await.unwrap();
+        assert!(*alone.leading().borrow());
+        assert!(alone.until_lost().now_or_never().is_none());
+    }
 }

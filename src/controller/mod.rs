@@ -3,6 +3,7 @@
 //! clean-up loop, and the HTTPS server with the admission webhooks, health and metrics.
 
 pub mod api_authorizer;
+pub mod certs;
 mod error;
 #[cfg(any(test, fuzzing))]
 pub mod fuzz;
@@ -13,7 +14,7 @@ pub mod server;
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::sync::Arc;
-use std::sync::atomic::Ordering;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use futures::StreamExt;
 use kube::api::{Api, ApiResource};
@@ -36,23 +37,32 @@ use crate::jobframework::setup::{Record, Setup, bounded, error_policy, stopped};
 use crate::jobframework::{our_workloads, watches};
 use api_authorizer::ApiAuthorizer;
 pub use error::ControllerError;
+use leader::Leadership;
 use metrics::Metrics;
-use server::ServerState;
+use server::{ServerState, Tls};
 
-/// Name under which the controller writes events.
-pub const MANAGER: &str = "kueue-ext-controller";
+/// Name under which the controller writes events (and, as field manager, everything else).
+pub use crate::jobframework::field_manager::MANAGER;
 
 pub struct Options {
     pub client: Client,
     /// Address of the HTTPS server (webhooks, health, metrics).
     pub listen: SocketAddr,
-    /// Directory with `tls.crt` and `tls.key`.
-    pub cert_dir: PathBuf,
+    pub certificate: ServingCertificate,
     pub config: Config,
     /// Reconcile only while holding this Lease (webhooks are served either way).
     pub election: Option<leader::Election>,
     /// ServedKinds integrated by configuration (`--integrations`).
     pub integrations: Vec<Integration>,
+}
+
+/// Where the webhook server's certificate comes from.
+pub enum ServingCertificate {
+    /// `tls.crt` and `tls.key` in a directory, read once; whoever wrote them registers their CA
+    /// in the webhook configurations (the sandbox's process runtime does).
+    Dir(PathBuf),
+    /// Kept by the controller in a Secret and in the webhook configurations' `caBundle`.
+    Secret(certs::SecretSource),
 }
 
 /// Starts a reflector for `K` and returns its store.
@@ -85,19 +95,36 @@ pub async fn run(options: Options) -> Result<(), ControllerError> {
     let our_workloads = our_workloads::watch(client.clone(), orphan_kinds.clone());
     let workloads = our_workloads.store.clone();
     let workload_changes = our_workloads.changes.clone();
+    // Campaigned for from the start: the certificate every replica waits for is written by the
+    // leader, so leading must not wait for serving, nor for the caches.
+    let mut leadership = match &options.election {
+        Some(election) => {
+            info!(identity = %election.identity, lease = leader::LEASE, "campaigning for the Lease");
+            Leadership::campaign(client.clone(), election).await?
+        }
+        None => Leadership::alone(),
+    };
+    let (tls, trusted) = match options.certificate {
+        ServingCertificate::Dir(dir) => (Tls::Dir(dir), Arc::new(AtomicBool::new(true))),
+        ServingCertificate::Secret(source) => {
+            let kept = certs::keep(client.clone(), source, leadership.leading());
+            (Tls::Pairs(kept.pairs), kept.trusted)
+        }
+    };
     let state = Arc::new(ServerState {
         config: options.config.clone(),
         queues: Some(queues.clone()),
         metrics: metrics.clone(),
         authorizer: Arc::new(ApiAuthorizer::new(client.clone(), Arc::new(ServedKinds::new(client.clone())))),
         ready: Default::default(),
+        trusted,
         integrations: integrations.clone(),
     });
 
     let (stop_tx, stop_rx) = watch::channel(false);
     let router = server::router(state.clone());
-    let (listen, cert_dir, shutdown) = (options.listen, options.cert_dir.clone(), stopped(stop_rx.clone()));
-    let server = on_own_thread("webhooks", async move { server::serve(listen, &cert_dir, router, shutdown).await })?;
+    let (listen, shutdown) = (options.listen, stopped(stop_rx.clone()));
+    let server = on_own_thread("webhooks", async move { server::serve(listen, tls, router, shutdown).await })?;
 
     // The webhooks read only the queue caches: they serve as soon as those hold, without waiting
     // for the Workloads (thousands on a busy cluster). While they refuse, the API server refuses
@@ -116,21 +143,12 @@ pub async fn run(options: Options) -> Result<(), ControllerError> {
     workloads.wait_until_ready().await.map_err(|_| ControllerError::NeverSynced("Workloads"))?;
 
     // Every replica answers admissions; only the Lease holder writes.
-    let mut lost_lease = None;
     if let Some(election) = &options.election {
         info!(identity = %election.identity, lease = leader::LEASE, "waiting to lead");
-        let (leading, renewer) = leader::lead(client.clone(), election).await?;
+        leadership.until_leading().await?;
         info!(identity = %election.identity, "leading");
-        lost_lease = Some((leading, renewer));
     }
-    let lease_lost = async move {
-        match lost_lease {
-            Some((mut leading, _renewer)) => {
-                let _ = leading.wait_for(|leads| !*leads).await;
-            }
-            None => std::future::pending::<()>().await,
-        }
-    };
+    let lease_lost = leadership.until_lost();
 
     let ctx = Arc::new(Context {
         client: client.clone(),

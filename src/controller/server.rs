@@ -2,7 +2,7 @@
 //! one TLS port.
 
 use std::net::SocketAddr;
-use std::path::Path;
+use std::path::PathBuf;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Instant;
@@ -14,11 +14,15 @@ use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use axum::routing::{MethodRouter, get, post};
 use axum_server::accept::NoDelayAcceptor;
-use axum_server::tls_rustls::RustlsAcceptor;
+use axum_server::tls_rustls::{RustlsAcceptor, RustlsConfig};
+use futures::FutureExt;
 use futures::future::BoxFuture;
 use kube::core::DynamicObject;
 use kube::core::admission::{AdmissionRequest, AdmissionResponse, AdmissionReview, Operation};
+use tokio::sync::watch;
+use tracing::{info, warn};
 
+use super::certs::ServingPair;
 use super::error::ControllerError;
 use super::metrics::Metrics;
 use crate::integrations::declarative::ConfiguredJob;
@@ -41,6 +45,9 @@ pub struct ServerState {
     pub authorizer: Arc<dyn Authorizer>,
     /// Set once the caches the webhook answers from have synced.
     pub ready: AtomicBool,
+    /// Set while every one of our webhook configurations trusts the served certificate: until
+    /// then the API server would fail every admission sent here.
+    pub trusted: Arc<AtomicBool>,
     /// Kinds integrated by configuration, each with its own webhook paths.
     pub integrations: Vec<Arc<Integration>>,
 }
@@ -77,10 +84,13 @@ pub fn router(state: Arc<ServerState>) -> Router {
 }
 
 async fn readyz(State(state): State<Arc<ServerState>>) -> Response {
-    if state.ready.load(Ordering::Relaxed) {
-        "ok".into_response()
-    } else {
+    if !state.ready.load(Ordering::Relaxed) {
         (StatusCode::SERVICE_UNAVAILABLE, "caches not synced").into_response()
+    } else if !state.trusted.load(Ordering::Relaxed) {
+        let why = "the caBundle of a webhook configuration does not trust the served certificate yet";
+        (StatusCode::SERVICE_UNAVAILABLE, why).into_response()
+    } else {
+        "ok".into_response()
     }
 }
 
@@ -140,16 +150,74 @@ async fn review(state: &ServerState, body: &[u8], answer: Answer) -> Response {
     axum::Json(response.into_review()).into_response()
 }
 
-/// Serves `router` with TLS from `cert_dir/tls.crt` and `tls.key` until `shutdown` resolves.
+/// Where the server's certificate comes from.
+pub enum Tls {
+    /// `tls.crt` and `tls.key` in a directory, read once at start.
+    Dir(PathBuf),
+    /// Each pair the controller keeps in its Secret (`certs::keep`): the server listens from the
+    /// first one, and takes up each next one without a restart.
+    Pairs(watch::Receiver<Option<Arc<ServingPair>>>),
+}
+
+/// Serves `router` with the certificate `tls` gives, until `shutdown` resolves. Only TLS 1.3 and
+/// 1.2 are spoken: those are all rustls implements, and axum-server takes its defaults (a test
+/// checks them).
 pub async fn serve(
     addr: SocketAddr,
-    cert_dir: &Path,
+    mut tls: Tls,
     router: Router,
     shutdown: impl std::future::Future<Output = ()> + Send + 'static,
 ) -> Result<(), ControllerError> {
-    let tls = axum_server::tls_rustls::RustlsConfig::from_pem_file(cert_dir.join("tls.crt"), cert_dir.join("tls.key"))
-        .await
-        .map_err(|source| ControllerError::Certificate { dir: cert_dir.to_path_buf(), source })?;
+    let shutdown = shutdown.shared();
+    let config = tokio::select! {
+        config = first_config(&mut tls) => config?,
+        () = shutdown.clone() => return Ok(()),
+    };
+    if let Tls::Pairs(pairs) = tls {
+        tokio::spawn(follow(config.clone(), pairs));
+    }
+    let listener = std::net::TcpListener::bind(addr).map_err(ControllerError::Serve)?;
+    serve_on(listener, config, router, shutdown).await
+}
+
+/// The server's first TLS configuration: for a Secret, once it holds a pair (until then there
+/// is nothing to answer the API server with).
+async fn first_config(tls: &mut Tls) -> Result<RustlsConfig, ControllerError> {
+    match tls {
+        Tls::Dir(dir) => RustlsConfig::from_pem_file(dir.join("tls.crt"), dir.join("tls.key"))
+            .await
+            .map_err(|source| ControllerError::Certificate { dir: dir.clone(), source }),
+        Tls::Pairs(pairs) => {
+            let pair = pairs.wait_for(Option::is_some).await.ok().and_then(|pair| pair.clone());
+            let pair = pair.ok_or(ControllerError::KeeperGone)?;
+            let (cert, key) = (pair.cert_pem.clone().into_bytes(), pair.key_pem.clone().into_bytes());
+            RustlsConfig::from_pem(cert, key).await.map_err(ControllerError::SecretCertificate)
+        }
+    }
+}
+
+/// Takes up each pair the Secret gets, for the connections accepted from then on.
+async fn follow(config: RustlsConfig, mut pairs: watch::Receiver<Option<Arc<ServingPair>>>) {
+    while pairs.changed().await.is_ok() {
+        let Some(pair) = pairs.borrow_and_update().clone() else { continue };
+        match reload(&config, &pair).await {
+            Ok(()) => info!("serving the certificate renewed in the Secret"),
+            Err(error) => warn!(%error, "the Secret's new certificate does not load; serving the previous one"),
+        }
+    }
+}
+
+async fn reload(config: &RustlsConfig, pair: &ServingPair) -> std::io::Result<()> {
+    config.reload_from_pem(pair.cert_pem.clone().into_bytes(), pair.key_pem.clone().into_bytes()).await
+}
+
+/// Serves `router` on `listener` with `tls` until `shutdown` resolves.
+async fn serve_on(
+    listener: std::net::TcpListener,
+    tls: RustlsConfig,
+    router: Router,
+    shutdown: impl std::future::Future<Output = ()> + Send + 'static,
+) -> Result<(), ControllerError> {
     let handle = axum_server::Handle::new();
     let stopper = handle.clone();
     tokio::spawn(async move {
@@ -159,7 +227,7 @@ pub async fn serve(
     // No Nagle delay: a TLS record written after an unacknowledged one would wait for the ACK,
     // which shows in the latency tail of small admission answers (Go's servers disable it too).
     let acceptor = RustlsAcceptor::new(tls).acceptor(NoDelayAcceptor::new());
-    let server = axum_server::bind(addr).acceptor(acceptor).handle(handle);
+    let server = axum_server::from_tcp(listener).map_err(ControllerError::Serve)?.acceptor(acceptor).handle(handle);
     server.serve(router.into_make_service()).await.map_err(ControllerError::Serve)
 }
 
@@ -186,6 +254,7 @@ mod tests {
             metrics: Arc::new(Metrics::default()),
             authorizer,
             ready: AtomicBool::new(ready),
+            trusted: Arc::new(AtomicBool::new(true)),
             integrations: Vec::new(),
         })
     }
@@ -420,6 +489,61 @@ mod tests {
         };
         assert_eq!(get(state(false)).await, StatusCode::SERVICE_UNAVAILABLE);
         assert_eq!(get(state(true)).await, StatusCode::OK);
+        let untrusted = state(true);
+        untrusted.trusted.store(false, Ordering::Relaxed);
+        assert_eq!(get(untrusted).await, StatusCode::SERVICE_UNAVAILABLE, "the API server would fail admissions");
+    }
+
+    /// What a client trusting `bundle` is served at `addr`, under the name the API server dials.
+    async fn served_certificate(addr: SocketAddr, bundle: &str) -> Vec<u8> {
+        use rustls::pki_types::CertificateDer;
+        use rustls::pki_types::pem::PemObject;
+        let mut roots = rustls::RootCertStore::empty();
+        roots.add_parsable_certificates(CertificateDer::pem_slice_iter(bundle.as_bytes()).map(Result::unwrap));
+        let provider = Arc::new(rustls::crypto::ring::default_provider());
+        let config = rustls::ClientConfig::builder_with_provider(provider)
+            .with_safe_default_protocol_versions()
+            .unwrap()
+            .with_root_certificates(roots)
+            .with_no_client_auth();
+        let name = "kueue-ext-webhook.kueue-ext-system.svc".try_into().unwrap();
+        tokio::task::spawn_blocking(move || {
+            let mut tls = rustls::ClientConnection::new(Arc::new(config), name).unwrap();
+            let mut socket = std::net::TcpStream::connect(addr).unwrap();
+            while tls.is_handshaking() {
+                tls.complete_io(&mut socket).unwrap();
+            }
+            tls.peer_certificates().unwrap()[0].to_vec()
+        })
+        .await
+        .unwrap()
+    }
+
+    #[tokio::test]
+    async fn a_renewed_pair_is_served_without_a_restart() {
+        use crate::manifests::webhook_dns_names;
+        let (now, validity) = (time::OffsetDateTime::now_utc(), std::time::Duration::from_secs(3600));
+        let first = ServingPair::issue(&webhook_dns_names(), validity, now, None).unwrap();
+        let second = ServingPair::issue(&webhook_dns_names(), validity, now, Some(&first.ca_bundle)).unwrap();
+        let der = |pair: &ServingPair| {
+            use rustls::pki_types::pem::PemObject;
+            rustls::pki_types::CertificateDer::from_pem_slice(pair.cert_pem.as_bytes()).unwrap().to_vec()
+        };
+        let (_keeper, pairs) = watch::channel(Some(Arc::new(first.clone())));
+        let config = first_config(&mut Tls::Pairs(pairs)).await.unwrap();
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = listener.local_addr().unwrap();
+        tokio::spawn(serve_on(listener, config.clone(), router(state(true)), std::future::pending()));
+
+        assert_eq!(served_certificate(addr, &first.ca_bundle).await, der(&first));
+        reload(&config, &second).await.unwrap();
+        assert_eq!(served_certificate(addr, &second.ca_bundle).await, der(&second));
+    }
+
+    #[test]
+    fn nothing_older_than_tls_1_2_is_spoken() {
+        let versions: Vec<_> = rustls::DEFAULT_VERSIONS.iter().map(|v| v.version).collect();
+        assert_eq!(versions, [rustls::ProtocolVersion::TLSv1_3, rustls::ProtocolVersion::TLSv1_2]);
     }
 
     fn batch_job(image: &str) -> Value {

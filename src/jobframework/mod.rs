@@ -7,6 +7,7 @@ pub mod authorizer;
 pub mod decision;
 pub mod dry_run;
 pub mod events;
+pub mod field_manager;
 #[cfg(test)]
 pub mod fixtures;
 pub mod generic_job;

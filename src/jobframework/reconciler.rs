@@ -5,7 +5,7 @@
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-use kube::api::{Api, ApiResource, DeleteParams, DynamicObject, GetParams, Patch, PatchParams, PostParams};
+use kube::api::{Api, ApiResource, DeleteParams, DynamicObject, GetParams, Patch};
 use kube::runtime::controller::Action;
 use kube::runtime::events::{Event, EventType};
 use kube::runtime::reflector::ObjectRef;
@@ -14,6 +14,7 @@ use serde_json::{Value, json};
 use tracing::{debug, info};
 
 use super::decision::{Decision, Release, WAIT, decide, recorded_infos};
+use super::field_manager::{patch_params, post_params};
 use super::generic_job::{GenericJob, object_reference};
 use super::multikueue_nudge;
 use super::podset::{self, Assignment, CheckUpdate, Flavor, PodSetInfo, PodSetInfoError};
@@ -45,8 +46,7 @@ impl JobWriter {
         let object: DynamicObject = serde_json::to_value(job)
             .and_then(serde_json::from_value)
             .map_err(|source| Error::Encode { name: name.clone(), source })?;
-        let written =
-            self.api.replace(&name, &PostParams::default(), &object).await.map_err(kube_err(action, "job", name))?;
+        let written = self.api.replace(&name, &post_params(), &object).await.map_err(kube_err(action, "job", name))?;
         Ok(written.resource_version())
     }
 }
@@ -306,7 +306,7 @@ async fn merge_patch(
     patch: serde_json::Value,
     action: &'static str,
 ) -> Result<Workload, Error> {
-    workloads.patch(&wl.name_any(), &PatchParams::default(), &Patch::Merge(patch)).await.map_err(kube_err(
+    workloads.patch(&wl.name_any(), &patch_params(), &Patch::Merge(patch)).await.map_err(kube_err(
         action,
         "Workload",
         wl.name_any(),
@@ -321,7 +321,7 @@ async fn update_to_match<J: GenericJob>(
     let mut updated = stale.clone();
     updated.spec.pod_sets = job.pod_sets();
     updated.spec.queue_name = job.queue_name();
-    workloads.replace(&stale.name_any(), &PostParams::default(), &updated).await.map_err(kube_err(
+    workloads.replace(&stale.name_any(), &post_params(), &updated).await.map_err(kube_err(
         "update",
         "Workload",
         stale.name_any(),
@@ -350,7 +350,7 @@ async fn handle_job_with_no_workload<J: GenericJob>(
     let priority = resolve_priority(job, &ctx.client).await?;
     let wl = workload::construct(job, priority);
     let name = wl.name_any();
-    match workloads.create(&PostParams::default(), &wl).await {
+    match workloads.create(&post_params(), &wl).await {
         Ok(_) => {
             debug!(workload = %name, "created");
             publish(
@@ -523,7 +523,7 @@ async fn patch_conditions(
         status["admission"] = admission;
     }
     let patch = json!({"metadata": {"resourceVersion": wl.resource_version()}, "status": status});
-    workloads.patch_status(&wl.name_any(), &PatchParams::default(), &Patch::Merge(patch)).await.map_err(kube_err(
+    workloads.patch_status(&wl.name_any(), &patch_params(), &Patch::Merge(patch)).await.map_err(kube_err(
         "update status of",
         "Workload",
         wl.name_any(),
@@ -546,7 +546,7 @@ async fn remove_finalizer(workloads: &Api<Workload>, wl: &Workload) -> Result<()
         ])
         .collect();
     let patch: json_patch::Patch = serde_json::from_value(Value::Array(ops)).expect("a well-formed JSON patch");
-    match workloads.patch(&wl.name_any(), &PatchParams::default(), &Patch::<()>::Json(patch)).await {
+    match workloads.patch(&wl.name_any(), &patch_params(), &Patch::<()>::Json(patch)).await {
         Err(kube::Error::Api(s)) if s.is_not_found() => Ok(()),
         other => other.map(drop).map_err(kube_err("remove finalizer of", "Workload", wl.name_any())),
     }

@@ -11,6 +11,7 @@ use super::*;
 use crate::api::external_job::{ExternalJob, ExternalJobStatus, PodSetStatus};
 use crate::api::kueue::{AdmissionCheckState, EVICTED, MULTIKUEUE_CONTROLLER, PREBUILT_WORKLOAD_LABEL};
 use crate::jobframework::events::EventSink;
+use crate::jobframework::field_manager::QUERY;
 use crate::jobframework::fixtures::{FLAVOR, suspended_job, workload};
 use crate::test_api_server::{self, Requests, requested};
 
@@ -91,7 +92,7 @@ async fn an_admission_the_api_server_confirms_starts_the_job_with_flavors_from_t
         requested(&requests),
         [
             format!("GET /apis/kueue.x-k8s.io/v1beta2/namespaces/default/workloads/{name}?resourceVersion=1"),
-            "PUT /apis/kueue-ext.dev/v1alpha1/namespaces/default/externaljobs/train".to_string(),
+            format!("PUT /apis/kueue-ext.dev/v1alpha1/namespaces/default/externaljobs/train{QUERY}"),
         ],
         "the flavor is read from the cache"
     );
@@ -159,7 +160,7 @@ async fn an_evicted_job_multikueue_runs_gives_its_quota_back_whatever_its_copied
     // The recorder refuses the write: reaching it is what this test looks for.
     assert!(reconcile(&job, &ctx).await.is_err());
     let path = workload_path(&job);
-    assert_eq!(requested(&requests).last(), Some(&format!("PATCH {path}/status")), "{:?}", requested(&requests));
+    assert_eq!(requested(&requests).last(), Some(&format!("PATCH {path}/status{QUERY}")), "{:?}", requested(&requests));
 }
 
 /// A job on a MultiKueue manager whose Workload has held quota since `reserved_at` with the
@@ -185,7 +186,7 @@ async fn a_workload_multikueue_left_without_a_worker_is_nudged() {
     // The recorder refuses the write: reaching it is what this test looks for.
     assert!(reconcile(&job, &ctx).await.is_err());
     let path = workload_path(&job);
-    assert_eq!(requested(&requests), [format!("GET {path}?resourceVersion=1"), format!("PATCH {path}")]);
+    assert_eq!(requested(&requests), [format!("GET {path}?resourceVersion=1"), format!("PATCH {path}{QUERY}")]);
 }
 
 #[tokio::test]
@@ -226,7 +227,10 @@ async fn a_prebuilt_workload_out_of_sync_is_adopted_then_finished_and_never_star
     });
     let ctx = context(client, &[]);
     assert_eq!(reconcile(&job, &ctx).await.expect("a finished Workload"), Action::await_change());
-    assert_eq!(requested(&requests), [format!("GET {path}"), format!("PATCH {path}"), format!("PATCH {path}/status")]);
+    assert_eq!(
+        requested(&requests),
+        [format!("GET {path}"), format!("PATCH {path}{QUERY}"), format!("PATCH {path}/status{QUERY}")]
+    );
     let out_of_sync = &requests.lock().unwrap()[2].1;
     assert_eq!(out_of_sync["metadata"]["resourceVersion"], "2", "pinned to the adopted Workload");
 }
@@ -263,7 +267,7 @@ async fn a_finished_workload_has_its_finalizer_removed_without_a_read_first() {
     let ctx = context(client, &[finished]);
     assert_eq!(reconcile(&job, &ctx).await.expect("released"), Action::await_change());
     let path = workload_path(&job);
-    assert_eq!(requested(&requests), [format!("PATCH {path}")], "finished is for good: no read first");
+    assert_eq!(requested(&requests), [format!("PATCH {path}{QUERY}")], "finished is for good: no read first");
     let patch = &requests.lock().unwrap()[0].1;
     assert_eq!(patch[0], serde_json::json!({"op": "test", "path": "/metadata/uid", "value": "wl-uid-1"}));
 }
@@ -282,7 +286,7 @@ async fn a_refused_finalizer_removal_on_a_cached_workload_is_decided_again_on_th
     let ctx = context(client, &[stale]);
     assert_eq!(reconcile(&job, &ctx).await.expect("already released"), Action::await_change());
     let path = workload_path(&job);
-    assert_eq!(requested(&requests), [format!("PATCH {path}"), format!("GET {path}?resourceVersion=1")]);
+    assert_eq!(requested(&requests), [format!("PATCH {path}{QUERY}"), format!("GET {path}?resourceVersion=1")]);
 }
 
 /// Where the API server serves `job`'s Workload.
@@ -349,7 +353,7 @@ async fn a_suspended_job_whose_pod_sets_changed_has_its_workload_updated_to_the_
         scripted_client(move |method, _| if *method == Method::PUT { Ok(updated.clone()) } else { Err(500) });
     let ctx = context(client, &[queued]);
     assert_eq!(reconcile(&job, &ctx).await.expect("updates"), Action::await_change());
-    assert_eq!(requested(&requests), [format!("PUT {}", workload_path(&job))]);
+    assert_eq!(requested(&requests), [format!("PUT {}{QUERY}", workload_path(&job))]);
     let put = &bodies(&requests, "PUT")[0];
     assert_eq!(put["spec"]["podSets"][0]["count"], 3);
     assert_eq!(put["metadata"]["name"], json!(workload::name_for(&job)), "the same Workload, reused");
@@ -371,7 +375,41 @@ async fn a_workload_of_another_shape_beside_the_matching_one_is_removed() {
     let ctx = context(client, &[matching, extra]);
     assert_eq!(reconcile(&job, &ctx).await.expect("cleans up"), Action::await_change());
     let old = "/apis/kueue.x-k8s.io/v1beta2/namespaces/default/workloads/train-old";
-    assert_eq!(requested(&requests), [format!("PATCH {old}"), format!("DELETE {old}")]);
+    assert_eq!(requested(&requests), [format!("PATCH {old}{QUERY}"), format!("DELETE {old}")]);
     let patch = bodies(&requests, "PATCH")[0].to_string();
     assert!(patch.contains(RESOURCE_IN_USE_FINALIZER), "the finalizer goes first: {patch}");
+}
+
+/// A Workload created and one declared finished, both under the controller's name, so that
+/// `managedFields` tell its fields from Kueue's.
+#[tokio::test]
+async fn the_workload_is_created_and_its_status_written_under_the_controllers_field_manager() {
+    let job = suspended_job();
+    let workloads = "/apis/kueue.x-k8s.io/v1beta2/namespaces/default/workloads";
+    let created = workload(&job, false);
+    let (client, requests) = scripted_client(move |method, _| match *method {
+        Method::POST => Ok(created.clone()),
+        _ => Err(404),
+    });
+    assert_eq!(reconcile(&job, &context(client, &[])).await.expect("created"), Action::await_change());
+    assert_eq!(
+        requested(&requests),
+        [format!("GET {workloads}/{}", workload::name_for(&job)), format!("POST {workloads}{QUERY}")]
+    );
+
+    let mut done = job.clone();
+    done.status = Some(ExternalJobStatus {
+        conditions: vec![Condition::new(crate::integrations::external_job::COMPLETE, true, "Completed", "")],
+        ..Default::default()
+    });
+    let admitted = workload(&job, true);
+    let (current, finished) = (admitted.clone(), admitted.clone());
+    let (client, requests) = scripted_client(move |method, _| match *method {
+        Method::GET => Ok(current.clone()),
+        Method::PATCH => Ok(finished.clone()),
+        _ => Err(500),
+    });
+    assert_eq!(reconcile(&done, &context(client, &[admitted])).await.expect("finished"), Action::await_change());
+    let path = workload_path(&job);
+    assert_eq!(requested(&requests), [format!("GET {path}?resourceVersion=1"), format!("PATCH {path}/status{QUERY}")]);
 }

@@ -36,7 +36,8 @@ pub use down::{DownOutcome, down};
 pub use error::SandboxError;
 pub use kind_runtime::{
     ImageSource, KIND_VERSION, KUEUE_MANIFESTS_SHA256, KUEUE_MANIFESTS_URL, KindError, KindOptions, NODE_IMAGE,
-    kind_config, local_images::kind_cli_path,
+    kind_config, load_controller_image, local_images::LocalImages, local_images::ensure_kind_cli,
+    local_images::kind_cli_path, local_kind_images,
 };
 pub use runtime::ComponentHealth;
 pub use state::RuntimeKind;

@@ -93,11 +93,21 @@ async fn external_jobs_run_through_kueue_with_the_rust_jobframework() {
         assert_eq!(selector.get("type").map(String::as_str), Some("kwok"), "the flavor's node labels are injected");
     }
     wait_complete(&client, "first", Duration::from_secs(60)).await;
-    eventually("the Workload to be Finished", Duration::from_secs(30), || async {
+    let finished = eventually("the Workload to be Finished", Duration::from_secs(30), || async {
         let wl = only_workload(&client, &uid).await?;
-        if condition_is(&wl, "Finished", "True") { Ok(()) } else { Err(format!("{:#}", wl["status"])) }
+        if condition_is(&wl, "Finished", "True") { Ok(wl) } else { Err(format!("{:#}", wl["status"])) }
     })
     .await;
+    // Created and declared finished by our controller, under its own name: no field of it is
+    // filed under an unnamed client.
+    let managers: Vec<&str> = finished["metadata"]["managedFields"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .map(|entry| entry["manager"].as_str().unwrap_or_default())
+        .collect();
+    assert!(managers.contains(&"kueue-ext-controller"), "{managers:?}");
+    assert!(!managers.contains(&"unknown"), "{managers:?}");
 
     // Preemption: a high-priority job takes the quota of a running low-priority one.
     let low = apply_yaml(&client, &external_job("low", 4, "1", "20s", "low")).await.remove(0);

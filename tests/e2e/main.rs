@@ -19,6 +19,7 @@ mod kind;
 mod kubectl_plugin;
 mod manifests;
 mod multikueue;
+mod own_cluster;
 mod pod_templates;
 mod published_manifests;
 mod sandbox_robustness;

@@ -84,7 +84,9 @@ fn the_deployment_runs_a_command_line_the_controller_accepts() {
     let cli = Cli::try_parse_from(std::iter::once("kubectl-kueue_ext".to_string()).chain(args.iter().cloned()))
         .unwrap_or_else(|e| panic!("{args:?}: {e}"));
     assert!(matches!(cli.command, Some(Command::Controller(_))), "{args:?} is not the controller command");
-    // The certificate Secret is mounted where the controller reads it.
-    let mount = container["volumeMounts"][0]["mountPath"].as_str().unwrap();
-    assert!(args.contains(&format!("--cert-dir={mount}")), "{args:?} vs mount {mount}");
+    // The controller keeps its certificate in the (empty) Secret the install makes beside it.
+    let secret = documents("deployment.yaml").into_iter().find(|d| d["kind"] == "Secret").unwrap();
+    let name = secret["metadata"]["name"].as_str().unwrap();
+    assert!(args.contains(&format!("--cert-secret={name}")), "{args:?} vs Secret {name}");
+    assert!(secret.get("data").is_none(), "an install owns no key of the Secret the controller writes");
 }

@@ -5,7 +5,7 @@
 
 use std::time::Duration;
 
-use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams};
+use kube::api::{Api, DeleteParams, Patch};
 use kube::runtime::controller::Action;
 use kube::{Client, ResourceExt};
 use serde_json::json;
@@ -14,6 +14,7 @@ use super::pod_cache::PodCache;
 use super::pods;
 use crate::api::condition;
 use crate::api::external_job::ExternalJob;
+use crate::jobframework::field_manager::{patch_params, post_params};
 use crate::jobframework::managed_by::Runner;
 use crate::jobframework::reconciler::Error;
 
@@ -45,7 +46,7 @@ pub async fn reconcile(job: &ExternalJob, client: &Client, cache: &PodCache) -> 
             patch["metadata"] = json!({"resourceVersion": job.resource_version()});
         }
         let jobs: Api<ExternalJob> = Api::namespaced(client.clone(), &namespace);
-        jobs.patch_status(&job.name_any(), &PatchParams::default(), &Patch::Merge(patch)).await.map_err(|source| {
+        jobs.patch_status(&job.name_any(), &patch_params(), &Patch::Merge(patch)).await.map_err(|source| {
             Error::Kube { action: "update status of", kind: "ExternalJob", name: job.name_any(), source }
         })?;
     }
@@ -60,7 +61,7 @@ pub async fn reconcile(job: &ExternalJob, client: &Client, cache: &PodCache) -> 
         }
     }
     for new in &plan.create {
-        match pod_api.create(&PostParams::default(), &pods::new_pod(job, new)).await {
+        match pod_api.create(&post_params(), &pods::new_pod(job, new)).await {
             // Created by an earlier reconcile, not in the cache yet: it runs, which is all we want.
             Err(kube::Error::Api(s)) if s.is_already_exists() => {}
             other => {

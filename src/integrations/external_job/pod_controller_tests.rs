@@ -11,6 +11,7 @@ use super::pod_controller::reconcile;
 use super::pods::{JOB_UID_LABEL, POD_INDEX_LABEL, POD_SET_LABEL};
 use super::tests::job;
 use crate::api::external_job::ExternalJob;
+use crate::jobframework::field_manager::QUERY;
 use crate::jobframework::reconciler::Error;
 use crate::test_api_server::{Requests, requested, scripted_client};
 
@@ -48,7 +49,7 @@ fn api_server(job: &ExternalJob, status_write: Option<u16>) -> (kube::Client, Re
 /// The `metadata` of the body of the one status write.
 fn status_write_metadata(requests: &Requests) -> serde_json::Value {
     let requests = requests.lock().unwrap();
-    let writes: Vec<_> = requests.iter().filter(|(request, _)| *request == format!("PATCH {STATUS}")).collect();
+    let writes: Vec<_> = requests.iter().filter(|(request, _)| *request == format!("PATCH {STATUS}{QUERY}")).collect();
     assert_eq!(writes.len(), 1, "{requests:?}");
     writes[0].1["metadata"].clone()
 }
@@ -58,7 +59,7 @@ async fn the_status_that_counts_new_pods_is_written_on_the_job_as_read_then_the_
     let job = admitted();
     let (client, requests) = api_server(&job, None);
     reconcile(&job, &client, &PodCache::listed(Vec::new())).await.expect("pods created");
-    assert_eq!(requested(&requests), [format!("PATCH {STATUS}"), format!("POST {PODS}")]);
+    assert_eq!(requested(&requests), [format!("PATCH {STATUS}{QUERY}"), format!("POST {PODS}{QUERY}")]);
     assert_eq!(status_write_metadata(&requests), json!({"resourceVersion": "7"}));
 }
 
@@ -70,7 +71,7 @@ async fn a_job_changed_since_it_was_read_gets_no_pod() {
     let (client, requests) = api_server(&job, Some(409));
     let err = reconcile(&job, &client, &PodCache::listed(Vec::new())).await.unwrap_err();
     assert!(matches!(err, Error::Kube { source: kube::Error::Api(ref s), .. } if s.is_conflict()), "{err:?}");
-    assert_eq!(requested(&requests), [format!("PATCH {STATUS}")], "no pod created");
+    assert_eq!(requested(&requests), [format!("PATCH {STATUS}{QUERY}")], "no pod created");
 }
 
 /// Stopping pods must not wait for a quiet moment on the job: its status is written whatever
@@ -81,7 +82,7 @@ async fn a_suspended_job_has_its_pods_counted_as_terminating_without_a_precondit
     job.spec.suspend = Some(true);
     let (client, requests) = api_server(&job, None);
     reconcile(&job, &client, &PodCache::listed(vec![running_pod()])).await.expect("pods deleted");
-    assert_eq!(requested(&requests), [format!("PATCH {STATUS}"), format!("DELETE {PODS}/train-main-0-0")]);
+    assert_eq!(requested(&requests), [format!("PATCH {STATUS}{QUERY}"), format!("DELETE {PODS}/train-main-0-0")]);
     assert_eq!(status_write_metadata(&requests), serde_json::Value::Null);
 }
 
@@ -121,5 +122,5 @@ async fn a_job_that_names_this_controller_is_run_as_one_that_names_none() {
     job.spec.managed_by = Some(crate::jobframework::managed_by::KUEUE_EXT_CONTROLLER.into());
     let (client, requests) = api_server(&job, None);
     reconcile(&job, &client, &PodCache::listed(Vec::new())).await.expect("pods created");
-    assert_eq!(requested(&requests), [format!("PATCH {STATUS}"), format!("POST {PODS}")]);
+    assert_eq!(requested(&requests), [format!("PATCH {STATUS}{QUERY}"), format!("POST {PODS}{QUERY}")]);
 }

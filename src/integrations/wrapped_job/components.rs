@@ -4,7 +4,7 @@
 use std::collections::HashMap;
 
 use k8s_openapi::api::core::v1::Pod;
-use kube::api::{Api, DeleteParams, DynamicObject, ListParams, PostParams};
+use kube::api::{Api, DeleteParams, DynamicObject, ListParams};
 use kube::{Client, ResourceExt};
 use serde_json::Value;
 
@@ -15,6 +15,7 @@ use super::podsets;
 use super::watched::Caches;
 use crate::api::wrapped_job::{COMPONENT_INDEX_ANNOTATION, ComponentFailure, WRAPPED_JOB_LABEL, WrappedJob};
 use crate::jobframework::api_error;
+use crate::jobframework::field_manager::post_params;
 use crate::jobframework::served_kinds::{Served, ServedKinds};
 
 /// The apiVersion and kind of a component template.
@@ -186,7 +187,7 @@ pub async fn create(client: &Client, kinds: &ServedKinds, job: &WrappedJob, inde
     let object: DynamicObject =
         serde_json::from_value(object).map_err(|e| fatal(format!("the component is not an object: {e}")))?;
     let api: Api<DynamicObject> = Api::namespaced_with(client.clone(), &job.namespace().unwrap_or_default(), &resource);
-    match api.create(&PostParams::default(), &object).await {
+    match api.create(&post_params(), &object).await {
         Ok(_) => Ok(()),
         Err(kube::Error::Api(status)) if status.is_already_exists() => {
             let name = object.name_any();

@@ -5,7 +5,7 @@
 use std::time::Duration;
 
 use kube::ResourceExt;
-use kube::api::{Api, Patch, PatchParams};
+use kube::api::{Api, Patch};
 use kube::runtime::controller::Action;
 use kube::runtime::events::EventType;
 use serde_json::json;
@@ -17,6 +17,7 @@ use super::podsets;
 use super::settings::Settings;
 use super::watched::Caches;
 use crate::api::wrapped_job::{ComponentStatus, WRAPPED_JOB_FINALIZER, WrappedJob};
+use crate::jobframework::field_manager::patch_params;
 use crate::jobframework::managed_by::Runner;
 use crate::jobframework::reconciler::{self, Context, Error};
 use crate::jobframework::served_kinds::ServedKinds;
@@ -138,9 +139,12 @@ async fn write_status(
     status: &crate::api::wrapped_job::WrappedJobStatus,
 ) -> Result<WrappedJob, Error> {
     let patch = json!({"metadata": {"resourceVersion": job.resource_version()}, "status": status});
-    api.patch_status(&job.name_any(), &PatchParams::default(), &Patch::Merge(patch))
-        .await
-        .map_err(|source| Error::Kube { action: "update status of", kind: "WrappedJob", name: job.name_any(), source })
+    api.patch_status(&job.name_any(), &patch_params(), &Patch::Merge(patch)).await.map_err(|source| Error::Kube {
+        action: "update status of",
+        kind: "WrappedJob",
+        name: job.name_any(),
+        source,
+    })
 }
 
 async fn set_finalizer(api: &Api<WrappedJob>, job: &WrappedJob, present: bool) -> Result<WrappedJob, Error> {
@@ -150,7 +154,7 @@ async fn set_finalizer(api: &Api<WrappedJob>, job: &WrappedJob, present: bool) -
         finalizers.push(WRAPPED_JOB_FINALIZER.to_string());
     }
     let patch = json!({"metadata": {"resourceVersion": job.resource_version(), "finalizers": finalizers}});
-    api.patch(&job.name_any(), &PatchParams::default(), &Patch::Merge(patch)).await.map_err(|source| Error::Kube {
+    api.patch(&job.name_any(), &patch_params(), &Patch::Merge(patch)).await.map_err(|source| Error::Kube {
         action: if present { "add finalizer to" } else { "remove finalizer from" },
         kind: "WrappedJob",
         name: job.name_any(),

@@ -8,6 +8,7 @@ use serde_json::{Value, json};
 
 use super::*;
 use crate::jobframework::events::EventSink;
+use crate::jobframework::field_manager::QUERY;
 use crate::jobframework::reconciler::Config;
 use crate::test_api_server::{Requests, requested, scripted_client};
 
@@ -75,7 +76,7 @@ async fn a_create_a_webhook_refuses_for_now_is_tried_again_within_a_second() {
         act(&job, &context(client.clone()), &ServedKinds::new(client), step, &observed).await.expect("acted");
     assert_eq!(
         requested(&requests),
-        ["GET /apis/batch/v1".to_string(), format!("POST {JOBS}"), format!("PATCH {STATUS}")]
+        ["GET /apis/batch/v1".to_string(), format!("POST {JOBS}{QUERY}"), format!("PATCH {STATUS}{QUERY}")]
     );
     assert_eq!(look_again, Some(lifecycle::CREATE_RETRY));
 }
@@ -101,7 +102,7 @@ async fn a_job_another_controller_manages_has_no_component_created_and_no_status
         reconcile(&job, &context(client.clone()), &ServedKinds::new(client), &caches).await.expect("reconciled");
         let requested = requested(&requests);
         if ours {
-            assert!(requested.contains(&format!("POST {JOBS}")), "{managed_by:?}: {requested:?}");
+            assert!(requested.contains(&format!("POST {JOBS}{QUERY}")), "{managed_by:?}: {requested:?}");
         } else {
             assert_eq!(requested, Vec::<String>::new(), "{managed_by:?}");
         }

@@ -13,8 +13,8 @@ use kube::Client;
 use serde_json::{Value, json};
 
 use super::error::InstallError;
-use super::wait;
 use crate::kube_util;
+use crate::kube_util::wait;
 
 const NAMESPACE: &str = "kube-system";
 const DEPLOYMENT: &str = "coredns";

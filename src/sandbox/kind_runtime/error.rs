@@ -2,8 +2,8 @@
 
 use std::path::PathBuf;
 
-use super::wait::{TimedOut, Unavailable};
 use crate::kube_util::ApplyError;
+use crate::kube_util::wait::{TimedOut, Unavailable};
 
 /// Tells the user how to avoid the kind runtime altogether.
 const OR_PROCESS: &str = "or run `kubectl kueue-ext up --runtime process`";
@@ -85,11 +85,9 @@ pub enum KindError {
     },
 }
 
-/// Why Kueue or this project's controller did not come up in a kind cluster.
+/// Why Kueue or an add-on did not come up in a kind cluster.
 #[derive(Debug, thiserror::Error)]
 pub enum InstallError {
-    #[error("making the webhook certificate: {0}")]
-    Certificate(#[source] rcgen::Error),
     #[error(transparent)]
     Apply(#[from] ApplyError),
     #[error(transparent)]

@@ -9,9 +9,10 @@ use kube::Client;
 use serde_json::{Value, json};
 
 use super::error::{InstallError, KindError};
-use super::{download, requests, wait};
+use super::{download, requests};
 use crate::integrations::declarative::config::Integration;
 use crate::kube_util;
+use crate::kube_util::wait;
 use crate::sandbox::addons::Addon;
 use crate::sandbox::kueue::manifests::NAMESPACE;
 use crate::sandbox::kueue::{configure_for_sandbox, frameworks};

@@ -5,7 +5,6 @@
 mod addons;
 mod cli;
 mod config;
-mod controller;
 mod dns;
 mod docker;
 mod download;
@@ -17,7 +16,6 @@ pub mod local_images;
 mod requests;
 mod select;
 mod versions;
-mod wait;
 
 #[cfg(test)]
 mod tests;
@@ -45,6 +43,7 @@ use super::runtime::{AdminAccess, ClusterPlan, ClusterRuntime, ComponentHealth, 
 use super::state::{Cluster, RuntimeKind, SandboxState};
 use super::toolchain;
 use super::{integration, kueue::manifests::NAMESPACE as KUEUE_NAMESPACE};
+use crate::install;
 use crate::kube_util::{self, KubeconfigError};
 use crate::sandbox::toolchain::versions::KUEUE;
 
@@ -121,6 +120,58 @@ pub async fn images_for(
     }
 }
 
+/// The controller image of `binary` (this executable by default) saved for kind to load, built
+/// once per binary: its tag and archive.
+async fn controller_image_archive(
+    docker: &impl Docker,
+    binary: Option<&Path>,
+    cache: &Path,
+    progress: &Progress,
+) -> Result<(String, PathBuf), KindError> {
+    let (binary_path, bundle) = image::controller_binary(binary)?;
+    let tag = image::tag_for(&bundle);
+    let archive = image::archive_path(&cache.join("images"), &tag);
+    if !archive.exists() {
+        let step = progress.step(format!("controller image {tag} from {}", binary_path.display()));
+        docker.build_image(&tag, image::build_context(&bundle)).await?;
+        let dir = archive.parent().unwrap_or(cache);
+        std::fs::create_dir_all(dir).map_err(KindError::io(dir))?;
+        docker.save_images(std::slice::from_ref(&tag), &archive).await?;
+        // kind loads the archive; the daemon's copy and older binaries' archives only fill the disk.
+        docker.remove_image(&tag).await?;
+        image::remove_other_archives(dir, &archive).map_err(KindError::io(dir))?;
+        step.done();
+    }
+    Ok((tag, archive))
+}
+
+/// The controller's image built from this executable and loaded into the nodes of the kind
+/// cluster `cluster` (one the user made), as `up` loads it into its own: its tag.
+pub async fn load_controller_image(cluster: &str, progress: &Progress) -> Result<String, KindError> {
+    let kind = match installed_kind_cli() {
+        Some(kind) => kind,
+        None => KindCli::new(ensure_kind_cli(progress).await?),
+    };
+    let docker = BollardDocker::connect();
+    docker.ping().await?;
+    let cache = toolchain::cache_root().join("kind");
+    let (tag, archive) = controller_image_archive(&docker, None, &cache, progress).await?;
+    let step = progress.step(format!("loading {tag} into kind cluster {cluster}"));
+    kind.load_image_archive(cluster, &archive).await.map_err(|e| KindError::ImageLoad {
+        image: tag.clone(),
+        cluster: cluster.to_string(),
+        detail: e.to_string(),
+    })?;
+    step.done();
+    Ok(tag)
+}
+
+/// The kind node image and Kueue's manifests rendered from its module, built on this machine
+/// first if missing: what a kind cluster of the user's own needs where no registry answers.
+pub async fn local_kind_images(progress: &Progress) -> Result<LocalImages, KindError> {
+    local_images::ensure(&BollardDocker::connect(), progress).await
+}
+
 /// kind's own kubeconfig of a cluster, kept in the cluster's dir so the user's is never touched.
 const KIND_KUBECONFIG: &str = "kind.kubeconfig";
 /// Where a cluster that kind could not create leaves its nodes' logs, in the cluster's dir.
@@ -189,20 +240,8 @@ impl<K: Kind, D: Docker> KindRuntime<K, D> {
         let node_image = images.as_ref().map_or(options.node_image.clone(), |i| i.node_image.clone());
         progress.line(format!("Runtime: kind ({reason}; kind {found}, node image {node_image})"));
 
-        let (binary_path, bundle) = image::controller_binary(options.controller_binary.as_deref())?;
-        let tag = image::tag_for(&bundle);
-        let archive = image::archive_path(&cache.join("images"), &tag);
-        if !archive.exists() {
-            let step = progress.step(format!("controller image {tag} from {}", binary_path.display()));
-            docker.build_image(&tag, image::build_context(&bundle)).await?;
-            let dir = archive.parent().unwrap_or(cache);
-            std::fs::create_dir_all(dir).map_err(KindError::io(dir))?;
-            docker.save_images(std::slice::from_ref(&tag), &archive).await?;
-            // kind loads the archive; the daemon's copy and older binaries' archives only fill the disk.
-            docker.remove_image(&tag).await?;
-            image::remove_other_archives(dir, &archive).map_err(KindError::io(dir))?;
-            step.done();
-        }
+        let (tag, archive) =
+            controller_image_archive(&docker, options.controller_binary.as_deref(), cache, progress).await?;
         let kueue = match &images {
             Some(images) => kueue::load_rendered(&images.kueue_manifests)?,
             None => {
@@ -284,7 +323,9 @@ async fn deployment_status(
     kubectl: &str,
 ) -> ComponentHealth {
     let reason = match client {
-        Ok(client) => wait::deployment_available(client, namespace, deployment).await.err().map(|e| e.to_string()),
+        Ok(client) => {
+            kube_util::wait::deployment_available(client, namespace, deployment).await.err().map(|e| e.to_string())
+        }
         Err(e) => Some(format!("API server unreachable: {e}")),
     };
     ComponentHealth {
@@ -364,9 +405,17 @@ impl<K: Kind, D: Docker> ClusterRuntime for KindRuntime<K, D> {
         }
 
         let step = progress.step(format!("cluster {name}: kueue-ext controller {}", prepared.image));
-        controller::install(&client, &prepared.image, &plan.integrations)
-            .await
-            .map_err(|e| SandboxError::step(name, "installing kueue-ext", e))?;
+        // As on any cluster, but Kueue was configured for our kinds before it started.
+        let options = install::Options {
+            image: prepared.image.clone(),
+            integrations: plan.integrations.to_vec(),
+            cert_validity: None,
+            kueue_config: false,
+            dry_run: false,
+        };
+        let installing = |e: install::InstallError| SandboxError::step(name, "installing kueue-ext", e);
+        let install_plan = install::plan(&client, &options).await.map_err(installing)?;
+        install::apply(&client, &install_plan, false, &|_| {}).await.map_err(installing)?;
         step.done();
 
         let step = progress.step(format!("cluster {name}: cluster DNS"));

@@ -67,6 +67,33 @@ pub async fn deployment_available(client: &Client, namespace: &str, name: &str) 
     Err(Unavailable::NotReady { namespace: namespace.to_string(), name: name.to_string(), reason })
 }
 
+/// `Ok` once every replica of the Deployment's current template is updated and available: a
+/// roll is over, so no pod of the old template answers any more.
+pub async fn deployment_rolled_out(client: &Client, namespace: &str, name: &str) -> Result<(), Unavailable> {
+    let deployment = Api::<Deployment>::namespaced(client.clone(), namespace)
+        .get_opt(name)
+        .await?
+        .ok_or_else(|| Unavailable::Missing { namespace: namespace.to_string(), name: name.to_string() })?;
+    let wanted = deployment.spec.as_ref().and_then(|spec| spec.replicas).unwrap_or(1);
+    let generation = deployment.metadata.generation.unwrap_or(0);
+    let status = deployment.status.unwrap_or_default();
+    let reason = if status.observed_generation.unwrap_or(0) < generation {
+        Some("its controller has not seen the latest change yet".to_string())
+    } else if status.updated_replicas.unwrap_or(0) < wanted {
+        Some(format!("{} of {wanted} replicas updated", status.updated_replicas.unwrap_or(0)))
+    } else if status.replicas.unwrap_or(0) > wanted {
+        Some(format!("{} old replicas still terminating", status.replicas.unwrap_or(0) - wanted))
+    } else if status.available_replicas.unwrap_or(0) < wanted {
+        Some(format!("{} of {wanted} replicas available", status.available_replicas.unwrap_or(0)))
+    } else {
+        None
+    };
+    match reason {
+        None => Ok(()),
+        Some(reason) => Err(Unavailable::NotReady { namespace: namespace.to_string(), name: name.to_string(), reason }),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -16,6 +16,8 @@ use serde_json::Value;
 /// Field manager of every server-side apply this project makes.
 pub const FIELD_MANAGER: &str = "kueue-ext";
 
+pub mod wait;
+
 #[derive(Debug, thiserror::Error)]
 pub enum ApplyError {
     #[error("{kind}/{name}: {message}")]
@@ -175,11 +177,25 @@ async fn configured_client(
     context: &str,
     read_timeout: Option<Duration>,
 ) -> Result<Client, KubeconfigError> {
-    let failed = |message: String| KubeconfigError::Context { context: context.to_string(), message };
-    let options = KubeConfigOptions { context: Some(context.to_string()), ..Default::default() };
-    let mut config = Config::from_custom_kubeconfig(kubeconfig, &options).await.map_err(|e| failed(e.to_string()))?;
+    let mut config = watching_config_from(kubeconfig, context).await?;
     config.read_timeout = read_timeout;
-    Client::try_from(config).map_err(|e| failed(e.to_string()))
+    client_of(config, context)
+}
+
+/// The client config of `context` without a read timeout (watches stay open for minutes).
+pub async fn watching_config_from(kubeconfig: Kubeconfig, context: &str) -> Result<Config, KubeconfigError> {
+    let options = KubeConfigOptions { context: Some(context.to_string()), ..Default::default() };
+    let mut config = Config::from_custom_kubeconfig(kubeconfig, &options)
+        .await
+        .map_err(|e| KubeconfigError::Context { context: context.to_string(), message: e.to_string() })?;
+    config.read_timeout = None;
+    Ok(config)
+}
+
+/// A client of `config`, which `context` names in an error.
+pub fn client_of(config: Config, context: &str) -> Result<Client, KubeconfigError> {
+    Client::try_from(config)
+        .map_err(|e| KubeconfigError::Context { context: context.to_string(), message: e.to_string() })
 }
 
 fn describe(obj: &Value) -> (String, String) {
@@ -190,6 +206,14 @@ fn describe(obj: &Value) -> (String, String) {
 
 /// Server-side applies an untyped object, resolving its resource through discovery.
 pub async fn apply(client: &Client, obj: &Value) -> Result<DynamicObject, ApplyError> {
+    let (api, kind, name) = api_for(client, obj).await?;
+    api.patch(&name, &PatchParams::apply(FIELD_MANAGER).force(), &Patch::Apply(obj))
+        .await
+        .map_err(|source| ApplyError::Api { kind, name, source })
+}
+
+/// The API of `obj`'s kind, in its namespace if it is namespaced, with its kind and name.
+pub async fn api_for(client: &Client, obj: &Value) -> Result<(Api<DynamicObject>, String, String), ApplyError> {
     let (kind, name) = describe(obj);
     let invalid = |message: String| ApplyError::Invalid { kind: kind.clone(), name: name.clone(), message };
     let api_version = obj["apiVersion"].as_str().ok_or_else(|| invalid("apiVersion is missing".into()))?;
@@ -205,9 +229,61 @@ pub async fn apply(client: &Client, obj: &Value) -> Result<DynamicObject, ApplyE
         (Scope::Namespaced, Some(ns)) => Api::namespaced_with(client.clone(), ns, &resource),
         (Scope::Namespaced, None) => Api::default_namespaced_with(client.clone(), &resource),
     };
-    api.patch(&name, &PatchParams::apply(FIELD_MANAGER).force(), &Patch::Apply(obj))
-        .await
-        .map_err(|source| ApplyError::Api { kind, name, source })
+    Ok((api, kind, name))
+}
+
+/// What a server-side apply did to an object, in kubectl's words.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Applied {
+    Created,
+    Configured,
+    Unchanged,
+}
+
+impl std::fmt::Display for Applied {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Applied::Created => "created",
+            Applied::Configured => "configured",
+            Applied::Unchanged => "unchanged",
+        })
+    }
+}
+
+/// Applies `obj` (only asking the API server when `dry_run`) and says whether that created it,
+/// changed it or left it as it was: an apply that changes nothing keeps the resourceVersion.
+pub async fn apply_reporting(client: &Client, obj: &Value, dry_run: bool) -> Result<Applied, ApplyError> {
+    let (api, kind, name) = api_for(client, obj).await?;
+    let failed = |source| ApplyError::Api { kind: kind.clone(), name: name.clone(), source };
+    let before = api.get_opt(&name).await.map_err(failed)?;
+    let mut params = PatchParams::apply(FIELD_MANAGER).force();
+    params.dry_run = dry_run;
+    let after = api.patch(&name, &params, &Patch::Apply(obj)).await.map_err(failed)?;
+    Ok(match before {
+        None => Applied::Created,
+        Some(before) if before.metadata.resource_version == after.metadata.resource_version => Applied::Unchanged,
+        Some(_) => Applied::Configured,
+    })
+}
+
+/// Deletes the object `obj` names, if it exists: `true` when there was one.
+pub async fn delete_if_present(client: &Client, obj: &Value) -> Result<bool, ApplyError> {
+    let (api, kind, name) = api_for(client, obj).await?;
+    match api.delete(&name, &Default::default()).await {
+        Ok(_) => Ok(true),
+        Err(kube::Error::Api(status)) if status.code == 404 => Ok(false),
+        Err(source) => Err(ApplyError::Api { kind, name, source }),
+    }
+}
+
+/// `kind/name` of an object, lowercase as kubectl prints it (`deployment.apps/name`).
+pub fn object_ref(obj: &Value) -> String {
+    let (kind, name) = describe(obj);
+    let group = obj["apiVersion"].as_str().and_then(|v| v.split_once('/')).map(|(group, _)| group);
+    match group {
+        Some(group) => format!("{}.{group}/{name}", kind.to_lowercase()),
+        None => format!("{}/{name}", kind.to_lowercase()),
+    }
 }
 
 /// Whether the webhooks on `probe`'s kind answer: a dry-run create of it (in `default` if the
@@ -235,6 +311,11 @@ pub async fn apply_crds(client: &Client, crds: &[Value]) -> Result<(), ApplyErro
     for crd in crds {
         apply(client, crd).await?;
     }
+    wait_established(client, crds).await
+}
+
+/// Waits until the API server serves every CRD of `crds`.
+pub async fn wait_established(client: &Client, crds: &[Value]) -> Result<(), ApplyError> {
     let api: Api<CustomResourceDefinition> = Api::all(client.clone());
     let timeout = Duration::from_secs(60);
     for crd in crds {
