@@ -22,6 +22,7 @@ not_on_kind=(
   conformance         # pods of image registry.invalid/… that only kwok "runs" (run-duration)
   crash_safety        # SIGKILLs the components' recorded processes (Restarts)
   declarative         # batch Jobs of registry.invalid pods, run by kwok
+  doctor              # a healthy process sandbox has no Kueue Deployment; registry.invalid pods run by kwok
   external_job        # kills and restarts the controller process; kwok-labelled flavor
   kubectl_plugin      # no sandbox at all: nothing of a runtime to check
   manifests           # the in-cluster install on a cluster without it (kind's `up` installs it)

@@ -4,20 +4,23 @@
 //! Data flows one way, down these layers: a module imports only from layers below its own
 //! (`hack/import-circles.py` checks it, reading this list).
 //! 1. `cli`
-//! 2. `sandbox`, `controller`, `tui`, `submit`, `conformance`
-//! 3. `install`: this project onto any cluster that runs Kueue (the kind sandbox's way too)
-//! 4. `explain`: why a job runs or not, which `tui` shows and `cli` prints
-//! 5. `model`: the jobs, Workloads and queues of every cluster, joined
-//! 6. `manifests`: what this project installs on a cluster, and its names
-//! 7. `integrations`: one registry of job kinds, each a leaf
-//! 8. `jobframework`
-//! 9. `api`
-//! 10. `kube_util`, `quantity`, `go_duration`: shared utilities
+//! 2. `sandbox`, `controller`, `tui`, `submit`, `conformance`, `doctor`
+//! 3. `connect`: MultiKueue between clusters where `install` put this project (the sandbox's wiring too)
+//! 4. `install`: this project onto any cluster that runs Kueue (the kind sandbox's way too)
+//! 5. `explain`: why a job runs or not, which `tui` shows and `cli` prints
+//! 6. `model`: the jobs, Workloads and queues of every cluster, joined
+//! 7. `manifests`: what this project installs on a cluster, and its names
+//! 8. `integrations`: one registry of job kinds, each a leaf
+//! 9. `jobframework`
+//! 10. `api`
+//! 11. `kube_util`, `quantity`, `go_duration`: shared utilities
 
 pub mod api;
 pub mod cli;
 pub mod conformance;
+pub mod connect;
 pub mod controller;
+pub mod doctor;
 pub mod explain;
 pub mod go_duration;
 pub mod install;

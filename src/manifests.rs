@@ -31,6 +31,12 @@ const KUEUE_SERVICE_ACCOUNT: (&str, &str) = ("kueue-system", "kueue-controller-m
 pub const DEPLOYMENT: &str = "kueue-ext-controller";
 pub const WEBHOOK_SERVICE: &str = "kueue-ext-webhook";
 pub const WEBHOOK_CERT_SECRET: &str = "kueue-ext-webhook-cert";
+/// Annotation of that Secret: when its serving certificate's validity begins (RFC 3339). With
+/// [`CERT_NOT_AFTER`], it says when a renewal is due without parsing the certificate (the
+/// controller renews two thirds into the validity; `doctor` reads them too).
+pub const CERT_NOT_BEFORE: &str = "kueue-ext.dev/not-before";
+/// Annotation of that Secret: when its serving certificate expires (RFC 3339).
+pub const CERT_NOT_AFTER: &str = "kueue-ext.dev/not-after";
 /// Replicas of the Deployment: every one serves the webhooks, so one can roll while the other
 /// answers admissions.
 pub const REPLICAS: u32 = 2;
@@ -267,6 +273,9 @@ pub fn deployment(image: &str) -> Value {
                         "imagePullPolicy": "IfNotPresent",
                         "args": controller_args(),
                         "ports": [{"name": "webhook", "containerPort": WEBHOOK_PORT, "protocol": "TCP"}],
+                        // A replica on its way out answers until the Service has stopped sending it
+                        // admissions (endpoints are removed while this waits).
+                        "lifecycle": {"preStop": {"sleep": {"seconds": 5}}},
                         // Nothing listens until the first certificate is written.
                         "startupProbe": {"httpGet": {"path": "/healthz", "port": "webhook", "scheme": "HTTPS"},
                                          "periodSeconds": 2, "failureThreshold": 90},

@@ -7,7 +7,7 @@
 #[cfg(test)]
 pub mod fixtures;
 mod join;
-mod read;
+pub mod read;
 mod shortfall;
 pub mod snapshot;
 pub mod source;

@@ -11,7 +11,7 @@ use serde_json::json;
 const CLIENTS: [(&str, &str, &str); 3] = [
     ("kueue-ext-controller", kueue_ext::manifests::NAMESPACE, kueue_ext::manifests::SERVICE_ACCOUNT),
     ("kueue", kueue_ext::sandbox::kueue::manifests::NAMESPACE, kueue_ext::sandbox::kueue::manifests::SERVICE_ACCOUNT),
-    ("multikueue", kueue_ext::sandbox::kueue::manifests::NAMESPACE, kueue_ext::sandbox::multikueue::SERVICE_ACCOUNT),
+    ("multikueue", kueue_ext::sandbox::kueue::manifests::NAMESPACE, kueue_ext::connect::SERVICE_ACCOUNT),
 ];
 
 /// Gives each of [`CLIENTS`] a FlowSchema of its own, so the API server counts its requests

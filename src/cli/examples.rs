@@ -60,6 +60,22 @@ Examples:
   # With the CRDs (and so every job of our kinds)
   kubectl kueue-ext uninstall --force --delete-crds";
 
+pub const CONNECT: &str = "\
+Examples:
+  # Two kind clusters where install ran: their Workloads of cluster-queue go to kind-east
+  kubectl kueue-ext connect --context kind-hub --worker-context east=kind-east
+
+  # Two workers, one reached at an address of your choice, another ClusterQueue
+  kubectl kueue-ext connect --context hub --worker-context gpu=gpu-prod --worker-context cpu=cpu-prod --worker-server gpu=https://10.0.0.5:6443 --cluster-queue team-a
+
+  # Tokens that last a month, and more time for Kueue to connect
+  kubectl kueue-ext connect --context hub --worker-context east --token-validity 720h --timeout 5m";
+
+pub const DISCONNECT: &str = "\
+Examples:
+  # Take out what connect made on the manager and the worker
+  kubectl kueue-ext disconnect --context kind-hub --worker-context east=kind-east";
+
 pub const SUBMIT: &str = "\
 Examples:
   # The samples' queues and jobs, then wait until every job finishes
@@ -100,6 +116,14 @@ Examples:
 
   # A configured kind, with its own sample job, as JSON
   kubectl kueue-ext conformance --kind Job.v1.batch --sample samples/integrations/job.yaml -o json";
+
+pub const DOCTOR: &str = "\
+Examples:
+  # The sandbox's manager and workers: what is wrong, and the command that fixes it
+  kubectl kueue-ext doctor
+
+  # Clusters of one's own, as JSON
+  kubectl kueue-ext doctor --context prod-manager --worker-context east=prod-east -o json";
 
 pub const VERSION: &str = "\
 Examples:

@@ -3,7 +3,9 @@
 mod cluster;
 pub mod completion;
 mod conformance;
+mod connect;
 mod controller;
+mod doctor;
 mod down;
 mod examples;
 mod explain;
@@ -103,6 +105,12 @@ pub enum Command {
     /// Take out what install made, and our entries in Kueue's Configuration.
     #[command(after_help = examples::UNINSTALL)]
     Uninstall(install::UninstallArgs),
+    /// Wire MultiKueue from a manager to workers where install put this project, and wait until connected.
+    #[command(after_help = examples::CONNECT)]
+    Connect(connect::Args),
+    /// Take out what connect made, on the manager and the workers named.
+    #[command(after_help = examples::DISCONNECT)]
+    Disconnect(connect::DisconnectArgs),
     /// Print the install manifests: Namespace, CRDs, RBAC, Deployment, Service, PodDisruptionBudget,
     /// the empty certificate Secret the controller fills, webhook configurations.
     #[command(after_help = examples::MANIFESTS)]
@@ -119,6 +127,9 @@ pub enum Command {
     /// Check Kueue's integration contract on the sandbox against a job kind: pass/fail per check.
     #[command(after_help = examples::CONFORMANCE)]
     Conformance(conformance::Args),
+    /// Check the manager and its workers agree: Kueue, our controller, kinds, MultiKueue, queues, jobs.
+    #[command(after_help = examples::DOCTOR)]
+    Doctor(doctor::Args),
     /// Print the plugin's version and every version the sandbox pins.
     #[command(after_help = examples::VERSION)]
     Version(version::Args),
@@ -178,10 +189,13 @@ pub async fn run(command: Command) -> anyhow::Result<ExitCode> {
         Command::Manifests(args) => manifests::run(args).await,
         Command::Install(args) => install::run(args).await,
         Command::Uninstall(args) => install::uninstall(args).await,
+        Command::Connect(args) => connect::run(args).await,
+        Command::Disconnect(args) => connect::disconnect(args).await,
         Command::Submit(args) => submit::run(args).await,
         Command::Explain(args) => explain::run(args).await,
         Command::Watch(args) => watch::run(args).await,
         Command::Conformance(args) => conformance::run(args).await,
+        Command::Doctor(args) => doctor::run(args).await,
         Command::Version(args) => version::run(args).await,
         Command::Completion(args) => completion::run(args),
     }

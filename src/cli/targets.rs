@@ -24,7 +24,7 @@ pub struct Selection {
 
 /// The MultiKueueCluster name of a worker context given without one: the sandbox's contexts
 /// (`kueue-ext-worker1`) name `worker1`; other contexts name themselves.
-fn worker_target(sandbox: &str, spec: &str) -> Target {
+pub(super) fn worker_target(sandbox: &str, spec: &str) -> Target {
     let (name, context) = match spec.split_once('=') {
         Some((name, context)) => (name.to_string(), context.to_string()),
         None => (spec.strip_prefix(&context_name(sandbox, "")).unwrap_or(spec).to_string(), spec.to_string()),
@@ -40,10 +40,12 @@ pub fn resolve(selection: &Selection) -> anyhow::Result<Targets> {
     }
     let sandbox_kubeconfig = selection.state_dir.join(KUBECONFIG_FILE);
     let chosen = choose_kubeconfig(selection.kubeconfig.as_deref(), &sandbox_kubeconfig, selection.context.as_deref())?;
-    let (kubeconfig, origin) = match (chosen, &selection.kubeconfig) {
-        ((config, Origin::Flag), Some(path)) => (config, format!("kubeconfig {}", path.display())),
-        ((config, Origin::Sandbox), _) => (config, format!("kubeconfig {}", sandbox_kubeconfig.display())),
-        ((config, _), _) => (config, "kubeconfig (default)".to_string()),
+    let (kubeconfig, origin, file) = match (chosen, &selection.kubeconfig) {
+        ((config, Origin::Flag), Some(path)) => (config, format!("kubeconfig {}", path.display()), Some(path.clone())),
+        ((config, Origin::Sandbox), _) => {
+            (config, format!("kubeconfig {}", sandbox_kubeconfig.display()), Some(sandbox_kubeconfig))
+        }
+        ((config, _), _) => (config, "kubeconfig (default)".to_string(), None),
     };
     let context = selection
         .context
@@ -52,7 +54,7 @@ pub fn resolve(selection: &Selection) -> anyhow::Result<Targets> {
         .ok_or_else(|| anyhow::anyhow!("no context: pass --context or set a current context"))?;
     let mut clusters = vec![Target { name: "manager".into(), context, role: Role::Manager }];
     clusters.extend(selection.worker_contexts.iter().map(|spec| worker_target(&selection.sandbox, spec)));
-    Ok(Targets { origin, kubeconfig, clusters })
+    Ok(Targets { origin, kubeconfig, file, clusters })
 }
 
 fn sandbox(dir: &Path, state: &SandboxState) -> anyhow::Result<Targets> {
@@ -65,7 +67,8 @@ fn sandbox(dir: &Path, state: &SandboxState) -> anyhow::Result<Targets> {
         .iter()
         .map(|c| Target { name: c.name.clone(), context: c.context.clone(), role: c.role })
         .collect();
-    Ok(Targets { origin: format!("sandbox {} ({})", state.name, dir.display()), kubeconfig, clusters })
+    let origin = format!("sandbox {} ({})", state.name, dir.display());
+    Ok(Targets { origin, kubeconfig, file: Some(path), clusters })
 }
 
 #[cfg(test)]

@@ -40,7 +40,7 @@ pub struct Clusters {
 }
 
 /// `CONTEXT` or `NAME=CONTEXT`, neither part empty; checked before any kubeconfig is read.
-fn worker_context(text: &str) -> Result<String, String> {
+pub(super) fn worker_context(text: &str) -> Result<String, String> {
     let (name, context) = text.split_once('=').unwrap_or(("-", text));
     if name.is_empty() || context.is_empty() {
         return Err("must be CONTEXT or NAME=CONTEXT, neither empty (e.g. worker1=kind-worker1)".into());

@@ -42,11 +42,7 @@ use crate::manifests::{
     WEBHOOK_SERVICE, webhook_dns_names,
 };
 
-/// Annotation of the Secret: when its serving certificate's validity begins (RFC 3339). With
-/// [`NOT_AFTER`], it says when a renewal is due without parsing the certificate.
-pub const NOT_BEFORE: &str = "kueue-ext.dev/not-before";
-/// Annotation of the Secret: when its serving certificate expires (RFC 3339).
-pub const NOT_AFTER: &str = "kueue-ext.dev/not-after";
+pub use crate::manifests::{CERT_NOT_AFTER as NOT_AFTER, CERT_NOT_BEFORE as NOT_BEFORE};
 /// The keys controller-runtime and cert-manager give a serving pair and its CA.
 const CERT: &str = "tls.crt";
 const KEY: &str = "tls.key";

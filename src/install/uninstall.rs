@@ -6,12 +6,15 @@
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-use k8s_openapi::api::core::v1::{ConfigMap, Namespace};
+use k8s_openapi::api::core::v1::Namespace;
 use kube::{Api, Client};
 use serde_json::Value;
 
-use super::{InstallError, KueueDeployment, Options, jobs_of, kueue_config, objects};
-use crate::integrations::declarative::config::{self, Integration, IntegrationConfig};
+use super::{
+    InstallError, IntegrationsUnreadable, KueueDeployment, Options, installed_integrations, jobs_of, kueue_config,
+    objects,
+};
+use crate::integrations::declarative::config::Integration;
 use crate::integrations::registry;
 use crate::kube_util::{self, ApplyError, wait};
 use crate::manifests;
@@ -40,8 +43,8 @@ pub enum UninstallError {
         #[source]
         source: kube::Error,
     },
-    #[error("reading the integrations ConfigMap {namespace}/{name}: {detail}")]
-    Integrations { namespace: &'static str, name: &'static str, detail: String },
+    #[error(transparent)]
+    Integrations(#[from] IntegrationsUnreadable),
     #[error(transparent)]
     Delete(#[from] ApplyError),
     #[error(transparent)]
@@ -50,22 +53,6 @@ pub enum UninstallError {
     KueueConfig(#[from] kueue_config::KueueConfigError),
     #[error("namespace {0} was not gone within {1}s")]
     NamespaceStays(&'static str, u64),
-}
-
-/// The kinds integrated by configuration on this cluster, from the ConfigMap `install` wrote.
-async fn installed_integrations(client: &Client) -> Result<Vec<Integration>, UninstallError> {
-    let failed = |detail: String| UninstallError::Integrations {
-        namespace: manifests::NAMESPACE,
-        name: config::CONFIG_MAP,
-        detail,
-    };
-    let config_maps: Api<ConfigMap> = Api::namespaced(client.clone(), manifests::NAMESPACE);
-    let Some(config_map) = config_maps.get_opt(config::CONFIG_MAP).await.map_err(|e| failed(e.to_string()))? else {
-        return Ok(Vec::new());
-    };
-    let text = config_map.data.and_then(|mut d| d.remove(config::CONFIG_MAP_KEY)).unwrap_or_default();
-    let file = IntegrationConfig::parse(config::CONFIG_MAP_KEY, &text).map_err(|e| failed(e.to_string()))?;
-    Ok(file.integrations)
 }
 
 /// "3 ExternalJobs in team-a, 1 WrappedJob in team-b": every job of our kinds, counted.

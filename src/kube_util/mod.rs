@@ -16,6 +16,7 @@ use serde_json::Value;
 /// Field manager of every server-side apply this project makes.
 pub const FIELD_MANAGER: &str = "kueue-ext";
 
+pub mod kubeconfig;
 pub mod wait;
 
 #[derive(Debug, thiserror::Error)]
@@ -40,6 +41,23 @@ pub async fn service_account_token(
     name: &str,
     seconds: i64,
 ) -> Result<String, kube::Error> {
+    Ok(request_token(client, namespace, name, seconds).await?.token)
+}
+
+/// A ServiceAccount token and when it expires, as the API server granted it (it may shorten
+/// what was asked for).
+pub struct GrantedToken {
+    pub token: String,
+    pub expires: String,
+}
+
+/// A token for a ServiceAccount from the TokenRequest API, asked for `seconds`.
+pub async fn request_token(
+    client: &Client,
+    namespace: &str,
+    name: &str,
+    seconds: i64,
+) -> Result<GrantedToken, kube::Error> {
     use k8s_openapi::api::authentication::v1::{TokenRequest, TokenRequestSpec};
     use k8s_openapi::api::core::v1::ServiceAccount;
 
@@ -49,7 +67,9 @@ pub async fn service_account_token(
         ..Default::default()
     };
     let response = api.create_token_request(name, &kube::api::PostParams::default(), &request).await?;
-    Ok(response.status.and_then(|s| s.token).unwrap_or_default())
+    let status = response.status.unwrap_or_default();
+    let expires = status.expiration_timestamp.map(|time| time.0.to_string()).unwrap_or_default();
+    Ok(GrantedToken { token: status.token.unwrap_or_default(), expires })
 }
 
 /// A kubeconfig that could not be read, or a client that could not be made from it. Says the

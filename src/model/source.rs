@@ -41,6 +41,9 @@ pub struct Targets {
     /// For the header: `sandbox kueue-ext (/state/dir)` or `kubeconfig /home/me/.kube/config`.
     pub origin: String,
     pub kubeconfig: Kubeconfig,
+    /// The kubeconfig file, when it is not kubectl's default: a kubectl command we print for
+    /// the user names it.
+    pub file: Option<std::path::PathBuf>,
     pub clusters: Vec<Target>,
 }
 

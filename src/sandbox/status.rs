@@ -164,6 +164,7 @@ async fn status_with(runtime: &impl ClusterRuntime, dir: &Path, state: SandboxSt
             ready = status.error.is_none()
                 && status.preflight.is_empty()
                 && (Connections {
+                    admission_check: multikueue::ADMISSION_CHECK.into(),
                     admission_check_active: status.admission_check_active,
                     clusters: status.clusters.clone(),
                 })

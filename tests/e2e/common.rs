@@ -30,6 +30,11 @@ pub fn ensure_toolchain() {
 /// freed by one could be taken by the other before a test checks it.
 static SERIAL: Mutex<()> = Mutex::new(());
 
+/// Waits for the turn of a test that starts clusters: its own sandbox, or kind clusters of its own.
+pub fn one_at_a_time() -> MutexGuard<'static, ()> {
+    SERIAL.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
 /// A sandbox owned by one test.
 pub struct Sandbox {
     pub dir: PathBuf,
@@ -59,7 +64,7 @@ impl Sandbox {
 
     /// A private state dir with nothing started yet.
     pub fn unstarted() -> Sandbox {
-        let serial = SERIAL.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+        let serial = one_at_a_time();
         ensure_toolchain();
         let tmp = tempfile::tempdir().expect("temp dir");
         Sandbox {

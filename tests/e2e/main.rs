@@ -14,6 +14,7 @@ mod conformance;
 mod crash;
 mod crash_safety;
 mod declarative;
+mod doctor;
 mod external_job;
 mod kind;
 mod kubectl_plugin;

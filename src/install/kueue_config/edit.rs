@@ -139,6 +139,28 @@ fn parse(text: &str) -> Result<Value, EditError> {
     Ok(config)
 }
 
+/// The frameworks `list` names in the Configuration `text` (none when the list is absent).
+pub fn listed(text: &str, list: List) -> Result<Vec<String>, EditError> {
+    let config = parse(text)?;
+    let (top, key) = list.path();
+    let items = config[top][key].as_array().into_iter().flatten();
+    Ok(items.filter_map(|item| list.framework_of(item)).map(str::to_string).collect())
+}
+
+/// What Kueue takes for `integrations.frameworks` when a Configuration names none.
+const DEFAULT_FRAMEWORKS: [&str; 1] = ["batch/job"];
+
+/// Kueue's own integrations a Configuration enables, as `integrations.frameworks` names them.
+pub fn built_in_frameworks(text: &str) -> Result<Vec<String>, EditError> {
+    let config = if text.trim().is_empty() { json!({}) } else { parse(text)? };
+    let named: Vec<String> = config
+        .pointer("/integrations/frameworks")
+        .and_then(Value::as_array)
+        .map(|items| items.iter().filter_map(Value::as_str).map(str::to_string).collect())
+        .unwrap_or_default();
+    Ok(if named.is_empty() { DEFAULT_FRAMEWORKS.map(String::from).to_vec() } else { named })
+}
+
 /// `text` with every framework of `wanted` that `list` lacks added to it (an empty `wanted` for
 /// a list adds nothing), and Kueue's own `replaced` integrations taken out of
 /// `integrations.frameworks`. `None` when there was nothing to do.
@@ -411,6 +433,14 @@ mod tests {
 
     fn read(text: &str) -> Value {
         serde_saphyr::from_str(text).unwrap()
+    }
+
+    #[test]
+    fn kueues_own_integrations_are_read_with_its_default() {
+        assert_eq!(built_in_frameworks(RELEASE).unwrap(), ["batch/job", "pod"]);
+        assert_eq!(built_in_frameworks("kind: Configuration\n").unwrap(), ["batch/job"]);
+        assert_eq!(built_in_frameworks("").unwrap(), ["batch/job"]);
+        assert!(built_in_frameworks("- a list").is_err());
     }
 
     #[test]

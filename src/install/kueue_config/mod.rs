@@ -186,6 +186,16 @@ impl KueueDeployment {
         Ok((config_map, text, record))
     }
 
+    /// Kueue's own integrations it enables (`integrations.frameworks`): Kueue's default,
+    /// `batch/job`, when its Configuration names none or it runs without one.
+    pub async fn built_in_frameworks(&self, client: &Client) -> Result<Vec<String>, KueueConfigError> {
+        if self.config.is_none() {
+            return Ok(edit::built_in_frameworks("").unwrap_or_default());
+        }
+        let (_, text, _) = self.read(client, &[]).await?;
+        edit::built_in_frameworks(&text).map_err(|e| self.edit_failed(e))
+    }
+
     fn edit_failed(&self, source: edit::EditError) -> KueueConfigError {
         let (name, key) = self.config.clone().unwrap_or_default();
         KueueConfigError::Edit { namespace: self.namespace.clone(), name, key, source }

@@ -1,119 +1,17 @@
-//! End-to-end, on a cluster this project did not create: a plain kind cluster (the kind binary
-//! and node image built here, since no registry answers), Kueue's own manifests applied with
-//! kubectl as Kueue's documentation says, queues made by hand. Then `install`, every kind of
-//! ours run to Finished, the webhook's certificate renewed under admissions, `conformance`, and
-//! `uninstall` putting Kueue's Configuration back as it was.
+//! `install` on a plain kind cluster with Kueue's own manifests: every kind of ours run to
+//! Finished, the webhook's certificate renewed under admissions, an upgrade rolled under
+//! admissions, `conformance`, and `uninstall` putting Kueue's Configuration back as it was.
 
-use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::Command;
 use std::time::{Duration, Instant};
 
 use k8s_openapi::api::core::v1::{ConfigMap, Namespace, Secret};
+use kube::ResourceExt;
 use kube::api::{Api, DynamicObject, PostParams};
-use kube::{Client, ResourceExt};
-use kueue_ext::sandbox::progress::Progress;
 use serde_json::{Value, json};
 
-use crate::common::{BIN, api, ensure_toolchain, eventually, text};
-
-const CLUSTER: &str = "kueue-ext-e2e-own";
-const CONTEXT: &str = "kind-kueue-ext-e2e-own";
-
-/// A kind cluster made with the kind CLI, deleted when dropped.
-struct PlainKindCluster {
-    kind: PathBuf,
-    kubeconfig: PathBuf,
-    _dir: tempfile::TempDir,
-}
-
-impl PlainKindCluster {
-    async fn create() -> (PlainKindCluster, PathBuf) {
-        ensure_toolchain();
-        let progress = Progress::stderr();
-        let images = kueue_ext::sandbox::local_kind_images(&progress).await.expect("the local kind images build");
-        let kind = kueue_ext::sandbox::ensure_kind_cli(&progress).await.expect("kind builds");
-        let dir = tempfile::tempdir().unwrap();
-        let config = dir.path().join("kind.yaml");
-        std::fs::write(&config, kueue_ext::sandbox::kind_config(None, true)).unwrap();
-        let kubeconfig = dir.path().join("kubeconfig");
-        // A cluster of this name left by an earlier, killed run.
-        let _ = Command::new(&kind).args(["delete", "cluster", "--name", CLUSTER]).output();
-        let created = Command::new(&kind)
-            .args(["create", "cluster", "--name", CLUSTER, "--image", &images.node_image, "--config"])
-            .arg(&config)
-            .arg("--kubeconfig")
-            .arg(&kubeconfig)
-            .output()
-            .unwrap();
-        assert!(created.status.success(), "kind create cluster: {}", text(&created));
-        (PlainKindCluster { kind, kubeconfig, _dir: dir }, images.kueue_manifests)
-    }
-
-    async fn client(&self) -> Client {
-        kueue_ext::kube_util::client_for(&self.kubeconfig, CONTEXT).await.unwrap()
-    }
-
-    fn kubectl(&self, args: &[&str]) -> Output {
-        Command::new(kubectl()).arg("--kubeconfig").arg(&self.kubeconfig).args(args).output().unwrap()
-    }
-
-    /// The plugin against this cluster, as a user names it.
-    fn plugin(&self, command: &str, args: &[&str]) -> Output {
-        let kubeconfig = self.kubeconfig.to_str().unwrap();
-        Command::new(BIN)
-            .arg(command)
-            .args(["--kubeconfig", kubeconfig, "--context", CONTEXT])
-            .args(args)
-            .output()
-            .unwrap()
-    }
-}
-
-impl Drop for PlainKindCluster {
-    fn drop(&mut self) {
-        let _ = Command::new(&self.kind).args(["delete", "cluster", "--name", CLUSTER]).output();
-    }
-}
-
-fn kubectl() -> PathBuf {
-    let path = Command::new(BIN).args(["toolchain", "path"]).output().unwrap();
-    PathBuf::from(String::from_utf8_lossy(&path.stdout).trim()).join("kubectl")
-}
-
-fn ok(output: &Output, what: &str) -> String {
-    assert!(output.status.success(), "{what} failed: {}", text(output));
-    text(output)
-}
-
-fn repo(path: &str) -> String {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join(path).display().to_string()
-}
-
-/// Queues as Kueue's documentation has a user make them: one flavor, one ClusterQueue, one
-/// LocalQueue in `default`.
-const QUEUES: &str = r#"
-apiVersion: kueue.x-k8s.io/v1beta2
-kind: ResourceFlavor
-metadata: {name: default-flavor}
----
-apiVersion: kueue.x-k8s.io/v1beta2
-kind: ClusterQueue
-metadata: {name: cluster-queue}
-spec:
-  namespaceSelector: {}
-  resourceGroups:
-  - coveredResources: [cpu, memory]
-    flavors:
-    - name: default-flavor
-      resources:
-      - {name: cpu, nominalQuota: "2"}
-      - {name: memory, nominalQuota: 2Gi}
----
-apiVersion: kueue.x-k8s.io/v1beta2
-kind: LocalQueue
-metadata: {name: user-queue, namespace: default}
-spec: {clusterQueue: cluster-queue}
-"#;
+use super::{KUEUE_AVAILABLE, PlainKindClusters, ok, repo};
+use crate::common::{BIN, api, eventually, text};
 
 fn probe_job(n: usize) -> Value {
     json!({
@@ -134,12 +32,13 @@ async fn not_before(secrets: &Api<Secret>) -> Result<String, String> {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn install_on_a_kind_cluster_with_kueues_own_manifests_runs_every_kind_and_uninstall_puts_kueue_back() {
-    let (cluster, kueue_manifests) = PlainKindCluster::create().await;
+    let clusters = PlainKindClusters::create(&["kueue-ext-e2e-own"]).await;
+    let cluster = clusters.cluster("kueue-ext-e2e-own");
     let client = cluster.client().await;
-    let manifests = kueue_manifests.to_str().unwrap();
-    ok(&cluster.kubectl(&["apply", "--server-side", "-f", manifests]), "kubectl apply Kueue's manifests");
-    let available = ["-n", "kueue-system", "wait", "--for=condition=Available", "deploy/kueue-controller-manager"];
-    ok(&cluster.kubectl(&[&available[..], &["--timeout=300s"]].concat()), "waiting for Kueue");
+    // Refused, naming what is missing, on a cluster without Kueue.
+    let refused = cluster.plugin("install", &["--image", "example.com/kueue-ext:v1"]);
+    assert!(!refused.status.success() && text(&refused).contains("Kueue is not installed"), "{}", text(&refused));
+    cluster.apply_kueue(&clusters.kueue_manifests);
     let config_maps: Api<ConfigMap> = Api::namespaced(client.clone(), "kueue-system");
     let kueue_config = || async {
         let config_map = config_maps.get("kueue-manager-config").await.unwrap();
@@ -156,6 +55,17 @@ async fn install_on_a_kind_cluster_with_kueues_own_manifests_runs_every_kind_and
 
     let integrations = repo("samples/integrations/job-integration.yaml");
     let install = ["--integrations", integrations.as_str(), "--cert-validity=90s"];
+    // What would be applied, Kueue's ConfigMap last; a server dry run; neither writes anything.
+    let printed =
+        ok(&cluster.plugin("install", &[&install[..], &["--dry-run=client", "-o", "yaml"]].concat()), "dry run");
+    let documents: Vec<Value> = serde_saphyr::from_multiple(&printed).unwrap();
+    assert!(documents.iter().any(|d| d["kind"] == "Deployment" && d["metadata"]["name"] == "kueue-ext-controller"));
+    let kueue_change = documents.last().unwrap();
+    assert_eq!(kueue_change["metadata"]["name"], "kueue-manager-config", "{kueue_change}");
+    assert!(kueue_change["data"]["controller_manager_config.yaml"].as_str().unwrap().contains("Job.v1.batch"));
+    ok(&cluster.plugin("install", &[&install[..], &["--dry-run=server"]].concat()), "server dry run");
+    assert!(namespaces.get_opt(kueue_ext::manifests::NAMESPACE).await.unwrap().is_none(), "a dry run writes nothing");
+    assert_eq!(kueue_config().await, before, "a dry run leaves Kueue's Configuration alone");
     let said = ok(&cluster.plugin("install", &install), "install");
     assert!(said.contains("(Kueue's Configuration) configured"), "{said}");
     let namespace = namespaces.get(kueue_ext::manifests::NAMESPACE).await.unwrap();
@@ -168,20 +78,18 @@ async fn install_on_a_kind_cluster_with_kueues_own_manifests_runs_every_kind_and
     assert!(!again.contains(" created") && !again.contains(" configured"), "a second install changes nothing: {again}");
     assert!(again.contains("already integrates"), "{again}");
 
-    let queues = tempfile::NamedTempFile::new().unwrap();
-    std::fs::write(queues.path(), QUEUES).unwrap();
-    ok(&cluster.kubectl(&["apply", "--server-side", "-f", queues.path().to_str().unwrap()]), "queues");
+    cluster.make_queues();
 
     // Admissions across a renewal of the webhook's certificate, while the samples run.
     let secrets: Api<Secret> = Api::namespaced(client.clone(), kueue_ext::manifests::NAMESPACE);
     let first = not_before(&secrets).await.expect("install waits for the certificate");
     let submit = {
-        let kubeconfig = cluster.kubeconfig.clone();
+        let (kubeconfig, context) = (cluster.kubeconfig.to_path_buf(), cluster.context.clone());
         let files =
             ["samples/externaljob-train-small.yaml", "samples/wrappedjob-job.yaml", "samples/integrations/job.yaml"];
         std::thread::spawn(move || {
             let mut command = Command::new(BIN);
-            command.args(["submit", "--kubeconfig", kubeconfig.to_str().unwrap(), "--context", CONTEXT, "--wait=6m"]);
+            command.args(["submit", "--kubeconfig", kubeconfig.to_str().unwrap(), "--context", &context, "--wait=6m"]);
             files.iter().for_each(|file| {
                 command.args(["-f", &repo(file)]);
             });
@@ -208,12 +116,44 @@ async fn install_on_a_kind_cluster_with_kueues_own_manifests_runs_every_kind_and
         tokio::time::sleep(Duration::from_millis(200)).await;
     }
     eprintln!("certificate renewed ({first} -> {renewed}) under {admitted} admissions, none failed");
+    // An upgrade in place (here: a new certificate validity, so a new pod template) rolls one
+    // replica at a time; admissions go on through the roll.
+    let upgrade = {
+        let (kubeconfig, context, integrations) =
+            (cluster.kubeconfig.to_path_buf(), cluster.context.clone(), integrations.clone());
+        std::thread::spawn(move || {
+            let kubeconfig = kubeconfig.to_str().unwrap().to_string();
+            let args = ["install", "--kubeconfig", &kubeconfig, "--context", &context, "--integrations", &integrations];
+            Command::new(BIN).args(args).arg("--cert-validity=100s").output().unwrap()
+        })
+    };
+    let mut during_roll = 0;
+    while !upgrade.is_finished() {
+        let job: DynamicObject = serde_json::from_value(probe_job(during_roll)).unwrap();
+        probes
+            .create(&dry_run, &job)
+            .await
+            .unwrap_or_else(|e| panic!("admission {during_roll} during the roll failed: {e}"));
+        during_roll += 1;
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    let rolled = ok(&upgrade.join().unwrap(), "install of a changed controller");
+    assert!(rolled.contains("deployment.apps/kueue-ext-controller configured"), "{rolled}");
+    eprintln!("{during_roll} admissions during the controller's roll, none failed");
     let submitted = submit.join().unwrap();
     let said = ok(&submitted, "submit --wait");
     assert!(said.contains("succeeded") || said.contains("Finished"), "{said}");
 
     let conformance = cluster.plugin("conformance", &["--kind", "ExternalJob.v1alpha1.kueue-ext.dev"]);
     ok(&conformance, "conformance on the plain kind cluster");
+    // Its namespaces go away in the background, their jobs with them.
+    let everywhere = api(&client, "kueue-ext.dev/v1alpha1", "ExternalJob", "externaljobs", None);
+    eventually("conformance's jobs to be gone", Duration::from_secs(180), || async {
+        let jobs = everywhere.list(&Default::default()).await.map_err(|e| e.to_string())?;
+        let left: Vec<String> = jobs.items.iter().filter_map(|j| j.namespace()).filter(|ns| ns != "default").collect();
+        if left.is_empty() { Ok(()) } else { Err(format!("{left:?}")) }
+    })
+    .await;
 
     let refused = cluster.plugin("uninstall", &[]);
     assert!(!refused.status.success(), "{}", text(&refused));
@@ -239,7 +179,7 @@ async fn install_on_a_kind_cluster_with_kueues_own_manifests_runs_every_kind_and
     let annotations = config_maps.get("kueue-manager-config").await.unwrap().metadata.annotations.unwrap_or_default();
     assert!(!annotations.contains_key(kueue_ext::install::kueue_config::ADDED_ANNOTATION));
     eventually("Kueue to roll back to its own Configuration", Duration::from_secs(300), || async {
-        let out = cluster.kubectl(&[&available[..], &["--timeout=5s"]].concat());
+        let out = cluster.kubectl(&[&KUEUE_AVAILABLE[..], &["--timeout=5s"]].concat());
         if out.status.success() { Ok(()) } else { Err(text(&out)) }
     })
     .await;

@@ -1,0 +1,148 @@
+//! End-to-end: `doctor` on a sandbox (a manager and two workers, MultiKueue wired, on the
+//! process runtime) finds nothing; then things are broken one at a time — a LocalQueue deleted
+//! on a worker, a job no worker can ever admit, a job made by hand on a worker under the name
+//! of a job MultiKueue dispatches — and each is named with its fix, which (where it is a
+//! command) the test runs before seeing the report clean again.
+
+use std::path::PathBuf;
+use std::process::Command;
+use std::time::Duration;
+
+use kube::api::DeleteParams;
+use serde_json::Value;
+
+use crate::common::{BIN, Sandbox, api, apply_yaml, eventually, text};
+
+const REPORT_TIMEOUT: Duration = Duration::from_secs(120);
+
+/// `doctor -o json`: whether it exited 0, and its report.
+fn doctor(sandbox: &Sandbox) -> (bool, Value) {
+    let output = sandbox.run("doctor", &["-o", "json"]);
+    let report =
+        serde_json::from_slice(&output.stdout).unwrap_or_else(|e| panic!("doctor -o json: {e}\n{}", text(&output)));
+    (output.status.success(), report)
+}
+
+/// The findings that are errors or warnings.
+fn problems(report: &Value) -> Vec<Value> {
+    let findings = report["findings"].as_array().cloned().unwrap_or_default();
+    findings.into_iter().filter(|f| f["severity"] != "info").collect()
+}
+
+/// Until the report is clean: exit 0, no error or warning.
+async fn until_clean(sandbox: &Sandbox, after: &str) {
+    eventually(&format!("doctor to find nothing {after}"), REPORT_TIMEOUT, || async {
+        match doctor(sandbox) {
+            (true, report) if problems(&report).is_empty() => Ok(()),
+            (_, report) => Err(format!("{:#}", report["findings"])),
+        }
+    })
+    .await
+}
+
+/// Until the report has an error on `object` of `cluster` (exiting 1); that finding.
+async fn until_error(sandbox: &Sandbox, cluster: &str, object: &str) -> Value {
+    let what = format!("doctor to find an error on {object} of {cluster}");
+    eventually(&what, REPORT_TIMEOUT, || async {
+        let (passed, report) = doctor(sandbox);
+        let found = problems(&report)
+            .into_iter()
+            .find(|f| f["severity"] == "error" && f["cluster"] == cluster && object_of(f).as_deref() == Some(object));
+        match found {
+            Some(finding) if !passed => Ok(finding),
+            _ => Err(format!("exit 0: {passed}; {:#}", report["findings"])),
+        }
+    })
+    .await
+}
+
+fn object_of(finding: &Value) -> Option<String> {
+    let object = &finding["object"];
+    let (kind, name) = (object["kind"].as_str()?, object["name"].as_str()?);
+    Some(match object["namespace"].as_str() {
+        Some(namespace) => format!("{kind}/{namespace}/{name}"),
+        None => format!("{kind}/{name}"),
+    })
+}
+
+/// Runs a fix as a user would paste it, with the toolchain's kubectl.
+fn run_fix(finding: &Value) {
+    let fix = finding["fix"].as_str().unwrap_or_else(|| panic!("no fix: {finding:#}"));
+    let toolchain = Command::new(BIN).args(["toolchain", "path"]).output().expect("toolchain path");
+    let bin = PathBuf::from(String::from_utf8_lossy(&toolchain.stdout).trim());
+    let path = format!("{}:{}", bin.display(), std::env::var("PATH").unwrap_or_default());
+    let output = Command::new("bash").args(["-c", fix]).env("PATH", path).output().expect("bash runs");
+    assert!(output.status.success(), "the fix {fix:?} failed: {}", text(&output));
+}
+
+/// An ExternalJob that runs ten minutes, queued or not.
+fn long_job(name: &str, queue: Option<&str>) -> String {
+    let labels = queue.map_or(String::new(), |q| format!("\n  labels: {{kueue.x-k8s.io/queue-name: {q}}}"));
+    format!(
+        r#"
+apiVersion: kueue-ext.dev/v1alpha1
+kind: ExternalJob
+metadata:
+  name: {name}
+  namespace: default{labels}
+spec:
+  podSets:
+  - name: main
+    count: 1
+    template:
+      metadata:
+        annotations: {{kueue-ext.dev/run-duration: 10m}}
+      spec:
+        containers:
+        - name: main
+          image: registry.invalid/work
+          resources: {{requests: {{cpu: "1", memory: 1Gi}}}}
+"#
+    )
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn doctor_names_each_break_with_its_fix_and_nothing_once_repaired() {
+    let sandbox = Sandbox::up(&[]);
+    let output = sandbox.run("doctor", &[]);
+    assert!(output.status.success(), "a fresh sandbox is healthy:\n{}", text(&output));
+    assert!(String::from_utf8_lossy(&output.stdout).contains("checked: no problems found"), "{}", text(&output));
+    let (manager, worker1, worker2) =
+        (sandbox.client("manager").await, sandbox.client("worker1").await, sandbox.client("worker2").await);
+    let external_jobs = |client| api(client, "kueue-ext.dev/v1alpha1", "ExternalJob", "externaljobs", Some("default"));
+
+    // A worker without the LocalQueue: MultiKueue's copies would never be admitted there.
+    let local_queues = api(&worker2, "kueue.x-k8s.io/v1beta2", "LocalQueue", "localqueues", Some("default"));
+    local_queues.delete("user-queue", &DeleteParams::default()).await.expect("delete the LocalQueue");
+    let missing = until_error(&sandbox, "worker2", "LocalQueue/default/user-queue").await;
+    assert!(missing["fix"].as_str().unwrap().contains("--context kueue-ext-worker2 create -f -"), "{missing:#}");
+    run_fix(&missing);
+    until_clean(&sandbox, "once the LocalQueue is back").await;
+
+    // A job that fits the manager's queue but no worker's (kubernetes-sigs/kueue#8602).
+    let too_big = std::fs::read_to_string("samples/externaljob-too-big.yaml").expect("the sample");
+    apply_yaml(&manager, &too_big).await;
+    let workloads = eventually("the too-big job's Workload", REPORT_TIMEOUT, || async {
+        let list =
+            crate::common::workloads(&manager, "default").list(&Default::default()).await.map_err(|e| e.to_string())?;
+        let names: Vec<String> =
+            list.items.into_iter().filter_map(|w| w.metadata.name).filter(|n| n.contains("too-big")).collect();
+        if names.is_empty() { Err("none yet".to_string()) } else { Ok(names) }
+    })
+    .await;
+    let never = until_error(&sandbox, "manager", &format!("Workload/default/{}", workloads[0])).await;
+    let problem = never["problem"].as_str().unwrap();
+    assert!(problem.starts_with("asks for 2000 cpu in all") && problem.contains("kueue#8602"), "{never:#}");
+    assert!(never["fix"].as_str().unwrap().contains("delete externaljob/too-big"), "{never:#}");
+    external_jobs(&manager).delete("too-big", &DeleteParams::foreground()).await.expect("delete too-big");
+    until_clean(&sandbox, "once the too-big job is gone").await;
+
+    // A job made on a worker by hand under the name of one MultiKueue dispatches (kueue#11849).
+    apply_yaml(&worker1, &long_job("twin", None)).await;
+    apply_yaml(&manager, &long_job("twin", Some("user-queue"))).await;
+    let stranger = until_error(&sandbox, "worker1", "ExternalJob/default/twin").await;
+    assert!(stranger["problem"].as_str().unwrap().contains("kueue.x-k8s.io/multikueue-origin"), "{stranger:#}");
+    run_fix(&stranger);
+    external_jobs(&manager).delete("twin", &DeleteParams::foreground()).await.expect("delete the manager's twin");
+    until_clean(&sandbox, "once the worker's own twin is gone").await;
+}
