@@ -281,7 +281,8 @@ pub fn deployment(image: &str) -> Value {
                                          "periodSeconds": 2, "failureThreshold": 90},
                         "readinessProbe": probe("/readyz"),
                         "livenessProbe": probe("/healthz"),
-                        "resources": {"requests": {"cpu": "100m", "memory": "64Mi"}, "limits": {"memory": "256Mi"}},
+                        // Little CPU asked: a roll of Kueue beside it must still fit a small node.
+                        "resources": {"requests": {"cpu": "50m", "memory": "64Mi"}, "limits": {"memory": "256Mi"}},
                         "securityContext": {
                             "allowPrivilegeEscalation": false,
                             "readOnlyRootFilesystem": true,

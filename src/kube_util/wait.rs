@@ -82,7 +82,10 @@ pub async fn deployment_rolled_out(client: &Client, namespace: &str, name: &str)
     } else if status.updated_replicas.unwrap_or(0) < wanted {
         Some(format!("{} of {wanted} replicas updated", status.updated_replicas.unwrap_or(0)))
     } else if status.replicas.unwrap_or(0) > wanted {
-        Some(format!("{} old replicas still terminating", status.replicas.unwrap_or(0) - wanted))
+        Some(format!(
+            "{} old replicas still run: a new one is not available yet (`kubectl -n {namespace} describe pods` says why)",
+            status.replicas.unwrap_or(0) - wanted
+        ))
     } else if status.available_replicas.unwrap_or(0) < wanted {
         Some(format!("{} of {wanted} replicas available", status.available_replicas.unwrap_or(0)))
     } else {

@@ -74,6 +74,12 @@ impl PlainKindClusters {
 
 impl Drop for PlainKindClusters {
     fn drop(&mut self) {
+        if std::thread::panicking() && std::env::var_os("KUEUE_EXT_KEEP_FAILED").is_some() {
+            let kept = std::env::temp_dir().join("kueue-ext-kept.kubeconfig");
+            let _ = std::fs::copy(&self.kubeconfig, &kept);
+            eprintln!("KUEUE_EXT_KEEP_FAILED: kind clusters {:?} kept, kubeconfig {}", self.names, kept.display());
+            return;
+        }
         for name in &self.names {
             let _ = Command::new(&self.kind).args(["delete", "cluster", "--name", name]).output();
         }
