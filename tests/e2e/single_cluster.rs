@@ -5,35 +5,12 @@
 use std::time::Duration;
 
 use crate::common::{
-    Sandbox, apply_yaml, batch_job, condition_is, down_leaves_nothing, eventually, text, workloads_owned_by,
+    Sandbox, apply_yaml, batch_job, condition_is, down_leaves_nothing, eventually, plain_queues, text,
+    workloads_owned_by,
 };
 use k8s_openapi::api::batch::v1::Job;
 use k8s_openapi::api::core::v1::Pod;
 use kube::api::{Api, ListParams};
-
-const QUEUES: &str = r#"
-apiVersion: kueue.x-k8s.io/v1beta2
-kind: ResourceFlavor
-metadata: {name: default-flavor}
----
-apiVersion: kueue.x-k8s.io/v1beta2
-kind: ClusterQueue
-metadata: {name: cluster-queue}
-spec:
-  namespaceSelector: {}
-  resourceGroups:
-  - coveredResources: [cpu, memory]
-    flavors:
-    - name: default-flavor
-      resources:
-      - {name: cpu, nominalQuota: "4"}
-      - {name: memory, nominalQuota: 8Gi}
----
-apiVersion: kueue.x-k8s.io/v1beta2
-kind: LocalQueue
-metadata: {name: user-queue, namespace: default}
-spec: {clusterQueue: cluster-queue}
-"#;
 
 #[tokio::test(flavor = "multi_thread")]
 async fn kueue_admits_runs_and_finishes_a_batch_job_then_down_leaves_nothing() {
@@ -78,7 +55,7 @@ async fn kueue_admits_runs_and_finishes_a_batch_job_then_down_leaves_nothing() {
     }
 
     let client = sandbox.client("manager").await;
-    apply_yaml(&client, QUEUES).await;
+    apply_yaml(&client, &plain_queues("4", "8Gi")).await;
     let small = apply_yaml(&client, &batch_job("small", 2, "1", "1s")).await.remove(0);
     assert_eq!(small["spec"]["suspend"], true, "Kueue's webhook suspends a queued Job on creation");
     let small_uid = small["metadata"]["uid"].as_str().unwrap().to_string();

@@ -12,7 +12,7 @@ use std::process::{Command, Output};
 use kube::Client;
 use kueue_ext::sandbox::progress::Progress;
 
-use crate::common::{BIN, ensure_toolchain, one_at_a_time, text};
+use crate::common::{BIN, ensure_toolchain, one_at_a_time, plain_queues, text};
 
 /// kind clusters made with the kind CLI into one kubeconfig, deleted when dropped.
 pub struct PlainKindClusters {
@@ -114,39 +114,13 @@ impl PlainKindCluster<'_> {
         ok(&self.kubectl(&[&KUEUE_AVAILABLE[..], &["--timeout=300s"]].concat()), "waiting for Kueue");
     }
 
-    /// [`QUEUES`], applied with kubectl.
+    /// Queues as Kueue's documentation has a user make them, applied with kubectl.
     pub fn make_queues(&self) {
         let file = tempfile::NamedTempFile::new().unwrap();
-        std::fs::write(file.path(), QUEUES).unwrap();
+        std::fs::write(file.path(), plain_queues("2", "2Gi")).unwrap();
         ok(&self.kubectl(&["apply", "--server-side", "-f", file.path().to_str().unwrap()]), "queues");
     }
 }
-
-/// Queues as Kueue's documentation has a user make them: one flavor, one ClusterQueue, one
-/// LocalQueue in `default`.
-pub const QUEUES: &str = r#"
-apiVersion: kueue.x-k8s.io/v1beta2
-kind: ResourceFlavor
-metadata: {name: default-flavor}
----
-apiVersion: kueue.x-k8s.io/v1beta2
-kind: ClusterQueue
-metadata: {name: cluster-queue}
-spec:
-  namespaceSelector: {}
-  resourceGroups:
-  - coveredResources: [cpu, memory]
-    flavors:
-    - name: default-flavor
-      resources:
-      - {name: cpu, nominalQuota: "2"}
-      - {name: memory, nominalQuota: 2Gi}
----
-apiVersion: kueue.x-k8s.io/v1beta2
-kind: LocalQueue
-metadata: {name: user-queue, namespace: default}
-spec: {clusterQueue: cluster-queue}
-"#;
 
 /// `kubectl wait` arguments for Kueue's Deployment to be available.
 pub const KUEUE_AVAILABLE: [&str; 5] =
