@@ -109,15 +109,9 @@ async fn install_on_a_kind_cluster_with_kueues_own_manifests_runs_every_kind_and
             _ => tokio::time::sleep(Duration::from_millis(200)).await,
         }
     };
-    // The replicas reload the new pair; admissions go on through it.
-    for n in admitted..admitted + 25 {
-        let job: DynamicObject = serde_json::from_value(probe_job(n)).unwrap();
-        probes.create(&dry_run, &job).await.unwrap_or_else(|e| panic!("admission {n} after the renewal failed: {e}"));
-        tokio::time::sleep(Duration::from_millis(200)).await;
-    }
     eprintln!("certificate renewed ({first} -> {renewed}) under {admitted} admissions, none failed");
-    // An upgrade in place (here: a new certificate validity, so a new pod template) rolls one
-    // replica at a time; admissions go on through the roll.
+    // Admissions go on after the renewal, through an upgrade in place (here: a new certificate
+    // validity, so a new pod template) that rolls one replica at a time until it is done.
     let upgrade = {
         let (kubeconfig, context, integrations) =
             (cluster.kubeconfig.to_path_buf(), cluster.context.clone(), integrations.clone());
