@@ -9,6 +9,17 @@ use serde::{Deserialize, Serialize};
 
 use super::condition::Condition;
 
+/// The untyped API of one of Kueue's `v1beta2` kinds, for lists where no typed struct is kept.
+pub fn untyped_resource(kind: &str, plural: &str) -> kube::api::ApiResource {
+    kube::api::ApiResource {
+        group: "kueue.x-k8s.io".into(),
+        version: "v1beta2".into(),
+        api_version: "kueue.x-k8s.io/v1beta2".into(),
+        kind: kind.into(),
+        plural: plural.into(),
+    }
+}
+
 /// Largest number of pod sets of a Workload (Kueue's API validation; AppWrapper's too): every
 /// kind's webhook refuses more.
 pub const MAX_POD_SETS: usize = 8;

@@ -2,6 +2,7 @@
 //! Configuration, and one dry-run create to see our webhook answer. What cannot be read is
 //! recorded as such (the cluster, or the one kind) and the rest is read all the same.
 
+use crate::api::kueue::untyped_resource as kueue;
 use std::collections::BTreeMap;
 
 use k8s_openapi::api::admissionregistration::v1::MutatingWebhookConfiguration;
@@ -56,16 +57,6 @@ pub async fn read(targets: &Targets) -> Facts {
         clusters: futures::future::join_all(reads).await,
         kinds: ours.iter().map(|k| k.qualified().to_string()).collect(),
         kinds_unread,
-    }
-}
-
-fn kueue(kind: &str, plural: &str) -> ApiResource {
-    ApiResource {
-        group: "kueue.x-k8s.io".into(),
-        version: "v1beta2".into(),
-        api_version: "kueue.x-k8s.io/v1beta2".into(),
-        kind: kind.into(),
-        plural: plural.into(),
     }
 }
 

@@ -3,6 +3,7 @@
 //! reads the stores into the model's input. A cluster that cannot be reached shows up as
 //! such in the snapshot, with the reason; its watches keep retrying with backoff.
 
+use crate::api::kueue::untyped_resource as kueue;
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Debug;
 use std::hash::Hash;
@@ -157,16 +158,6 @@ fn trim_pod(pod: &mut Pod) {
 
 fn trim_event(event: &mut Event) {
     event.metadata.managed_fields = None;
-}
-
-fn kueue(kind: &str, plural: &str) -> ApiResource {
-    ApiResource {
-        group: "kueue.x-k8s.io".into(),
-        version: "v1beta2".into(),
-        api_version: "kueue.x-k8s.io/v1beta2".into(),
-        kind: kind.into(),
-        plural: plural.into(),
-    }
 }
 
 /// Events of the job kinds and of these are kept; a pod's events would outnumber everything else.
