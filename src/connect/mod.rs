@@ -9,6 +9,7 @@
 
 mod kinds;
 mod manager;
+mod preflight;
 mod server;
 mod status;
 mod undo;
@@ -147,6 +148,17 @@ pub enum ConnectError {
         #[source]
         source: ApplyError,
     },
+    #[error(
+        "worker {worker} does not serve {}, which the manager's Kueue integrates and MultiKueue copies to its workers: Kueue would keep {worker} inactive until it does. Install them on {worker} (`kubectl kueue-ext install` for this project's kinds), or take the others out of the manager's Kueue Configuration (integrations.frameworks) or integrations file",
+        kinds.join(", ")
+    )]
+    KindsNotServed { worker: String, kinds: Vec<String> },
+    #[error("worker {worker}: {source}")]
+    Preflight {
+        worker: String,
+        #[source]
+        source: install::preflight::PreflightError,
+    },
     #[error(transparent)]
     Wiring(#[from] WiringError),
     #[error("MultiKueue did not connect within {seconds}s: {detail}")]
@@ -183,6 +195,14 @@ pub async fn connect(
     let kueue = kueue_config::locate(manager).await?;
     let integrations = install::installed_integrations(manager).await?;
     let kinds = for_workers(&integrations, &kueue.built_in_frameworks(manager).await?);
+    for worker in workers {
+        let missing = preflight::unserved(worker.client, &kinds)
+            .await
+            .map_err(|source| ConnectError::Preflight { worker: worker.name.to_string(), source })?;
+        if !missing.is_empty() {
+            return Err(ConnectError::KindsNotServed { worker: worker.name.to_string(), kinds: missing });
+        }
+    }
     let names = Names {
         kueue_namespace: kueue.namespace.clone(),
         admission_check: options.admission_check.clone(),
@@ -216,7 +236,8 @@ pub async fn connect(
     match adding {
         Some(patch) => {
             let params = PatchParams { field_manager: Some(FIELD_MANAGER.into()), ..Default::default() };
-            cluster_queues.patch(queue_name, &params, &Patch::Merge(&patch)).await.map_err(|source| {
+            let merge = Patch::Merge(&patch);
+            kube_util::patiently(|| cluster_queues.patch(queue_name, &params, &merge)).await.map_err(|source| {
                 ConnectError::Apply {
                     cluster: "manager".into(),
                     source: ApplyError::Api { kind: "ClusterQueue".into(), name: queue_name.clone(), source },
@@ -291,7 +312,8 @@ async fn give_queues(worker: &Worker<'_>, queues: &[Value], say: &dyn Fn(String)
             metadata: Default::default(),
             data: Value::Null,
         });
-        let outcome = match api.create(&PostParams::default(), &created).await {
+        let params = PostParams::default();
+        let outcome = match kube_util::patiently(|| api.create(&params, &created)).await {
             Ok(_) => "created",
             Err(kube::Error::Api(status)) if status.code == 409 => {
                 let there = api.get(&name).await.map_err(|source| failed(ApplyError::Api { kind, name, source }))?;

@@ -40,7 +40,8 @@ pub async fn check(client: &Client, integrations: &[Integration]) -> Result<(), 
     if missing.is_empty() { Ok(()) } else { Err(PreflightError::KindsNotServed { kinds: missing }) }
 }
 
-async fn group(client: &Client, name: &str) -> Result<Option<ApiGroup>, PreflightError> {
+/// The API group `name` as the cluster serves it, or `None` where it serves no such group.
+pub async fn group(client: &Client, name: &str) -> Result<Option<ApiGroup>, PreflightError> {
     match discovery::group(client, name).await {
         Ok(group) => Ok(Some(group)),
         Err(kube::Error::Discovery(_)) => Ok(None),

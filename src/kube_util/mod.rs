@@ -2,7 +2,7 @@
 //! server-side apply of untyped objects.
 
 use std::path::Path;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use kube::api::{Api, DynamicObject, Patch, PatchParams, PostParams};
@@ -227,9 +227,58 @@ fn describe(obj: &Value) -> (String, String) {
 /// Server-side applies an untyped object, resolving its resource through discovery.
 pub async fn apply(client: &Client, obj: &Value) -> Result<DynamicObject, ApplyError> {
     let (api, kind, name) = api_for(client, obj).await?;
-    api.patch(&name, &PatchParams::apply(FIELD_MANAGER).force(), &Patch::Apply(obj))
+    apply_patiently(&api, &name, &PatchParams::apply(FIELD_MANAGER).force(), obj)
         .await
         .map_err(|source| ApplyError::Api { kind, name, source })
+}
+
+/// How long a write waits out an API server or webhook that cannot answer for now (a webhook's
+/// pods restarting, an API server shedding load) before that answer is the error.
+const TRANSIENT_PATIENCE: Duration = Duration::from_secs(90);
+
+/// True for an answer that means "not now" rather than "no": throttled, unavailable, timed out,
+/// or an admission webhook that could not be called (no ready endpoint yet, no answer in time).
+/// A webhook that answered and denied is a "no".
+pub fn is_transient(err: &kube::Error) -> bool {
+    match err {
+        kube::Error::Api(status) => {
+            matches!(status.code, 429 | 503 | 504)
+                || (status.code == 500 && status.message.contains("failed calling webhook"))
+        }
+        _ => false,
+    }
+}
+
+/// A write, tried again while the answer is transient (see [`is_transient`]). For writes that
+/// are safe to repeat: an apply states the whole object, a create meets its own first try as a
+/// conflict.
+pub async fn patiently<T, F, Fut>(mut write: F) -> Result<T, kube::Error>
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = Result<T, kube::Error>>,
+{
+    let deadline = Instant::now() + TRANSIENT_PATIENCE;
+    let mut pause = Duration::from_millis(500);
+    loop {
+        match write().await {
+            Err(err) if is_transient(&err) && Instant::now() + pause < deadline => {
+                tracing::debug!(error = %err, "transient refusal of a write, trying again");
+                tokio::time::sleep(pause).await;
+                pause = (pause * 2).min(Duration::from_secs(8));
+            }
+            answer => return answer,
+        }
+    }
+}
+
+async fn apply_patiently(
+    api: &Api<DynamicObject>,
+    name: &str,
+    params: &PatchParams,
+    obj: &Value,
+) -> Result<DynamicObject, kube::Error> {
+    let patch = Patch::Apply(obj);
+    patiently(|| api.patch(name, params, &patch)).await
 }
 
 /// The API of `obj`'s kind, in its namespace if it is namespaced, with its kind and name.
@@ -278,7 +327,7 @@ pub async fn apply_reporting(client: &Client, obj: &Value, dry_run: bool) -> Res
     let before = api.get_opt(&name).await.map_err(failed)?;
     let mut params = PatchParams::apply(FIELD_MANAGER).force();
     params.dry_run = dry_run;
-    let after = api.patch(&name, &params, &Patch::Apply(obj)).await.map_err(failed)?;
+    let after = apply_patiently(&api, &name, &params, obj).await.map_err(failed)?;
     Ok(match before {
         None => Applied::Created,
         Some(before) if before.metadata.resource_version == after.metadata.resource_version => Applied::Unchanged,
@@ -360,7 +409,71 @@ pub async fn wait_established(client: &Client, crds: &[Value]) -> Result<(), App
 
 #[cfg(test)]
 mod tests {
+    use kube::core::Status;
+
     use super::*;
+
+    fn answer(code: u16, message: &str) -> kube::Error {
+        kube::Error::Api(Status::failure(message, "").with_code(code).boxed())
+    }
+
+    #[test]
+    fn only_not_now_answers_are_transient() {
+        let timed_out = r#"Internal error occurred: failed calling webhook "vclusterqueue.kb.io": failed to call webhook: Post "https://kueue-webhook-service.kueue-system.svc:443/validate": context deadline exceeded"#;
+        for not_now in [answer(500, timed_out), answer(429, ""), answer(503, ""), answer(504, "")] {
+            assert!(is_transient(&not_now), "{not_now}");
+        }
+        let denied = r#"admission webhook "vexternaljob.kb.io" denied the request: spec.queueName: Invalid value"#;
+        for no in [
+            answer(400, denied),
+            answer(403, "forbidden"),
+            answer(500, "etcdserver: request too large"),
+            answer(422, ""),
+        ] {
+            assert!(!is_transient(&no), "{no}");
+        }
+    }
+
+    /// An API server whose webhook cannot be called for the first `refusals` applies.
+    fn webhook_down_for(refusals: usize) -> (Client, std::sync::Arc<std::sync::atomic::AtomicUsize>) {
+        use std::sync::atomic::{AtomicUsize, Ordering};
+
+        use http::{Request, Response};
+        use kube::client::Body;
+
+        let calls = std::sync::Arc::new(AtomicUsize::new(0));
+        let counted = calls.clone();
+        let service = tower::service_fn(move |_: Request<Body>| {
+            let call = counted.fetch_add(1, Ordering::SeqCst);
+            async move {
+                let (code, body) = if call < refusals {
+                    (
+                        500,
+                        r#"{"kind":"Status","apiVersion":"v1","status":"Failure","reason":"InternalError","code":500,"message":"Internal error occurred: failed calling webhook \"w\": context deadline exceeded"}"#,
+                    )
+                } else {
+                    (200, r#"{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"c","namespace":"default"}}"#)
+                };
+                let answer = Response::builder().status(code).header("content-type", "application/json");
+                Ok::<_, std::convert::Infallible>(answer.body(Body::from(body.as_bytes().to_vec())).unwrap())
+            }
+        });
+        (kube::Client::new(service, "default"), calls)
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn an_apply_waits_out_a_webhook_that_cannot_be_called_yet() {
+        let (client, calls) = webhook_down_for(3);
+        let api: Api<DynamicObject> = Api::namespaced_with(
+            client,
+            "default",
+            &kube::api::ApiResource::erase::<k8s_openapi::api::core::v1::ConfigMap>(&()),
+        );
+        let obj = serde_json::json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c"}});
+        let applied = apply_patiently(&api, "c", &PatchParams::apply(FIELD_MANAGER), &obj).await;
+        assert!(applied.is_ok(), "{applied:?}");
+        assert_eq!(calls.load(std::sync::atomic::Ordering::SeqCst), 4, "three refusals, then the apply");
+    }
 
     #[test]
     fn a_missing_kubeconfig_is_named_with_its_cause_once() {

@@ -6,11 +6,13 @@ use std::process::Command;
 use std::time::{Duration, Instant};
 
 use k8s_openapi::api::core::v1::{ConfigMap, Namespace, Secret};
+use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use kube::ResourceExt;
 use kube::api::{Api, DynamicObject, PostParams};
+use kube::runtime::wait::{await_condition, conditions};
 use serde_json::{Value, json};
 
-use super::{KUEUE_AVAILABLE, PlainKindClusters, ok, repo};
+use super::{KUEUE_AVAILABLE, PlainKindCluster, PlainKindClusters, ok, repo};
 use crate::common::{BIN, api, eventually, text};
 
 fn probe_job(n: usize) -> Value {
@@ -30,6 +32,32 @@ async fn not_before(secrets: &Api<Secret>) -> Result<String, String> {
     secret.annotations().get("kueue-ext.dev/not-before").cloned().ok_or_else(|| "no certificate yet".to_string())
 }
 
+/// A cluster whose Kueue serves only `v1beta1` (as Kueue did before v0.15): `install` names the
+/// versions served and writes nothing. The old API is a CRD of Kueue's group at that version.
+async fn refused_by_a_kueue_that_predates_v1beta2(cluster: &PlainKindCluster<'_>) {
+    let crds: Api<CustomResourceDefinition> = Api::all(cluster.client().await);
+    let old: CustomResourceDefinition = serde_json::from_value(json!({
+        "apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+        "metadata": {"name": "clusterqueues.kueue.x-k8s.io"},
+        "spec": {"group": "kueue.x-k8s.io", "scope": "Cluster",
+                 "names": {"kind": "ClusterQueue", "plural": "clusterqueues", "singular": "clusterqueue", "listKind": "ClusterQueueList"},
+                 "versions": [{"name": "v1beta1", "served": true, "storage": true,
+                               "schema": {"openAPIV3Schema": {"type": "object", "x-kubernetes-preserve-unknown-fields": true}}}]},
+    }))
+    .unwrap();
+    let name = old.name_any();
+    crds.create(&PostParams::default(), &old).await.unwrap();
+    await_condition(crds.clone(), &name, conditions::is_crd_established()).await.unwrap();
+    let refused = cluster.plugin("install", &["--image", "example.com/kueue-ext:v1"]);
+    let said = text(&refused);
+    assert!(!refused.status.success() && said.contains("Kueue is too old") && said.contains("v1beta1"), "{said}");
+    let namespaces: Api<Namespace> = Api::all(cluster.client().await);
+    assert!(namespaces.get_opt(kueue_ext::manifests::NAMESPACE).await.unwrap().is_none(), "nothing half-applied");
+    let uid = crds.get(&name).await.unwrap().uid();
+    crds.delete(&name, &Default::default()).await.unwrap();
+    await_condition(crds, &name, conditions::is_deleted(&uid.unwrap())).await.unwrap();
+}
+
 #[tokio::test(flavor = "multi_thread")]
 async fn install_on_a_kind_cluster_with_kueues_own_manifests_runs_every_kind_and_uninstall_puts_kueue_back() {
     let clusters = PlainKindClusters::create(&["kueue-ext-e2e-own"]).await;
@@ -38,6 +66,7 @@ async fn install_on_a_kind_cluster_with_kueues_own_manifests_runs_every_kind_and
     // Refused, naming what is missing, on a cluster without Kueue.
     let refused = cluster.plugin("install", &["--image", "example.com/kueue-ext:v1"]);
     assert!(!refused.status.success() && text(&refused).contains("Kueue is not installed"), "{}", text(&refused));
+    refused_by_a_kueue_that_predates_v1beta2(&cluster).await;
     cluster.apply_kueue(&clusters.kueue_manifests);
     let config_maps: Api<ConfigMap> = Api::namespaced(client.clone(), "kueue-system");
     let kueue_config = || async {

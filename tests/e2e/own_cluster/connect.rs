@@ -1,0 +1,113 @@
+//! MultiKueue between two plain kind clusters: `install` on each, `connect`, jobs of our kinds
+//! dispatched to the worker and Finished, `doctor` clean, a LocalQueue gone from the worker
+//! named by `doctor` and brought back by `connect`, then `disconnect` and `uninstall` leaving
+//! nothing of ours.
+
+use std::time::Duration;
+
+use k8s_openapi::api::core::v1::ConfigMap;
+use kube::{Api, ResourceExt};
+use serde_json::{Value, json};
+
+use super::{PlainKindClusters, ok, repo};
+use crate::common::{eventually, text, workloads};
+
+const MANAGER: &str = "kueue-ext-e2e-manager";
+const WORKER: &str = "kueue-ext-e2e-worker";
+
+#[tokio::test(flavor = "multi_thread")]
+async fn connect_wires_multikueue_between_plain_kind_clusters_and_disconnect_takes_it_out() {
+    let clusters = PlainKindClusters::create(&[MANAGER, WORKER]).await;
+    let (manager, worker) = (clusters.cluster(MANAGER), clusters.cluster(WORKER));
+    for cluster in [&manager, &worker] {
+        cluster.apply_kueue(&clusters.kueue_manifests);
+        ok(&cluster.plugin("install", &[]), "install");
+    }
+    manager.make_queues();
+    let workers = format!("worker1={}", worker.context);
+    let connect = ["--worker-context", workers.as_str()];
+    // Kueue's release enables JobSet, MPIJob, Ray… and MultiKueue keeps a worker inactive while
+    // it lacks any of their CRDs: refused before anything is written, naming them.
+    let refused = manager.plugin("connect", &connect);
+    let said = text(&refused);
+    assert!(
+        !refused.status.success() && said.contains("does not serve") && said.contains("jobsets.jobset.x-k8s.io"),
+        "{said}"
+    );
+    let made = ok(
+        &worker.kubectl(&[
+            "get",
+            "serviceaccounts,clusterroles",
+            "-A",
+            "-l",
+            "kueue-ext.dev/connected-by=kueue-ext",
+            "-o",
+            "name",
+        ]),
+        "listing",
+    );
+    assert_eq!(made.trim(), "", "a refused connect writes nothing");
+    // What a user of batch Jobs only does: tell the manager's Kueue so (connect's restart of
+    // Kueue reads it).
+    let config_maps: Api<ConfigMap> = Api::namespaced(manager.client().await, "kueue-system");
+    let mut config_map = config_maps.get("kueue-manager-config").await.unwrap();
+    let data = config_map.data.as_mut().unwrap();
+    let mut config: Value = serde_saphyr::from_str(&data["controller_manager_config.yaml"]).unwrap();
+    config["integrations"]["frameworks"] = json!(["batch/job"]);
+    data.insert("controller_manager_config.yaml".into(), serde_saphyr::to_string(&config).unwrap());
+    config_maps.replace("kueue-manager-config", &Default::default(), &config_map).await.unwrap();
+    let said = ok(&manager.plugin("connect", &connect), "connect");
+    assert!(said.contains("every worker is connected"), "connect waits until the worker is Active: {said}");
+    let again = ok(&manager.plugin("connect", &connect), "connect again");
+    assert!(!again.contains(" created"), "a second connect creates nothing: {again}");
+
+    let submitted = manager.plugin(
+        "submit",
+        &["-f", &repo("samples/externaljob-train-small.yaml"), "-f", &repo("samples/wrappedjob-job.yaml"), "--wait=6m"],
+    );
+    ok(&submitted, "jobs through MultiKueue");
+    let dispatched = workloads(&manager.client().await, "default").list(&Default::default()).await.unwrap();
+    let places: Vec<(String, Value)> =
+        dispatched.items.iter().map(|w| (w.name_any(), w.data["status"]["clusterName"].clone())).collect();
+    assert!(places.len() >= 2 && places.iter().all(|(_, place)| place == "worker1"), "ran on the worker: {places:?}");
+
+    let doctor = ["--worker-context", workers.as_str()];
+    ok(&manager.plugin("doctor", &doctor), "doctor on connected clusters");
+    ok(&worker.kubectl(&["-n", "default", "delete", "localqueue", "user-queue"]), "deleting a LocalQueue");
+    let found = manager.plugin("doctor", &doctor);
+    assert_eq!(found.status.code(), Some(1), "{}", text(&found));
+    assert!(text(&found).contains("user-queue"), "doctor names the missing LocalQueue: {}", text(&found));
+    ok(&manager.plugin("connect", &connect), "connect brings it back");
+    eventually("doctor to be clean again", Duration::from_secs(60), || async {
+        let out = manager.plugin("doctor", &doctor);
+        if out.status.success() { Ok(()) } else { Err(text(&out)) }
+    })
+    .await;
+
+    ok(&manager.kubectl(&["delete", "-n", "default", "externaljobs,wrappedjobs", "--all", "--wait"]), "deleting jobs");
+    ok(&manager.plugin("disconnect", &connect), "disconnect");
+    for (cluster, kinds) in [
+        (&manager, "multikueueclusters,multikueueconfigs,admissionchecks,secrets -A"),
+        (&worker, "serviceaccounts,clusterroles,clusterrolebindings,localqueues,clusterqueues -A"),
+    ] {
+        let mut args = vec!["get"];
+        args.extend(kinds.split(' '));
+        args.extend(["-l", "kueue-ext.dev/connected-by=kueue-ext", "-o", "name"]);
+        let left = ok(&cluster.kubectl(&args), "listing what connect made");
+        assert_eq!(left.trim(), "", "disconnect leaves nothing connect made on {}", cluster.context);
+    }
+    let queue = ok(
+        &manager.kubectl(&[
+            "get",
+            "clusterqueue",
+            "cluster-queue",
+            "-o",
+            "jsonpath={.spec.admissionChecksStrategy}{.spec.admissionChecks}",
+        ]),
+        "the ClusterQueue",
+    );
+    assert!(!queue.contains("multikueue"), "the admission check is off the user's ClusterQueue: {queue}");
+    for cluster in [&manager, &worker] {
+        ok(&cluster.plugin("uninstall", &[]), "uninstall");
+    }
+}
