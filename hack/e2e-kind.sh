@@ -20,6 +20,7 @@ on_kind=(
 not_on_kind=(
   addons              # asserts JobSet's pods ran on kwok-* nodes; down_leaves_nothing reads pids
   conformance         # pods of image registry.invalid/… that only kwok "runs" (run-duration)
+  crash               # crash_safety's helpers, unit-tested: no sandbox, nothing of a runtime to check
   crash_safety        # SIGKILLs the components' recorded processes (Restarts)
   declarative         # batch Jobs of registry.invalid pods, run by kwok
   doctor              # a healthy process sandbox has no Kueue Deployment; registry.invalid pods run by kwok

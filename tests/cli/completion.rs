@@ -180,6 +180,7 @@ fn bash_completes_from_the_sourced_script() {
         let (registered, _) = bash_tab(form, "kubectl-kueue_ext ");
         assert!(registered.starts_with("complete ") && registered.ends_with(" kubectl-kueue_ext"), "{registered}");
         assert_eq!(bash_tab(form, "kubectl-kueue_ext wa").1, ["watch"], "completion bash{form}");
+        assert_eq!(bash_tab(form, "kubectl-kueue_ext su").1, ["submit"], "completion bash{form}");
         // Past the subcommand: the static script's arms once never matched (clap-rs/clap#6421).
         assert_eq!(bash_tab(form, "kubectl-kueue_ext version -o ").1, ["json", "yaml"], "completion bash{form}");
         assert_eq!(bash_tab(form, "kubectl-kueue_ext completion fi").1, ["fish"], "completion bash{form}");

@@ -3,7 +3,7 @@
 use std::process::Command;
 
 use crate::{BIN, text};
-use serde_json::Value;
+use serde_json::{Value, json};
 
 const PINS: [&str; 6] = ["kubernetes", "kueue", "etcd", "kwok", "kind", "node-image"];
 
@@ -22,9 +22,18 @@ fn json_carries_the_plugin_version_and_every_pin() {
         assert!(version.starts_with('v') || version.starts_with("kindest/node:v"), "{pin}: {version}");
     }
     assert!(json["go"]["required"].as_str().is_some_and(|v| v.starts_with("go1.")), "{json}");
-    // The suite runs where Go is (it builds the toolchain): the Go found is named.
-    let go = Command::new("go").arg("version").output().is_ok_and(|o| o.status.success());
-    assert_eq!(json["go"]["found"].is_string(), go, "{json}");
+    // The Go found is the one on PATH, named as `go env GOVERSION` names it; none without one.
+    let go = Command::new("go").args(["env", "GOVERSION"]).output().ok().filter(|o| o.status.success());
+    let go = go.map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string());
+    assert_eq!(json["go"]["found"], json!(go), "{json}");
+    // The commit built is the checkout's HEAD (build.rs), "unknown" outside a git checkout.
+    let head = Command::new("git")
+        .args(["-C", env!("CARGO_MANIFEST_DIR"), "rev-parse", "--short=12", "HEAD"])
+        .output()
+        .ok()
+        .filter(|o| o.status.success());
+    let head = head.map_or_else(|| "unknown".to_string(), |o| String::from_utf8_lossy(&o.stdout).trim().to_string());
+    assert_eq!(json["build"]["commit"], head, "{json}");
     for field in ["commit", "buildDate", "platform", "rustc"] {
         assert!(json["build"][field].as_str().is_some_and(|v| !v.is_empty()), "build.{field} missing in {json}");
     }

@@ -201,6 +201,25 @@ async fn orphans(sandbox: &Sandbox, timeout: Duration) -> Vec<String> {
     }
 }
 
+/// What the ledger has yet to see on every cluster, once its watches caught up (every object they
+/// cover seen as its API server lists it now) or `timeout` passed: the verdicts are read from it.
+async fn ledger_behind(sandbox: &Sandbox, ledger: &Ledger, timeout: Duration) -> Vec<String> {
+    let deadline = Instant::now() + timeout;
+    loop {
+        let mut all = Vec::new();
+        for cluster in CLUSTERS {
+            match ledger.behind(&sandbox.client(cluster).await).await {
+                Ok(behind) => all.extend(behind.into_iter().map(|b| format!("{cluster}: {b}"))),
+                Err(e) => all.push(format!("{cluster}: cannot list: {e}")),
+            }
+        }
+        if all.is_empty() || Instant::now() >= deadline {
+            return all;
+        }
+        tokio::time::sleep(Duration::from_secs(1)).await;
+    }
+}
+
 /// What Kueue last said about a job's Workloads on the manager, for the report of a lost job.
 fn workload_story(workloads: &[serde_json::Value]) -> String {
     let conditions = |wl: &serde_json::Value| {
@@ -424,8 +443,11 @@ async fn every_job_finishes_exactly_once_through_controller_kueue_and_api_server
     println!("{:>4.0} s: no orphan left (or the deadline passed)", started.elapsed().as_secs_f64());
     let unseen_faults = injector.unseen_within(&renewals, TAKEOVER).await;
     println!("{:>4.0} s: every fault seen taking effect (or the deadline passed)", started.elapsed().as_secs_f64());
-    // Let the watches catch the last updates before reading the ledger.
-    tokio::time::sleep(Duration::from_secs(2)).await;
+    let behind = ledger_behind(&sandbox, &ledger, Duration::from_secs(60)).await;
+    println!(
+        "{:>4.0} s: the ledger saw everything as it is now (or the deadline passed)",
+        started.elapsed().as_secs_f64()
+    );
     let seen = ledger.snapshot();
     for watch in watches {
         watch.abort();
@@ -444,6 +466,7 @@ async fn every_job_finishes_exactly_once_through_controller_kueue_and_api_server
         decided_by_kueue: Vec::new(),
     };
     report.problems.extend(orphans.iter().map(|o| format!("orphan: {o}")));
+    report.problems.extend(behind.iter().map(|b| format!("not in the ledger as it is now: {b}")));
     let kueue_logs = [sandbox.dir.join("manager/logs/kueue.log"), sandbox.dir.join("kueue-0-restarted.log")];
     let second_dispatches = by_kueue::second_dispatches(&kueue_logs.each_ref().map(|p| p.as_path()));
     let kueue_started = injector.kueue_started_at();
@@ -491,6 +514,7 @@ async fn every_job_finishes_exactly_once_through_controller_kueue_and_api_server
     let summary = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("crash-safety-summary.md");
     std::fs::write(&summary, report.to_string()).unwrap_or_else(|e| panic!("{}: {e}", summary.display()));
     assert!(unseen_faults.is_empty(), "faults not seen taking effect:\n{}", unseen_faults.join("\n"));
+    assert!(behind.is_empty(), "the ledger's watches never caught up with:\n{}", behind.join("\n"));
     assert!(report.clean(), "{report}");
 }
 
@@ -555,6 +579,23 @@ fn evidence_tells_a_job_that_ran_twice_from_one_that_ran_once() {
     let mut nudged = once.clone();
     nudged[1].nudged = true;
     assert!(ledger::evidence(&job, &nudged).nudged);
+}
+
+#[test]
+fn the_ledger_is_behind_until_it_saw_each_object_as_listed() {
+    let pod = |version: &str| {
+        let mut pod = DynamicObject::new("p1", &kube::api::ApiResource::erase::<k8s_openapi::api::core::v1::Pod>(&()));
+        pod.metadata.uid = Some("u1".into());
+        pod.metadata.resource_version = Some(version.into());
+        pod
+    };
+    let ledger = Ledger::default();
+    assert_eq!(ledger.not_seen_as("Pod", &[pod("7")]), ["Pod p1 at resourceVersion 7"], "never seen");
+    ledger.record("worker1", "Pod", &pod("7"));
+    assert!(ledger.not_seen_as("Pod", &[pod("7")]).is_empty());
+    assert_eq!(ledger.not_seen_as("Pod", &[pod("8")]), ["Pod p1 at resourceVersion 8"], "an update not seen yet");
+    ledger.record("worker1", "Pod", &pod("8"));
+    assert!(ledger.not_seen_as("Pod", &[pod("8")]).is_empty(), "the update seen");
 }
 
 #[test]

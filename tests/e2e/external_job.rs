@@ -335,26 +335,31 @@ async fn a_second_replica_takes_over_when_the_leader_dies() {
 
     // A second replica on its own port: it serves webhooks but waits for the Lease.
     let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
-    let mut args: Vec<String> = command[1..]
+    let args: Vec<String> = command[1..]
         .iter()
         .map(|a| if a.starts_with("--listen=") { format!("--listen=127.0.0.1:{port}") } else { a.clone() })
         .collect();
-    // At info, the replica says whom it found leading.
-    args.push("-v".into());
     let replica_log = sandbox.dir.join("manager/logs/replica.log");
     let log = std::fs::File::create(&replica_log).unwrap();
     let mut replica = std::process::Command::new(&command[0])
         .args(&args)
+        // The replica says whom it found leading (ours, at info), and each time it tries for the
+        // Lease and finds it held (kube-lease-manager's, at debug).
+        .env("RUST_LOG", "kueue_ext=info,kube_lease_manager=debug")
         .stdout(log.try_clone().unwrap())
         .stderr(log)
         .spawn()
         .unwrap();
-    // The replica competes: it read the Lease and found the leader; the leader then renews it
-    // at least once and keeps it.
-    eventually("the replica to find the leader", Duration::from_secs(60), || async {
+    // The replica competes: it found the leader and tried for the Lease, held by the leader;
+    // the leader then renews it at least once and keeps it.
+    eventually("the replica to find the leader and try for its Lease", Duration::from_secs(60), || async {
         let log = std::fs::read_to_string(&replica_log).unwrap_or_default();
-        let found = log.lines().any(|l| l.contains("another replica leads") && l.contains(&holder));
-        if found { Ok(()) } else { Err(log) }
+        let said = |what: &str| log.lines().any(|l| l.contains(what) && l.contains(&holder));
+        if said("another replica leads") && said("lease is actually locked by other identity") {
+            Ok(())
+        } else {
+            Err(log)
+        }
     })
     .await;
     let renewed_at = lease_renewal(&client).await;

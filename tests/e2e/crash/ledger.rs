@@ -7,7 +7,7 @@ use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::{Arc, Mutex, PoisonError};
 
 use futures::StreamExt;
-use kube::api::{Api, ApiResource, DynamicObject};
+use kube::api::{Api, ApiResource, DynamicObject, ListParams};
 use kube::runtime::{WatchStreamExt, watcher};
 use kube::{Client, ResourceExt};
 use tokio::task::JoinHandle;
@@ -31,6 +31,8 @@ pub struct Seen {
     pub nudged: bool,
     /// Its creationTimestamp, in seconds since the epoch.
     pub created: Option<i64>,
+    /// Its resourceVersion as last seen.
+    pub version: Option<String>,
 }
 
 #[derive(Clone, Default)]
@@ -111,6 +113,32 @@ impl Ledger {
         entry.succeeded |= succeeded;
         entry.nudged |= nudged;
         entry.created = object.creation_timestamp().map(|t| t.0.as_second()).or(entry.created);
+        entry.version = object.resource_version();
+    }
+
+    /// Of `listed`, objects of `kind` as an API server lists them now, those the ledger has not
+    /// seen at that resourceVersion, each told in a line.
+    pub fn not_seen_as(&self, kind: &str, listed: &[DynamicObject]) -> Vec<String> {
+        let seen = self.seen.lock().unwrap_or_else(PoisonError::into_inner);
+        let at = |o: &DynamicObject| o.uid().and_then(|uid| seen.get(&uid)?.version.clone());
+        listed
+            .iter()
+            .filter(|o| at(o).is_none() || at(o) != o.resource_version())
+            .map(|o| format!("{kind} {} at resourceVersion {}", o.name_any(), o.resource_version().unwrap_or_default()))
+            .collect()
+    }
+
+    /// What the watches on the cluster of `client` have yet to deliver: the objects they cover
+    /// that the ledger has not seen as they are now. Empty once they have caught up.
+    pub async fn behind(&self, client: &Client) -> Result<Vec<String>, String> {
+        let mut behind = Vec::new();
+        for (resource, labels) in watched() {
+            let api: Api<DynamicObject> = Api::namespaced_with(client.clone(), "default", &resource);
+            let params = labels.map_or_else(ListParams::default, |l| ListParams::default().labels(l));
+            let listed = api.list(&params).await.map_err(|e| format!("listing {}: {e}", resource.plural))?;
+            behind.extend(self.not_seen_as(&resource.kind, &listed.items));
+        }
+        Ok(behind)
     }
 
     pub fn snapshot(&self) -> Vec<Seen> {
