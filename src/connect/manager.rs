@@ -74,6 +74,20 @@ pub fn checked_queues(config: &Value) -> Vec<String> {
     serde_json::from_str(recorded).unwrap_or_default()
 }
 
+/// The workers a MultiKueueConfig sends Workloads to.
+pub fn clusters_of(config: &Value) -> Vec<String> {
+    let clusters = config["spec"]["clusters"].as_array().into_iter().flatten();
+    clusters.filter_map(Value::as_str).map(String::from).collect()
+}
+
+/// The workers a MultiKueueConfig keeps once `workers` connect: those it listed before, then
+/// `workers` not among them (connecting one more worker keeps the others).
+pub fn joined_clusters(before: &[String], workers: &[&str]) -> Vec<String> {
+    let mut clusters = before.to_vec();
+    clusters.extend(workers.iter().filter(|w| !before.iter().any(|b| b == *w)).map(|w| w.to_string()));
+    clusters
+}
+
 /// The admission checks a ClusterQueue's spec names, in `admissionChecksStrategy` (or the
 /// older `admissionChecks` list).
 fn admission_checks(spec: &Value) -> Vec<String> {
@@ -141,6 +155,14 @@ mod tests {
         assert_eq!(shared[1]["spec"]["controllerName"], CONTROLLER_NAME);
         assert_eq!(shared[1]["spec"]["parameters"]["name"], CONFIG);
         assert!(objects.iter().chain(&shared).all(is_connected));
+    }
+
+    #[test]
+    fn a_worker_connected_later_joins_the_ones_before() {
+        let before = clusters_of(&json!({"spec": {"clusters": ["w1", "w2"]}}));
+        assert_eq!(joined_clusters(&before, &["w3", "w1"]), ["w1", "w2", "w3"]);
+        assert_eq!(joined_clusters(&[], &["w1"]), ["w1"]);
+        assert!(clusters_of(&json!({"metadata": {}})).is_empty());
     }
 
     #[test]

@@ -77,6 +77,8 @@ pub struct Wiring<'a> {
     pub token_seconds: i64,
     /// The ClusterQueues `connect` added the AdmissionCheck to, recorded on the MultiKueueConfig.
     pub checked_queues: &'a [String],
+    /// The workers the MultiKueueConfig listed before, which it keeps listing.
+    pub connected_before: &'a [String],
 }
 
 /// Creates the worker credentials and the manager objects that use them, telling `say` what
@@ -104,7 +106,9 @@ pub async fn wire(
         }
     }
     let names: Vec<&str> = workers.iter().map(|w| w.name).collect();
-    for obj in manager::shared_objects(wiring.names, &names, wiring.checked_queues) {
+    let clusters = manager::joined_clusters(wiring.connected_before, &names);
+    let clusters: Vec<&str> = clusters.iter().map(String::as_str).collect();
+    for obj in manager::shared_objects(wiring.names, &clusters, wiring.checked_queues) {
         on_manager(obj).await?;
     }
     Ok(())
@@ -223,13 +227,21 @@ pub async fn connect(
 
     let configs = kueue_api(manager, "MultiKueueConfig", "multikueueconfigs");
     let existing = configs.get_opt(&names.config).await.map_err(read_failed("manager", "MultiKueueConfig"))?;
-    let mut checked_queues = existing.map(|c| manager::checked_queues(&serde_json::to_value(c).unwrap_or_default()));
+    let existing = existing.map(|c| serde_json::to_value(c).unwrap_or_default());
+    let connected_before = existing.as_ref().map(manager::clusters_of).unwrap_or_default();
+    let mut checked_queues = existing.as_ref().map(manager::checked_queues);
     let adding = manager::adding_check(&cluster_queue, &names.admission_check);
     let checked_queues = checked_queues.get_or_insert_with(Vec::new);
     if adding.is_some() && !checked_queues.contains(queue_name) {
         checked_queues.push(queue_name.clone());
     }
-    let wiring = Wiring { names: &names, kinds: &kinds, token_seconds: options.token_seconds, checked_queues };
+    let wiring = Wiring {
+        names: &names,
+        kinds: &kinds,
+        token_seconds: options.token_seconds,
+        checked_queues,
+        connected_before: &connected_before,
+    };
     wire(manager, workers, &wiring, say).await?;
 
     let queue_ref = format!("clusterqueue.kueue.x-k8s.io/{queue_name}");

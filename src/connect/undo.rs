@@ -2,15 +2,17 @@
 //! manager the AdmissionCheck from the ClusterQueues the MultiKueueConfig records it was added
 //! to, then the AdmissionCheck, the MultiKueueConfig, the MultiKueueClusters and their Secrets;
 //! on each worker its ServiceAccount and role (which ends the manager's access), then the queues
-//! and namespaces `connect` created there. Kueue's Configuration keeps MultiKueue's external
-//! frameworks (`uninstall` takes those out with the rest).
+//! and namespaces `connect` created there. Named workers that are not all the manager's
+//! connected ones leave on their own: their MultiKueueClusters and Secrets go, the
+//! MultiKueueConfig stops listing them, and the others stay connected. Kueue's Configuration
+//! keeps MultiKueue's external frameworks (`uninstall` takes those out with the rest).
 
 use kube::Client;
 use kube::api::{Api, ApiResource, DynamicObject, ListParams, Patch, PatchParams};
 use kube::core::GroupVersionKind;
 use serde_json::Value;
 
-use super::manager::{checked_queues, removing_check};
+use super::manager::{checked_queues, clusters_of, removing_check, secret_name};
 use super::{CONNECTED_BY, kueue_api};
 use crate::kube_util::FIELD_MANAGER;
 
@@ -86,29 +88,72 @@ fn labelled() -> ListParams {
 }
 
 /// Takes out what `connect` made on `manager` and on each of `workers` (by name), telling `say`
-/// what each step did.
+/// what each step did. With no worker named, or every connected one, all of it goes from the
+/// manager; otherwise only what serves the named workers.
 pub async fn disconnect(
     manager: &Client,
     workers: &[(&str, &Client)],
     say: &dyn Fn(String),
 ) -> Result<(), DisconnectError> {
-    uncheck_queues(manager, say).await?;
-    delete_made(manager, "manager", &ON_MANAGER, say).await?;
+    let named: Vec<&str> = workers.iter().map(|(name, _)| *name).collect();
+    let connected = listed(manager, ON_MANAGER[2]).await?;
+    let others_stay = !named.is_empty()
+        && connected.iter().any(|cluster| cluster["metadata"]["name"].as_str().is_some_and(|n| !named.contains(&n)));
+    if others_stay {
+        unlist_workers(manager, &named, say).await?;
+        let secrets: Vec<String> = named.iter().map(|w| secret_name(w)).collect();
+        let serving_named = |made: &Made, name: &str| match made.kind {
+            "MultiKueueCluster" => named.contains(&name),
+            "Secret" => secrets.iter().any(|s| s == name),
+            _ => false,
+        };
+        delete_made(manager, "manager", &ON_MANAGER, &serving_named, say).await?;
+    } else {
+        uncheck_queues(manager, say).await?;
+        delete_made(manager, "manager", &ON_MANAGER, &|_, _| true, say).await?;
+    }
     for (name, client) in workers {
-        delete_made(client, name, &ON_WORKER, say).await?;
+        delete_made(client, name, &ON_WORKER, &|_, _| true, say).await?;
+    }
+    Ok(())
+}
+
+/// Our objects of `made`'s kind on the manager.
+async fn listed(manager: &Client, made: Made) -> Result<Vec<Value>, DisconnectError> {
+    let list = made.api(manager, None).list(&labelled()).await;
+    let list = list.map_err(failed("manager", format!("listing {}s", made.kind)))?;
+    Ok(list.items.into_iter().filter_map(|o| serde_json::to_value(o).ok()).collect())
+}
+
+/// Takes `workers` out of the clusters our MultiKueueConfigs list.
+async fn unlist_workers(manager: &Client, workers: &[&str], say: &dyn Fn(String)) -> Result<(), DisconnectError> {
+    let configs = ON_MANAGER[1].api(manager, None);
+    let params = PatchParams { field_manager: Some(FIELD_MANAGER.into()), ..Default::default() };
+    for config in listed(manager, ON_MANAGER[1]).await? {
+        let name = config["metadata"]["name"].as_str().unwrap_or_default();
+        let clusters = clusters_of(&config);
+        let (gone, kept): (Vec<String>, Vec<String>) =
+            clusters.into_iter().partition(|c| workers.contains(&c.as_str()));
+        if gone.is_empty() {
+            continue;
+        }
+        let patch = serde_json::json!({"metadata": {"resourceVersion": config["metadata"]["resourceVersion"]},
+                                       "spec": {"clusters": kept}});
+        let patched = configs.patch(name, &params, &Patch::Merge(&patch)).await;
+        patched.map_err(failed("manager", format!("MultiKueueConfig {name}")))?;
+        say(format!(
+            "manager: {} configured: {} taken out of its clusters",
+            ON_MANAGER[1].object_ref(name),
+            gone.join(", ")
+        ));
     }
     Ok(())
 }
 
 /// Takes each AdmissionCheck of ours out of the ClusterQueues our MultiKueueConfigs record.
 async fn uncheck_queues(manager: &Client, say: &dyn Fn(String)) -> Result<(), DisconnectError> {
-    let listed = |made: Made| async move {
-        let list = made.api(manager, None).list(&labelled()).await;
-        let list = list.map_err(failed("manager", format!("listing {}s", made.kind)))?;
-        Ok::<Vec<Value>, DisconnectError>(list.items.into_iter().filter_map(|o| serde_json::to_value(o).ok()).collect())
-    };
-    let configs = listed(ON_MANAGER[1]).await?;
-    let checks = listed(ON_MANAGER[0]).await?;
+    let configs = listed(manager, ON_MANAGER[1]).await?;
+    let checks = listed(manager, ON_MANAGER[0]).await?;
     let queues = kueue_api(manager, "ClusterQueue", "clusterqueues");
     let params = PatchParams { field_manager: Some(FIELD_MANAGER.into()), ..Default::default() };
     for queue_name in configs.iter().flat_map(checked_queues) {
@@ -128,11 +173,13 @@ async fn uncheck_queues(manager: &Client, say: &dyn Fn(String)) -> Result<(), Di
     Ok(())
 }
 
-/// Deletes every object of `kinds` on `client` that carries our label.
+/// Deletes every object of `kinds` on `client` that carries our label and that `which` picks
+/// (by kind and name).
 async fn delete_made(
     client: &Client,
     cluster: &str,
     kinds: &[Made],
+    which: &dyn Fn(&Made, &str) -> bool,
     say: &dyn Fn(String),
 ) -> Result<(), DisconnectError> {
     for made in kinds {
@@ -143,6 +190,9 @@ async fn delete_made(
         };
         for obj in list.items {
             let name = obj.metadata.name.clone().unwrap_or_default();
+            if !which(made, &name) {
+                continue;
+            }
             let deleted = made.api(client, obj.metadata.namespace.as_deref()).delete(&name, &Default::default()).await;
             match deleted {
                 Ok(_) => say(format!("{cluster}: {} deleted", made.object_ref(&name))),
@@ -254,6 +304,7 @@ mod tests {
         assert_eq!(
             requested(&requests),
             [
+                format!("GET /apis/kueue.x-k8s.io/v1beta2/multikueueclusters?{selector}"),
                 format!("GET /apis/kueue.x-k8s.io/v1beta2/multikueueconfigs?{selector}"),
                 format!("GET /apis/kueue.x-k8s.io/v1beta2/admissionchecks?{selector}"),
                 "GET /apis/kueue.x-k8s.io/v1beta2/clusterqueues/team".into(),
@@ -268,7 +319,7 @@ mod tests {
                 "DELETE /api/v1/namespaces/kueue-system/secrets/multikueue-w1".into(),
             ]
         );
-        let patch = &requests.lock().unwrap()[3].1;
+        let patch = &requests.lock().unwrap()[4].1;
         assert_eq!(patch["spec"]["admissionChecksStrategy"]["admissionChecks"], json!([{"name": "provisioning"}]));
         assert_eq!(patch["metadata"]["resourceVersion"], "9");
         assert_eq!(
@@ -280,6 +331,64 @@ mod tests {
                 "manager: multikueuecluster.kueue.x-k8s.io/w1 deleted",
                 "manager: secret/multikueue-w1 deleted",
                 "w1: namespace/team-a deleted",
+            ]
+        );
+    }
+
+    #[tokio::test]
+    async fn disconnecting_one_of_two_workers_leaves_the_other_connected() {
+        let (client, requests) = scripted_client(|method, path| {
+            let ours = json!({CONNECTED_BY.0: CONNECTED_BY.1});
+            let cluster = |name: &str| {
+                json!({"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "MultiKueueCluster",
+                                               "metadata": {"name": name, "labels": ours}})
+            };
+            let secret = |name: &str| {
+                json!({"apiVersion": "v1", "kind": "Secret",
+                                              "metadata": {"name": name, "namespace": "kueue-system", "labels": ours}})
+            };
+            match (method.clone(), path) {
+                (Method::GET, "/apis/kueue.x-k8s.io/v1beta2/multikueueclusters") => {
+                    Ok(list(json!([cluster("w1"), cluster("w2")])))
+                }
+                (Method::GET, "/apis/kueue.x-k8s.io/v1beta2/multikueueconfigs") => Ok(list(json!([{
+                    "apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "MultiKueueConfig",
+                    "metadata": {"name": "kueue-ext", "labels": ours, "resourceVersion": "7"},
+                    "spec": {"clusters": ["w1", "w2"]}}]))),
+                (Method::PATCH, "/apis/kueue.x-k8s.io/v1beta2/multikueueconfigs/kueue-ext") => Ok(json!({
+                    "apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "MultiKueueConfig",
+                    "metadata": {"name": "kueue-ext"}, "spec": {"clusters": ["w2"]}})),
+                (Method::GET, "/apis/kueue.x-k8s.io/v1beta2/admissionchecks") => Ok(list(json!([{
+                    "apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "AdmissionCheck",
+                    "metadata": {"name": "multikueue", "labels": ours}}]))),
+                (Method::GET, "/api/v1/secrets") => Ok(list(json!([secret("multikueue-w1"), secret("multikueue-w2")]))),
+                (Method::DELETE, _) => Ok(json!({"kind": "Status", "apiVersion": "v1", "status": "Success"})),
+                _ => Err(404),
+            }
+        });
+        let (worker, _) = scripted_client(|method, _| match *method {
+            Method::GET => Ok(list(json!([]))),
+            _ => Err(404),
+        });
+        let said = std::sync::Mutex::new(Vec::new());
+        disconnect(&client, &[("w1", &worker)], &|line| said.lock().unwrap().push(line)).await.unwrap();
+        let writes: Vec<String> = requested(&requests).into_iter().filter(|r| !r.starts_with("GET ")).collect();
+        assert_eq!(
+            writes,
+            [
+                "PATCH /apis/kueue.x-k8s.io/v1beta2/multikueueconfigs/kueue-ext?fieldManager=kueue-ext",
+                "DELETE /apis/kueue.x-k8s.io/v1beta2/multikueueclusters/w1",
+                "DELETE /api/v1/namespaces/kueue-system/secrets/multikueue-w1",
+            ]
+        );
+        let patch = requests.lock().unwrap().iter().find(|(r, _)| r.starts_with("PATCH")).unwrap().1.clone();
+        assert_eq!(patch, json!({"metadata": {"resourceVersion": "7"}, "spec": {"clusters": ["w2"]}}));
+        assert_eq!(
+            *said.lock().unwrap(),
+            [
+                "manager: multikueueconfig.kueue.x-k8s.io/kueue-ext configured: w1 taken out of its clusters",
+                "manager: multikueuecluster.kueue.x-k8s.io/w1 deleted",
+                "manager: secret/multikueue-w1 deleted",
             ]
         );
     }

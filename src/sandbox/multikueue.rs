@@ -32,7 +32,13 @@ pub async fn wire(
 ) -> Result<(), WiringError> {
     let names = Names::default();
     let kinds = worker_kinds(integrations, addons);
-    let wiring = Wiring { names: &names, kinds: &kinds, token_seconds: TOKEN_SECONDS, checked_queues: &[] };
+    let wiring = Wiring {
+        names: &names,
+        kinds: &kinds,
+        token_seconds: TOKEN_SECONDS,
+        checked_queues: &[],
+        connected_before: &[],
+    };
     connect::wire(manager, workers, &wiring, &|_| {}).await
 }
 
