@@ -202,7 +202,12 @@ async fn mutate<K: JobWebhook>(
     job.apply_defaults(config, queue_uses_multikueue);
     let patch = json_patch::diff(&before, &job.defaulted(&before));
     match AdmissionResponse::from(request).with_patch(patch) {
-        Ok(response) => response,
+        Ok(mut response) => {
+            if queue_uses_multikueue && webhook::requests_nothing(&job.pod_sets()) {
+                response.warnings = Some(vec![webhook::REQUESTS_NOTHING_THROUGH_MULTIKUEUE.to_string()]);
+            }
+            response
+        }
         Err(err) => AdmissionResponse::from(request).deny(format!("cannot encode the defaulting patch: {err}")),
     }
 }

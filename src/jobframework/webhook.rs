@@ -3,11 +3,12 @@
 
 use std::fmt;
 
+use k8s_openapi::api::core::v1::{PodSpec, ResourceRequirements};
 use kube::ResourceExt;
 
 use super::generic_job::GenericJob;
 use super::reconciler::Config;
-use crate::api::kueue::{MULTIKUEUE_CONTROLLER, QUEUE_NAME_LABEL};
+use crate::api::kueue::{MULTIKUEUE_CONTROLLER, PodSet, QUEUE_NAME_LABEL};
 
 /// Which admission a webhook path answers.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -63,6 +64,26 @@ pub fn default_managed_by<J: GenericJob>(job: &mut J, queue_uses_multikueue: boo
         job.set_managed_by(MULTIKUEUE_CONTROLLER);
     }
 }
+
+/// True when no container of any pod set asks for a resource (no requests, no limits, none at
+/// the pod level). Kueue admits such a Workload on a MultiKueue manager without the check ever
+/// dispatching it, so the job never runs; our webhook warns about it.
+pub fn requests_nothing(pod_sets: &[PodSet]) -> bool {
+    let asks = |resources: Option<&ResourceRequirements>| {
+        resources.is_some_and(|r| {
+            r.requests.as_ref().is_some_and(|m| !m.is_empty()) || r.limits.as_ref().is_some_and(|m| !m.is_empty())
+        })
+    };
+    let pod_asks = |spec: &PodSpec| {
+        asks(spec.resources.as_ref())
+            || spec.containers.iter().chain(spec.init_containers.iter().flatten()).any(|c| asks(c.resources.as_ref()))
+    };
+    !pod_sets.is_empty() && !pod_sets.iter().any(|set| set.template.spec.as_ref().is_some_and(pod_asks))
+}
+
+/// The warning for a job in a MultiKueue queue whose pods ask for nothing.
+pub const REQUESTS_NOTHING_THROUGH_MULTIKUEUE: &str = "no container requests resources: through MultiKueue such a job \
+     is admitted on the manager and never dispatched to a worker; give its containers resource requests";
 
 const QUEUE_PATH: &str = "metadata.labels[kueue.x-k8s.io/queue-name]";
 
@@ -133,6 +154,31 @@ mod tests {
         }
         assert!(dns1123_label("a.b").is_err());
         assert!(dns1123_label(&"a".repeat(64)).is_err());
+    }
+
+    #[test]
+    fn a_job_requests_nothing_only_when_no_container_and_no_pod_asks() {
+        let pod_set = |spec: serde_json::Value| PodSet {
+            name: "main".into(),
+            count: 1,
+            min_count: None,
+            template: serde_json::from_value(serde_json::json!({"spec": spec})).unwrap(),
+        };
+        let bare = pod_set(serde_json::json!({"containers": [{"name": "c", "image": "i"}]}));
+        let empty =
+            pod_set(serde_json::json!({"containers": [{"name": "c", "image": "i", "resources": {"requests": {}}}]}));
+        assert!(requests_nothing(&[bare.clone(), empty.clone()]));
+        assert!(!requests_nothing(&[]), "no pod set, nothing to warn about");
+        let asking = [
+            serde_json::json!({"containers": [{"name": "c", "image": "i", "resources": {"requests": {"cpu": "100m"}}}]}),
+            serde_json::json!({"containers": [{"name": "c", "image": "i", "resources": {"limits": {"memory": "1Gi"}}}]}),
+            serde_json::json!({"containers": [{"name": "c", "image": "i"}],
+                               "initContainers": [{"name": "s", "image": "i", "resources": {"requests": {"cpu": "1"}}}]}),
+            serde_json::json!({"containers": [{"name": "c", "image": "i"}], "resources": {"requests": {"cpu": "1"}}}),
+        ];
+        for spec in asking {
+            assert!(!requests_nothing(&[bare.clone(), pod_set(spec.clone())]), "{spec}");
+        }
     }
 
     #[test]

@@ -118,6 +118,24 @@ impl Sandbox {
         self.dir.join("kubeconfig")
     }
 
+    /// kubectl on one of the sandbox's clusters, `stdin` fed to it.
+    pub fn kubectl(&self, cluster: &str, args: &[&str], stdin: &str) -> Output {
+        use std::io::Write;
+
+        let kubectl = toolchain_kubectl().expect("the toolchain's kubectl");
+        let context = format!("kueue-ext-{cluster}");
+        let mut child = Command::new(kubectl)
+            .args(["--kubeconfig", path_str(&self.kubeconfig()), "--context", &context])
+            .args(args)
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .expect("kubectl starts");
+        child.stdin.take().expect("its stdin").write_all(stdin.as_bytes()).expect("kubectl reads its input");
+        child.wait_with_output().expect("kubectl ends")
+    }
+
     pub async fn client(&self, cluster: &str) -> Client {
         kueue_ext::kube_util::client_for(&self.kubeconfig(), &format!("kueue-ext-{cluster}"))
             .await
@@ -176,9 +194,7 @@ impl Sandbox {
 
     /// What the cluster held when the test failed: jobs, their parts, Workloads and events.
     fn dump_objects(&self, cluster: &str, into: &Path) {
-        let path = Command::new(BIN).args(["toolchain", "path"]).output();
-        let Some(bin) = path.ok().filter(|o| o.status.success()) else { return };
-        let kubectl = PathBuf::from(String::from_utf8_lossy(&bin.stdout).trim()).join("kubectl");
+        let Some(kubectl) = toolchain_kubectl() else { return };
         let kinds = "externaljobs,wrappedjobs,workloads,jobs,deployments,pods,localqueues,clusterqueues,events";
         let context = format!("kueue-ext-{cluster}");
         let kubeconfig = self.kubeconfig();
@@ -187,6 +203,12 @@ impl Sandbox {
             let _ = std::fs::write(into, [out.stdout, out.stderr].concat());
         }
     }
+}
+
+/// The toolchain's kubectl, once the toolchain is built.
+pub fn toolchain_kubectl() -> Option<PathBuf> {
+    let path = Command::new(BIN).args(["toolchain", "path"]).output().ok().filter(|o| o.status.success())?;
+    Some(PathBuf::from(String::from_utf8_lossy(&path.stdout).trim()).join("kubectl"))
 }
 
 fn path_str(path: &Path) -> &str {

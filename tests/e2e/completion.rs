@@ -1,17 +1,15 @@
 //! Completion against a cluster: kubectl's own `__complete` through the plugin's helper, and
 //! jobs and namespaces read from a running sandbox.
 
-use std::path::PathBuf;
 use std::process::Command;
 
-use crate::common::{BIN, Sandbox, ensure_toolchain, text};
+use crate::common::{BIN, Sandbox, ensure_toolchain, text, toolchain_kubectl};
 use crate::completion_support::{plugin_dir, stdout, values};
 
 #[test]
 fn kubectl_completes_the_plugin_through_the_helper() {
     ensure_toolchain();
-    let path = Command::new(BIN).args(["toolchain", "path"]).output().unwrap();
-    let kubectl = PathBuf::from(String::from_utf8_lossy(&path.stdout).trim()).join("kubectl");
+    let kubectl = toolchain_kubectl().expect("the toolchain's kubectl");
     let dir = plugin_dir();
     let search = format!("{}:{}", dir.path().display(), std::env::var("PATH").unwrap_or_default());
     // What kubectl's shell scripts run at each TAB: its own Cobra `__complete`.

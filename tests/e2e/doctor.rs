@@ -111,6 +111,25 @@ async fn doctor_names_each_break_with_its_fix_and_nothing_once_repaired() {
         (sandbox.client("manager").await, sandbox.client("worker1").await, sandbox.client("worker2").await);
     let external_jobs = |client| api(client, "kueue-ext.dev/v1alpha1", "ExternalJob", "externaljobs", Some("default"));
 
+    // Pods that request nothing, in a MultiKueue queue: Kueue would admit the job on the manager
+    // and never dispatch it, so the webhook warns at create.
+    let asks_nothing = r#"
+apiVersion: kueue-ext.dev/v1alpha1
+kind: ExternalJob
+metadata: {name: asks-nothing, namespace: default, labels: {kueue.x-k8s.io/queue-name: user-queue}}
+spec:
+  podSets:
+  - name: main
+    count: 1
+    template: {spec: {containers: [{name: main, image: kueue-ext.local/busybox:1}]}}
+"#;
+    let created = sandbox.kubectl("manager", &["create", "--dry-run=server", "-f", "-"], asks_nothing);
+    assert!(
+        created.status.success() && text(&created).contains("Warning: no container requests resources"),
+        "{}",
+        text(&created)
+    );
+
     // A worker without the LocalQueue: MultiKueue's copies would never be admitted there.
     let local_queues = api(&worker2, "kueue.x-k8s.io/v1beta2", "LocalQueue", "localqueues", Some("default"));
     local_queues.delete("user-queue", &DeleteParams::default()).await.expect("delete the LocalQueue");

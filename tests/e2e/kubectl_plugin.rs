@@ -2,13 +2,12 @@
 
 use std::process::Command;
 
-use crate::common::{BIN, ensure_toolchain, text};
+use crate::common::{BIN, ensure_toolchain, text, toolchain_kubectl};
 
 #[test]
 fn kubectl_finds_the_plugin_on_path() {
     ensure_toolchain();
-    let path = Command::new(BIN).args(["toolchain", "path"]).output().unwrap();
-    let kubectl = std::path::PathBuf::from(String::from_utf8_lossy(&path.stdout).trim()).join("kubectl");
+    let kubectl = toolchain_kubectl().expect("the toolchain's kubectl");
     let plugin_dir = std::path::Path::new(BIN).parent().unwrap();
     let search = format!("{}:{}", plugin_dir.display(), std::env::var("PATH").unwrap_or_default());
 
