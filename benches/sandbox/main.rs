@@ -22,7 +22,8 @@
 //! `KUEUE_EXT_BENCH_MULTIKUEUE_JOBS` (500), `KUEUE_EXT_BENCH_WRAPPED_JOBS` (200),
 //! `KUEUE_EXT_BENCH_RATE` (200 admissions/s), `KUEUE_EXT_BENCH_ADMISSIONS` (3000),
 //! `KUEUE_EXT_BENCH_WRAPPERS` (50).
-//! Prints a table and writes target/bench/sandbox.json.
+//! Prints a table and writes target/bench/sandbox.json, and the same with the commit, machine and
+//! date to benches/results/. An unknown name, or a row without samples, fails the run.
 
 mod apiserver;
 mod jobs;
@@ -40,6 +41,9 @@ use std::path::PathBuf;
 use std::process::Command;
 
 use serde_json::json;
+
+/// Every benchmark, by the name `KUEUE_EXT_BENCH_ONLY` takes.
+const BENCHES: [&str; 6] = ["up", "up-kind", "single", "multikueue", "webhook", "wrappers"];
 
 struct Settings {
     only: Vec<String>,
@@ -60,8 +64,13 @@ fn env_number(name: &str, default: usize) -> usize {
 impl Settings {
     fn from_env() -> Settings {
         let only = std::env::var("KUEUE_EXT_BENCH_ONLY").unwrap_or_default();
+        let only: Vec<String> = only.split(',').map(str::trim).filter(|s| !s.is_empty()).map(String::from).collect();
+        if let Some(unknown) = only.iter().find(|name| !BENCHES.contains(&name.as_str())) {
+            eprintln!("KUEUE_EXT_BENCH_ONLY: no benchmark is named {unknown:?}; they are {}", BENCHES.join(", "));
+            std::process::exit(2);
+        }
         Settings {
-            only: only.split(',').map(str::trim).filter(|s| !s.is_empty()).map(String::from).collect(),
+            only,
             runs: env_number("KUEUE_EXT_BENCH_RUNS", 3).max(1),
             job_runs: env_number("KUEUE_EXT_BENCH_JOB_RUNS", 1).max(1),
             jobs: env_number("KUEUE_EXT_BENCH_JOBS", 1000),
@@ -122,7 +131,11 @@ fn main() {
     if settings.wants("wrappers") {
         rows.extend(runtime.block_on(wrappers::bench(settings.job_runs, settings.wrappers)));
     }
-    report::print(&rows);
+    let empty = report::print(&rows);
     let path = report::write_json(&rows, settings.json(), &load_before);
     println!("\nload average before {load_before}, after {}; wrote {}", report::load_average(), path.display());
+    if !empty.is_empty() {
+        eprintln!("rows without samples (a side that measured nothing): {}", empty.join(", "));
+        std::process::exit(1);
+    }
 }

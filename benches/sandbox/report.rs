@@ -74,15 +74,19 @@ fn cpu_model() -> String {
     line.split_once(':').map(|(_, m)| m.trim().to_string()).unwrap_or_default()
 }
 
-pub fn print(rows: &[Row]) {
+/// Prints the table; returns the rows that have no sample on one side or both.
+pub fn print(rows: &[Row]) -> Vec<String> {
     let width = rows.iter().map(|r| r.name.chars().count()).max().unwrap_or(0);
     println!(
         "\n{:<width$}  {:>3}  {:>26}  {:>26}  {:>6}  peer",
         "benchmark", "n", "ours min/median/max", "peer min/median/max", "ratio"
     );
+    let mut empty = Vec::new();
     for row in rows {
         let (Some(ours), Some(peer), Some(ratio)) = (Summary::of(&row.ours), Summary::of(&row.peer), row.ratio())
         else {
+            println!("{:<width$}  no samples", row.name);
+            empty.push(row.name.clone());
             continue;
         };
         println!(
@@ -95,9 +99,24 @@ pub fn print(rows: &[Row]) {
             row.peer_name
         );
     }
+    empty
 }
 
-/// Writes `target/bench/sandbox.json`: the settings, the machine, and every sample.
+fn memory_gib() -> f64 {
+    let info = std::fs::read_to_string("/proc/meminfo").unwrap_or_default();
+    let kib = info.lines().find(|l| l.starts_with("MemTotal:")).and_then(|l| l.split_whitespace().nth(1));
+    kib.and_then(|k| k.parse::<f64>().ok()).map_or(0.0, |k| k / 1024.0 / 1024.0)
+}
+
+fn commit() -> String {
+    let out = std::process::Command::new("git").args(["rev-parse", "--short=12", "HEAD"]).output();
+    out.ok()
+        .filter(|o| o.status.success())
+        .map_or("unknown".into(), |o| String::from_utf8_lossy(&o.stdout).trim().into())
+}
+
+/// Writes `target/bench/sandbox.json` (the settings, the machine, and every sample), and the
+/// same under `benches/results/` named by date and commit, so a table can be traced to its run.
 pub fn write_json(rows: &[Row], settings: Value, load_before: &str) -> PathBuf {
     let rows: Vec<Value> = rows
         .iter()
@@ -108,6 +127,7 @@ pub fn write_json(rows: &[Row], settings: Value, load_before: &str) -> PathBuf {
         .collect();
     let machine = json!({
         "cores": std::thread::available_parallelism().map(|n| n.get()).unwrap_or(0),
+        "memory_gib": (memory_gib() * 10.0).round() / 10.0,
         "cpu": cpu_model(),
         "load_average_before": load_before,
         "load_average_after": load_average(),
@@ -115,7 +135,12 @@ pub fn write_json(rows: &[Row], settings: Value, load_before: &str) -> PathBuf {
     let out = Path::new(env!("CARGO_MANIFEST_DIR")).join("target/bench");
     std::fs::create_dir_all(&out).expect("target/bench is writable");
     let path = out.join("sandbox.json");
-    let report = json!({"settings": settings, "machine": machine, "rows": rows});
-    std::fs::write(&path, serde_json::to_string_pretty(&report).expect("JSON")).expect("sandbox.json written");
+    let (commit, date) = (commit(), k8s_openapi::jiff::Timestamp::now().strftime("%Y-%m-%dT%H%M%SZ").to_string());
+    let report = json!({"commit": commit, "date": date, "settings": settings, "machine": machine, "rows": rows});
+    let text = serde_json::to_string_pretty(&report).expect("JSON");
+    std::fs::write(&path, &text).expect("sandbox.json written");
+    let kept = Path::new(env!("CARGO_MANIFEST_DIR")).join("benches/results");
+    std::fs::create_dir_all(&kept).expect("benches/results is writable");
+    std::fs::write(kept.join(format!("{date}-{commit}.json")), &text).expect("the kept results written");
     path
 }
