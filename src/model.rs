@@ -7,6 +7,7 @@
 #[cfg(test)]
 pub mod fixtures;
 mod join;
+pub mod pods;
 pub mod read;
 mod shortfall;
 pub mod snapshot;
@@ -22,6 +23,7 @@ use kube::api::DynamicObject;
 use serde::Serialize;
 
 pub use join::join;
+pub use pods::{PodProblem, PodReason};
 pub use read::message_or_reason;
 pub use shortfall::Shortfall;
 
@@ -36,6 +38,18 @@ pub struct JobKey {
     pub kind: JobKind,
     pub namespace: String,
     pub name: String,
+}
+
+impl JobKey {
+    /// The job as `kubectl get -o name` names it: `externaljob.kueue-ext.dev/train`, `job.batch/pi`.
+    pub fn object_name(&self) -> String {
+        let resource = self.kind.api_resource();
+        let kind = resource.kind.to_lowercase();
+        match resource.group.as_str() {
+            "" => format!("{kind}/{}", self.name),
+            group => format!("{kind}.{group}/{}", self.name),
+        }
+    }
 }
 
 impl fmt::Display for JobKey {
@@ -57,6 +71,8 @@ pub struct JobCopy {
     /// `(succeeded, how)` once it has ended: `(true, "Succeeded (All pods succeeded)")`.
     pub outcome: Option<(bool, String)>,
     pub pods: PodCounts,
+    /// What keeps most of its pods from running, if something does.
+    pub pod_problem: Option<PodProblem>,
     #[serde(skip)]
     pub object: Arc<DynamicObject>,
 }
@@ -318,6 +334,8 @@ pub struct ClusterRow {
     pub problems: BTreeMap<String, String>,
     /// The `Active` condition of its MultiKueueCluster on the manager.
     pub connection: Option<Condition>,
+    /// The kind cluster its nodes make, when their provider IDs say so (`kind://docker/NAME/…`).
+    pub kind_cluster: Option<String>,
     pub jobs: usize,
     pub workloads: usize,
 }

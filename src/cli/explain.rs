@@ -5,7 +5,7 @@ use std::process::ExitCode;
 
 use super::output::{self, Output};
 use super::watch::{Clusters, SETTLE};
-use crate::explain::explain;
+use crate::explain::{PodProblemAt, explanation};
 use crate::integrations::registry::{JobKind, KindRegistry};
 use crate::model::snapshot::Role;
 use crate::model::source::Source;
@@ -28,7 +28,8 @@ pub struct Args {
     pub output: Option<Output>,
 }
 
-/// What `-o json|yaml` prints.
+/// What `-o json|yaml` prints: the reasons as printed without the next steps, which follow
+/// apart, as does the problem of the job's pods.
 #[derive(serde::Serialize)]
 struct Explained<'a> {
     kind: &'a str,
@@ -36,6 +37,8 @@ struct Explained<'a> {
     name: &'a str,
     cluster: &'a str,
     reasons: Vec<String>,
+    next_steps: Vec<String>,
+    pod_problem: Option<PodProblemAt>,
 }
 
 /// A reference checked for its shape before any cluster is asked (which kinds exist is the
@@ -85,17 +88,20 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
         }
         return Ok(ExitCode::FAILURE);
     };
+    let explanation = explanation(row, &model);
     let explained = Explained {
         kind: kind.name(),
         namespace: &namespace,
         name,
         cluster: &row.key.cluster,
-        reasons: explain(row, &model),
+        reasons: explanation.reasons(),
+        next_steps: explanation.next_steps(),
+        pod_problem: explanation.pod_problem.clone(),
     };
     match args.output.unwrap_or_default() {
         Output::Json => println!("{}", serde_json::to_string_pretty(&explained)?),
         Output::Yaml => print!("{}", serde_saphyr::to_string(&explained)?),
-        _ => explained.reasons.iter().for_each(|line| println!("{line}")),
+        _ => explanation.lines().iter().for_each(|line| println!("{line}")),
     }
     Ok(ExitCode::SUCCESS)
 }

@@ -14,7 +14,7 @@ use super::targets::{self, Selection};
 use crate::explain::explain;
 use crate::model::snapshot::Role;
 use crate::model::source::{Source, Targets};
-use crate::model::{ClusterRow, JobKey, JobRow, Model, QueueRow, join};
+use crate::model::{ClusterRow, JobRow, Model, QueueRow, join};
 use crate::tui::columns::{self, CLUSTER_HEADERS, JOB_HEADERS, QUEUE_HEADERS};
 use crate::tui::run;
 
@@ -120,7 +120,7 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
     match output {
         Output::Json => println!("{}", serde_json::to_string_pretty(&Report::new(&source.origin, &model))?),
         Output::Yaml => print!("{}", serde_saphyr::to_string(&Report::new(&source.origin, &model))?),
-        Output::Name => model.jobs.iter().for_each(|row| println!("{}", object_name(&row.key))),
+        Output::Name => model.jobs.iter().for_each(|row| println!("{}", row.key.object_name())),
         output => {
             if model.jobs.is_empty() {
                 // As kubectl: the empty result on stderr, so stdout stays parseable.
@@ -130,16 +130,6 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
         }
     }
     Ok(ExitCode::SUCCESS)
-}
-
-/// A job as `kubectl get -o name` names it: `externaljob.kueue-ext.dev/train`, `job.batch/pi`.
-fn object_name(key: &JobKey) -> String {
-    let resource = key.kind.api_resource();
-    let kind = resource.kind.to_lowercase();
-    match resource.group.as_str() {
-        "" => format!("{kind}/{}", key.name),
-        group => format!("{kind}.{group}/{}", key.name),
-    }
 }
 
 #[derive(Serialize)]
@@ -247,7 +237,7 @@ mod tests {
     #[test]
     fn names_read_as_kubectl_prints_them_and_yaml_carries_what_json_does() {
         let model = join(&scene());
-        let names: Vec<String> = model.jobs.iter().map(|row| object_name(&row.key)).collect();
+        let names: Vec<String> = model.jobs.iter().map(|row| row.key.object_name()).collect();
         assert!(names.iter().any(|n| n == "wrappedjob.kueue-ext.dev/training"), "{names:?}");
         assert!(names.iter().all(|n| n.contains(".kueue-ext.dev/") || n.starts_with("job.batch/")), "{names:?}");
         let report = Report::new("sandbox", &model);

@@ -1,5 +1,8 @@
 //! Every "why is my job not running" answer, from fixtures joined by the real model.
 
+mod next_steps;
+mod pods;
+
 use serde_json::{Value, json};
 
 use super::explain;
@@ -30,7 +33,12 @@ fn a_missing_local_queue_and_workload_are_named() {
     });
     let lines = explain_job(&snapshot, "train");
     assert!(lines[0].contains("LocalQueue user-queue does not exist in namespace default"), "{lines:?}");
-    assert!(lines[1].contains("has no Workload yet"), "{lines:?}");
+    assert_eq!(
+        lines[1],
+        "next: create LocalQueue user-queue in namespace default (its spec.clusterQueue names the ClusterQueue), or \
+         resubmit the job with a kueue.x-k8s.io/queue-name that exists."
+    );
+    assert!(lines[2].contains("has no Workload yet"), "{lines:?}");
 }
 
 #[test]
@@ -85,6 +93,8 @@ fn waiting_for_quota_quotes_kueue_and_measures_the_queue() {
              pod set main: insufficient unused quota for cpu in flavor default-flavor, 2 more needed.",
             "Kueue: cpu in flavor default-flavor is short by 2 while other Workloads hold it.",
             "ClusterQueue cluster-queue: the job asks 3 cpu; default-flavor has 1 free of 4 (3 reserved), short by 2.",
+            "next: wait until other Workloads release 2 cpu in flavor default-flavor, or raise the nominalQuota of \
+             ClusterQueue cluster-queue.",
         ]
     );
 }
@@ -139,6 +149,8 @@ fn pending_admission_checks_name_inactive_multikueue_workers() {
             "Quota is reserved in ClusterQueue cluster-queue.",
             "Admission check multikueue is Pending.",
             "MultiKueue cannot use worker worker2 (ClientConnectionFailed): dial tcp 127.0.0.1:1: connect: connection refused.",
+            "next: fix MultiKueue's connection to worker2: the kubeconfig Secret of its MultiKueueCluster must reach \
+             that cluster's API server (kubectl describe multikueuecluster worker2).",
         ]
     );
 
@@ -157,10 +169,13 @@ fn the_copy_on_a_nominated_worker_says_why_it_waits_there() {
     let lines = explain_job(&scene(), "dispatching");
     assert!(lines.contains(&"Admission check multikueue is Pending.".to_string()), "{lines:?}");
     assert_eq!(
-        lines.last().map(String::as_str),
-        Some(
-            "On worker1 its copy waits for quota: couldn't assign flavors to pod set main: insufficient unused quota for cpu in flavor default-flavor, 8 more needed."
-        )
+        lines[lines.len() - 2..],
+        [
+            "On worker1 its copy waits for quota: couldn't assign flavors to pod set main: insufficient unused quota \
+             for cpu in flavor default-flavor, 8 more needed.",
+            "next: wait until other Workloads release 8 cpu in flavor default-flavor, or raise the nominalQuota of \
+             ClusterQueue cluster-queue on worker1.",
+        ]
     );
 }
 
@@ -205,6 +220,8 @@ fn the_copy_on_the_chosen_worker_tells_its_own_state() {
             vec![
                 "The copy on worker1 is still suspended.",
                 "On worker1 its copy waits for quota: insufficient unused quota for cpu in flavor default-flavor, 1 more needed.",
+                "next: wait until other Workloads release 1 cpu in flavor default-flavor, or raise the nominalQuota of \
+                 ClusterQueue cluster-queue on worker1.",
             ],
         ),
         (remote_admitted, vec!["Its Workload is admitted on worker1; MultiKueue creates the job copy there next."]),
@@ -305,7 +322,10 @@ fn admitted_jobs_on_one_cluster_report_pods_and_readiness() {
     let unevaluated = single(|_, _, _| {});
     assert_eq!(
         explain_job(&unevaluated, "train"),
-        ["Workload externaljob-train-12345 has not been evaluated by Kueue yet (is Kueue running?)."]
+        [
+            "Workload externaljob-train-12345 has not been evaluated by Kueue yet (is Kueue running?).",
+            "next: wait for Kueue's scheduler; if this lasts, check Kueue (kubectl kueue-ext doctor).",
+        ]
     );
 }
 

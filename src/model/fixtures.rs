@@ -6,6 +6,7 @@ use std::sync::Arc;
 use kube::api::DynamicObject;
 use serde_json::{Value, json};
 
+use super::pods::{PodProblem, PodReason};
 use super::snapshot::{ClusterSnapshot, EventLine, JobKind, JobObject, ObjectKey, PodCounts, Role, Snapshot};
 pub use crate::integrations::registry::built_in_kind;
 
@@ -171,6 +172,24 @@ pub fn event(kind: &str, name: &str, reason: &str, message: &str, seconds_after_
 
 pub fn pods(pending: u32, running: u32, succeeded: u32, failed: u32) -> PodCounts {
     PodCounts { pending, running, succeeded, failed }
+}
+
+/// What keeps one pod of a job (`pod`, container `container`) from running.
+pub fn pod_problem(reason: PodReason, pod: &str, container: Option<&str>, message: &str) -> PodProblem {
+    PodProblem {
+        reason,
+        pod: pod.into(),
+        container: container.map(String::from),
+        image: None,
+        message: message.into(),
+        exit_code: None,
+        pods: 1,
+    }
+}
+
+/// The nodes of kind cluster `kind`, as their provider IDs name it.
+pub fn kind_nodes(kind: &str) -> Vec<String> {
+    ["control-plane", "worker"].map(|node| format!("kind://docker/{kind}/{kind}-{node}")).to_vec()
 }
 
 /// A single cluster with the sandbox's default queues (4 CPU, nothing reserved).

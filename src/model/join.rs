@@ -7,13 +7,13 @@ use kube::ResourceExt;
 use kube::api::DynamicObject;
 
 use super::{
-    AdmissionCheckFacts, ClusterRow, JobEvent, JobKey, JobRow, LocalQueueFacts, Mirror, Model, QueueRow, RowStatus,
-    Shortfall, WorkloadFacts, WorkloadState, problems_text, read,
+    AdmissionCheckFacts, ClusterRow, JobCopy, JobEvent, JobKey, JobRow, LocalQueueFacts, Mirror, Model, QueueRow,
+    RowStatus, Shortfall, WorkloadFacts, WorkloadState, problems_text, read,
 };
 use crate::api::condition::Condition;
 use crate::api::kueue::{FINISHED, MULTIKUEUE_ORIGIN_LABEL, PREBUILT_WORKLOAD_LABEL, QUEUE_NAME_LABEL, QUOTA_RESERVED};
 use crate::api::wrapped_job::WRAPPED_JOB_LABEL;
-use crate::model::snapshot::{ClusterSnapshot, EventLine, JobKind, JobObject, ObjectKey, PodCounts, Role, Snapshot};
+use crate::model::snapshot::{ClusterSnapshot, EventLine, JobKind, JobObject, ObjectKey, Role, Snapshot};
 
 /// Events kept per job, newest first.
 const EVENTS_PER_JOB: usize = 20;
@@ -112,8 +112,11 @@ impl<'a> ClusterIndex<'a> {
         ClusterIndex { snapshot, workloads: Workloads::index(snapshot), jobs, events }
     }
 
-    fn pods(&self, key: &JobKey) -> PodCounts {
-        self.snapshot.pods.get(&owner_key(key)).copied().unwrap_or_default()
+    /// The job's copy on this cluster, with its pods.
+    fn job_copy(&self, key: &JobKey, job: &JobObject) -> JobCopy {
+        let owner = owner_key(key);
+        let pods = self.snapshot.pods.get(&owner).copied().unwrap_or_default();
+        read::job_copy(&self.snapshot.name, job, pods, self.snapshot.pod_problems.get(&owner).cloned())
     }
 
     fn events_of(&self, key: &ObjectKey, out: &mut Vec<JobEvent>) {
@@ -186,7 +189,7 @@ fn manager_row(
         let remote_key = JobKey { cluster: name.clone(), ..key.clone() };
         let mirror = Mirror {
             unreachable: (!worker.snapshot.reachable).then(|| problems_text(&worker.snapshot.problems)),
-            job: remote_job.map(|j| read::job_copy(&name, j, worker.pods(&remote_key))),
+            job: remote_job.map(|j| worker.job_copy(&remote_key, j)),
             workload: remote_workload,
             cluster: name,
         };
@@ -203,7 +206,7 @@ fn finish_row(
     workload: Option<WorkloadFacts>,
     mirrors: Vec<Mirror>,
 ) -> JobRow {
-    let copy = read::job_copy(&key.cluster, job, indexes[at].pods(&key));
+    let copy = indexes[at].job_copy(&key, job);
     let mut events = Vec::new();
     let mut collect = |cluster: &str, kind: &str, name: &str| {
         if let Some(index) = indexes.iter().find(|i| i.snapshot.name == cluster) {
@@ -302,6 +305,13 @@ fn queues(snapshot: &Snapshot) -> (Vec<QueueRow>, Vec<LocalQueueFacts>, Vec<Admi
     (queues, local_queues, checks)
 }
 
+/// The kind cluster of nodes whose provider IDs (`kind://PROVIDER/CLUSTER/NODE`) all name it.
+fn kind_cluster(provider_ids: &[String]) -> Option<String> {
+    let mut names = provider_ids.iter().map(|id| id.strip_prefix("kind://").and_then(|rest| rest.split('/').nth(1)));
+    let first = names.next()??;
+    names.all(|name| name == Some(first)).then(|| first.to_string())
+}
+
 fn clusters(snapshot: &Snapshot, manager_at: usize) -> Vec<ClusterRow> {
     let connections: BTreeMap<String, Option<Condition>> = snapshot
         .clusters
@@ -318,6 +328,7 @@ fn clusters(snapshot: &Snapshot, manager_at: usize) -> Vec<ClusterRow> {
             reachable: c.reachable,
             problems: c.problems.clone(),
             connection: connections.get(&c.name).cloned().flatten(),
+            kind_cluster: kind_cluster(&c.provider_ids),
             jobs: c.jobs.iter().filter(|j| !is_component(j)).count(),
             workloads: c.workloads.len(),
         })
@@ -334,6 +345,7 @@ fn clusters(snapshot: &Snapshot, manager_at: usize) -> Vec<ClusterRow> {
                     "not watched: pass --worker-context to see its jobs".to_string(),
                 )]),
                 connection,
+                kind_cluster: None,
                 jobs: 0,
                 workloads: 0,
             });

@@ -9,7 +9,9 @@ use kube::api::DynamicObject;
 use serde::Deserialize;
 use serde_json::Value;
 
-use super::{AdmissionCheckFacts, FlavorQuota, JobCopy, LocalQueueFacts, QueueRow, WorkloadFacts, shortfall};
+use super::{
+    AdmissionCheckFacts, FlavorQuota, JobCopy, LocalQueueFacts, PodProblem, QueueRow, WorkloadFacts, shortfall,
+};
 use crate::api::condition::{self, Condition};
 use crate::api::kueue::{Admission, AdmissionCheckState, QUOTA_RESERVED};
 use crate::jobframework::generic_job::Finished;
@@ -100,7 +102,7 @@ pub fn message_or_reason(c: &Condition) -> &str {
     if c.message.is_empty() { &c.reason } else { &c.message }
 }
 
-pub fn job_copy(cluster: &str, job: &JobObject, pods: PodCounts) -> JobCopy {
+pub fn job_copy(cluster: &str, job: &JobObject, pods: PodCounts, pod_problem: Option<PodProblem>) -> JobCopy {
     let object = &job.object;
     let status = &object.data["status"];
     let reading =
@@ -115,6 +117,7 @@ pub fn job_copy(cluster: &str, job: &JobObject, pods: PodCounts) -> JobCopy {
         outcome: reading.finished.map(outcome),
         conditions: conditions(status),
         pods,
+        pod_problem,
         object: Arc::clone(object),
     }
 }

@@ -10,6 +10,7 @@ use kube::api::DynamicObject;
 use kube::{Resource, ResourceExt};
 use serde::Serialize;
 
+use super::pods::PodProblem;
 use crate::api::wrapped_job::{WRAPPED_JOB_LABEL, WrappedJob};
 pub use crate::integrations::registry::JobKind;
 
@@ -81,6 +82,11 @@ pub struct ClusterSnapshot {
     pub multikueue_clusters: Vec<Arc<DynamicObject>>,
     /// Keyed by the job that owns the pods (kind name, namespace, name).
     pub pods: BTreeMap<ObjectKey, PodCounts>,
+    /// What keeps most of a job's pods from running, keyed as `pods`.
+    pub pod_problems: BTreeMap<ObjectKey, PodProblem>,
+    /// Each node's `spec.providerID`: `kind://docker/CLUSTER/NODE` on kind. Empty where nodes
+    /// cannot be read.
+    pub provider_ids: Vec<String>,
     pub events: Vec<EventLine>,
 }
 
@@ -99,6 +105,8 @@ impl ClusterSnapshot {
             admission_checks: Vec::new(),
             multikueue_clusters: Vec::new(),
             pods: BTreeMap::new(),
+            pod_problems: BTreeMap::new(),
+            provider_ids: Vec::new(),
             events: Vec::new(),
         }
     }
@@ -112,7 +120,7 @@ pub struct Snapshot {
 
 /// The job a pod belongs to: a WrappedJob by the label on its components' pods (they are owned
 /// by the component, not by the WrappedJob), otherwise its controller.
-fn pod_owner(pod: &Pod) -> Option<ObjectKey> {
+pub(super) fn pod_owner(pod: &Pod) -> Option<ObjectKey> {
     let namespace = pod.namespace().unwrap_or_default();
     if let Some(wrapper) = pod.labels().get(WRAPPED_JOB_LABEL) {
         return Some(ObjectKey::new(WrappedJob::kind(&()).as_ref(), &namespace, wrapper));

@@ -11,7 +11,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use futures::StreamExt;
-use k8s_openapi::api::core::v1::{Event, Pod, PodStatus};
+use k8s_openapi::api::core::v1::{Event, Node, NodeSpec, Pod};
 use kube::api::{Api, ApiResource, DynamicObject};
 use kube::config::Kubeconfig;
 use kube::runtime::reflector::{self, Store, store::Writer};
@@ -21,6 +21,7 @@ use serde::de::DeserializeOwned;
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
 
+use super::pods::{self, pod_problems};
 use super::snapshot::{ClusterSnapshot, JobKind, JobObject, Role, Snapshot, event_line, pod_counts};
 use crate::integrations::registry::{KindRegistry, Origin};
 use crate::jobframework::api_error;
@@ -73,6 +74,8 @@ type HealthMap = Arc<Mutex<BTreeMap<String, Health>>>;
 enum Served {
     Required,
     Optional,
+    /// Read if allowed: nodes only sharpen a next step, and a user may not be allowed to list them.
+    IfAllowed,
 }
 
 /// Starts one watch feeding a store; reports its health under `kind` and bumps `changed` on
@@ -107,6 +110,7 @@ where
                 Ok(watcher::Event::Init | watcher::Event::InitApply(_)) => continue,
                 Ok(_) => {}
                 Err(e) if served == Served::Optional && is_unserved(&e) => set(Health::Ready),
+                Err(e) if served == Served::IfAllowed && is_forbidden(&e) => set(Health::Ready),
                 Err(e) => set(Health::Failed(short_error(&e))),
             }
             changed.send_modify(|generation| *generation += 1);
@@ -115,11 +119,19 @@ where
 }
 
 fn is_unserved(error: &watcher::Error) -> bool {
+    api_failure(error).is_some_and(api_error::is_unserved)
+}
+
+fn is_forbidden(error: &watcher::Error) -> bool {
+    api_failure(error).is_some_and(api_error::is_forbidden)
+}
+
+fn api_failure(error: &watcher::Error) -> Option<&kube::Error> {
     match error {
         watcher::Error::InitialListFailed(e) | watcher::Error::WatchStartFailed(e) | watcher::Error::WatchFailed(e) => {
-            api_error::is_unserved(e)
+            Some(e)
         }
-        _ => false,
+        _ => None,
     }
 }
 
@@ -147,13 +159,13 @@ fn trim_workload(object: &mut DynamicObject) {
     }
 }
 
-/// Of a pod only its owner, labels and phase are counted.
-fn trim_pod(pod: &mut Pod) {
-    pod.metadata.managed_fields = None;
-    pod.metadata.annotations = None;
-    pod.spec = None;
-    let phase = pod.status.take().and_then(|s| s.phase);
-    pod.status = Some(PodStatus { phase, ..Default::default() });
+/// Of a node only its provider ID is read: it tells a kind cluster, and which one.
+fn trim_node(node: &mut Node) {
+    node.metadata.managed_fields = None;
+    node.metadata.annotations = None;
+    node.metadata.labels = None;
+    node.spec = node.spec.take().map(|spec| NodeSpec { provider_id: spec.provider_id, ..Default::default() });
+    node.status = None;
 }
 
 fn trim_event(event: &mut Event) {
@@ -174,6 +186,7 @@ struct ClusterWatch {
     admission_checks: Option<Store<DynamicObject>>,
     multikueue_clusters: Option<Store<DynamicObject>>,
     pods: Option<Store<Pod>>,
+    nodes: Option<Store<Node>>,
     events: Vec<Store<Event>>,
     tasks: Vec<JoinHandle<()>>,
 }
@@ -197,6 +210,7 @@ impl ClusterWatch {
             admission_checks: None,
             multikueue_clusters: None,
             pods: None,
+            nodes: None,
             events: Vec::new(),
             tasks: Vec::new(),
         };
@@ -251,10 +265,23 @@ impl ClusterWatch {
             Served::Required,
             watch.health.clone(),
             changed.clone(),
-            trim_pod,
+            pods::trim,
         );
         watch.tasks.push(pod_watch);
         watch.pods = Some(store);
+        let (store, writer) = reflector::store();
+        let node_watch = spawn_watch(
+            Api::<Node>::all(client.clone()),
+            watcher::Config::default(),
+            writer,
+            "Node".into(),
+            Served::IfAllowed,
+            watch.health.clone(),
+            changed.clone(),
+            trim_node,
+        );
+        watch.tasks.push(node_watch);
+        watch.nodes = Some(store);
         let event_kinds = kinds.iter().map(|k| k.name().to_string()).chain(EVENT_KINDS.map(String::from));
         let event_kinds: BTreeSet<String> = event_kinds.collect();
         for kind in event_kinds {
@@ -310,7 +337,13 @@ impl ClusterWatch {
         out.admission_checks = state(&self.admission_checks);
         out.multikueue_clusters = state(&self.multikueue_clusters);
         if let Some(pods) = &self.pods {
-            out.pods = pod_counts(pods.state().iter().map(|p| p.as_ref()));
+            let pods = pods.state();
+            out.pods = pod_counts(pods.iter().map(|p| p.as_ref()));
+            out.pod_problems = pod_problems(pods.iter().map(|p| p.as_ref()));
+        }
+        if let Some(nodes) = &self.nodes {
+            let ids = nodes.state().iter().filter_map(|n| n.spec.as_ref()?.provider_id.clone()).collect();
+            out.provider_ids = ids;
         }
         out.events = self.events.iter().flat_map(|s| s.state()).filter_map(|e| event_line(&e)).collect();
         out

@@ -290,3 +290,22 @@ fn problems_read_as_one_reason_when_all_kinds_agree() {
         BTreeMap::from([("ExternalJob".to_string(), "404".to_string()), ("Pod".to_string(), "forbidden".to_string())]);
     assert_eq!(problems_text(&mixed), "ExternalJob: 404; Pod: forbidden");
 }
+
+#[test]
+fn a_copys_pod_problem_and_its_clusters_kind_nodes_are_joined() {
+    let mut copy = mirror_of(&job(&built_in_kind("ExternalJob"), "train"), "externaljob-train-00000");
+    copy["spec"]["suspend"] = json!(false);
+    let mut snapshot = on_worker1(Some(copy), None, pods(2, 0, 0, 0));
+    let problem = pod_problem(PodReason::ImagePullBackOff, "train-a", Some("main"), "Back-off pulling image");
+    snapshot.clusters[1].pod_problems.insert(ObjectKey::new("ExternalJob", "default", "train"), problem.clone());
+    snapshot.clusters[0].provider_ids = vec!["gce://project/zone/node".into()];
+    snapshot.clusters[1].provider_ids = kind_nodes("kueue-ext-worker1");
+    snapshot.clusters[2].provider_ids = [kind_nodes("a"), kind_nodes("b")].concat();
+    let model = join(&snapshot);
+    let train = row(&model, "manager", "train");
+    let copy = train.mirror().and_then(|m| m.job.as_ref()).expect("copy on worker1");
+    assert_eq!(copy.pod_problem.as_ref(), Some(&problem), "the problem of the pods where they run");
+    assert_eq!(train.job.pod_problem, None, "the manager's copy runs no pod");
+    let kinds: Vec<Option<&str>> = model.clusters.iter().map(|c| c.kind_cluster.as_deref()).collect();
+    assert_eq!(kinds, [None, Some("kueue-ext-worker1"), None], "nodes of one kind cluster only");
+}
