@@ -235,6 +235,12 @@ pub struct Workload {
     pub owner: Option<(String, String)>,
     /// Admitted or finished: no longer waiting for quota.
     pub done_waiting: bool,
+    /// Admitted and not finished.
+    pub running: bool,
+    /// The worker MultiKueue placed it on (`status.clusterName`).
+    pub placed_on: Option<String>,
+    /// The admission checks it has a state for (`status.admissionChecks`).
+    pub check_states: Vec<String>,
     /// Each resource, times each pod set's count, summed.
     pub requests: BTreeMap<String, f64>,
 }

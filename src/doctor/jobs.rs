@@ -1,5 +1,6 @@
 //! Jobs that MultiKueue cannot place: a Workload too big for every worker (it waits forever on
-//! the manager, kubernetes-sigs/kueue#8602), and a job on a worker in the way of the copy
+//! the manager, kubernetes-sigs/kueue#8602), one Kueue admitted on the manager around its
+//! MultiKueue check (it never reaches a worker), and a job on a worker in the way of the copy
 //! MultiKueue would make of a manager's job (kubernetes-sigs/kueue#11849).
 
 use super::{ClusterFacts, Facts, Finding, ObjectRef, Workload};
@@ -106,6 +107,47 @@ fn too_big(
     ))
 }
 
+/// A running Workload of the manager, in a queue that dispatches, that no worker holds and that
+/// has no state for its ClusterQueue's MultiKueue check: Kueue applies a ClusterQueue's checks
+/// by the flavors it assigned, so a Workload whose pods request nothing is admitted with none,
+/// and MultiKueue never dispatches it. It will never run.
+pub fn admitted_around_multikueue(facts: &Facts) -> Vec<Finding> {
+    let Some(manager) = facts.manager().filter(|m| m.read("Workloads") && m.read("LocalQueues")) else {
+        return Vec::new();
+    };
+    let mut out = Vec::new();
+    for workload in manager.workloads.iter().filter(|w| w.running && w.placed_on.is_none()) {
+        let Some(queue) = workload.queue.as_deref() else { continue };
+        let local = manager.local_queue(&workload.namespace, queue);
+        let Some(cluster_queue) = local.and_then(|q| manager.cluster_queue(&q.cluster_queue)) else { continue };
+        let mut checks = manager.multikueue_checks_of(cluster_queue);
+        let Some(check) = checks.find(|c| !workload.check_states.contains(&c.name)) else { continue };
+        let resubmit = match &workload.owner {
+            Some((kind, name)) => format!(
+                "give every container of {}/{name} resource requests, then delete and resubmit it: {} -n {} delete {}/{name}",
+                kubectl_kind(kind),
+                facts.kubectl(manager),
+                workload.namespace,
+                kubectl_kind(kind)
+            ),
+            None => "give every container of its job resource requests, then delete and resubmit the job".into(),
+        };
+        out.push(
+            Finding::error(
+                manager,
+                format!(
+                    "admitted without its MultiKueue admission check {} (its pods request nothing, so Kueue \
+                     applied no check of ClusterQueue {}): MultiKueue never dispatches it and it will never run",
+                    check.name, cluster_queue.name
+                ),
+            )
+            .on(ObjectRef::new("Workload", &workload.namespace, &workload.name))
+            .fix(resubmit),
+        );
+    }
+    out
+}
+
 /// A job on a worker with the name, namespace and kind of a manager's job that MultiKueue
 /// dispatches, but not made by MultiKueue: the copy cannot be created there, and MultiKueue
 /// may take the stranger for its own.
@@ -160,6 +202,9 @@ mod tests {
             queue: Some("user-queue".into()),
             owner: Some(("ExternalJob".into(), "too-big".into())),
             done_waiting: false,
+            running: false,
+            placed_on: None,
+            check_states: Vec::new(),
             requests: BTreeMap::from([("cpu".into(), cpu), ("memory".into(), 256.0 * 1024.0 * 1024.0)]),
         }
     }
@@ -190,6 +235,35 @@ mod tests {
                 "ask for less cpu: kubectl --context kueue-ext-manager -n default delete externaljob/too-big, then \
                  submit it smaller; or raise the cpu nominalQuota of a worker's ClusterQueue: kubectl --context \
                  kueue-ext-worker1 edit clusterqueue cluster-queue"
+            )
+        );
+    }
+
+    #[test]
+    fn a_workload_admitted_without_its_multikueue_check_will_never_run() {
+        let mut facts = healthy();
+        let around = Workload { done_waiting: true, running: true, requests: BTreeMap::new(), ..workload(0.0) };
+        let dispatched = Workload {
+            name: "dispatched".into(),
+            placed_on: Some("worker1".into()),
+            check_states: vec!["multikueue".into()],
+            ..around.clone()
+        };
+        let checked = Workload { name: "checked".into(), check_states: vec!["multikueue".into()], ..around.clone() };
+        manager_mut(&mut facts).workloads = vec![around, dispatched, checked];
+        let found = admitted_around_multikueue(&facts);
+        assert_eq!(found.len(), 1, "{found:?}");
+        assert_eq!(found[0].object.as_ref().unwrap().to_string(), "Workload/default/externaljob-too-big-1a2b3");
+        assert_eq!(
+            found[0].problem,
+            "admitted without its MultiKueue admission check multikueue (its pods request nothing, so Kueue applied \
+             no check of ClusterQueue cluster-queue): MultiKueue never dispatches it and it will never run"
+        );
+        assert_eq!(
+            found[0].fix.as_deref(),
+            Some(
+                "give every container of externaljob/too-big resource requests, then delete and resubmit it: kubectl \
+                 --context kueue-ext-manager -n default delete externaljob/too-big"
             )
         );
     }

@@ -147,7 +147,7 @@ type Check<'a> = &'a dyn Fn(&Facts) -> Vec<Finding>;
 
 /// Every check over `facts` at `now` (seconds since the epoch), errors first.
 pub fn check(facts: &Facts, now: i64) -> Report {
-    let checks: [Check; 16] = [
+    let checks: [Check; 17] = [
         &setup::reachable,
         &setup::kueue_api,
         &setup::kueue_deployment,
@@ -162,6 +162,7 @@ pub fn check(facts: &Facts, now: i64) -> Report {
         &multikueue::admission_check,
         &multikueue::queues_on_workers,
         &jobs::never_fits,
+        &jobs::admitted_around_multikueue,
         &jobs::same_name_on_worker,
         &setup::unread,
     ];

@@ -319,6 +319,14 @@ fn workload(object: &DynamicObject) -> Workload {
         queue: object.data["spec"]["queueName"].as_str().map(String::from),
         owner: owner.map(|o| (o.kind.clone(), o.name.clone())),
         done_waiting: condition::is_true(&conditions, ADMITTED) || condition::is_true(&conditions, FINISHED),
+        running: condition::is_true(&conditions, ADMITTED) && !condition::is_true(&conditions, FINISHED),
+        placed_on: object.data["status"]["clusterName"].as_str().map(String::from),
+        check_states: object.data["status"]["admissionChecks"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(|c| c["name"].as_str().map(String::from))
+            .collect(),
         requests: pod_set_requests(&object.data["spec"]),
     }
 }
