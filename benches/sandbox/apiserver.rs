@@ -5,13 +5,14 @@
 use std::collections::BTreeMap;
 
 use kube::api::{Api, ApiResource, DynamicObject, PostParams};
+use kueue_ext::sandbox::cluster_setup::kueue::manifests as kueue_manifests;
 use serde_json::json;
 
 /// The clients told apart per cluster: a FlowSchema each, named after them.
 const CLIENTS: [(&str, &str, &str); 3] = [
     ("kueue-ext-controller", kueue_ext::manifests::NAMESPACE, kueue_ext::manifests::SERVICE_ACCOUNT),
-    ("kueue", kueue_ext::sandbox::kueue::manifests::NAMESPACE, kueue_ext::sandbox::kueue::manifests::SERVICE_ACCOUNT),
-    ("multikueue", kueue_ext::sandbox::kueue::manifests::NAMESPACE, kueue_ext::connect::SERVICE_ACCOUNT),
+    ("kueue", kueue_manifests::NAMESPACE, kueue_manifests::SERVICE_ACCOUNT),
+    ("multikueue", kueue_manifests::NAMESPACE, kueue_ext::connect::SERVICE_ACCOUNT),
 ];
 
 /// Gives each of [`CLIENTS`] a FlowSchema of its own, so the API server counts its requests

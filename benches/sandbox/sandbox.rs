@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Instant;
 
-use kueue_ext::sandbox::state::SandboxState;
+use kueue_ext::sandbox::record::SandboxState;
 
 pub const BIN: &str = env!("CARGO_BIN_EXE_kubectl-kueue_ext");
 
@@ -54,7 +54,7 @@ impl Sandbox {
     pub fn processes(&self) -> Vec<(String, i32)> {
         let state = self.state();
         let named =
-            |cluster: &str, c: &kueue_ext::sandbox::state::Component| (format!("{cluster}/{}", c.name), c.process.pid);
+            |cluster: &str, c: &kueue_ext::sandbox::record::Component| (format!("{cluster}/{}", c.name), c.process.pid);
         state.clusters.iter().flat_map(|cluster| cluster.components.iter().map(|c| named(&cluster.name, c))).collect()
     }
 

@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 use std::time::{Duration, Instant};
 
-use kueue_ext::sandbox::ports;
+use kueue_ext::sandbox::process_runtime::ports;
 
 use crate::report::Row;
 use crate::sandbox::{Sandbox, cpu_seconds, pids_in, run};

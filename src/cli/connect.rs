@@ -19,7 +19,7 @@ use crate::connect::{self, Options, Worker};
 use crate::go_duration::parse_go_duration;
 use crate::jobframework::webhook::dns1123_subdomain;
 use crate::kube_util;
-use crate::sandbox::{DEFAULT_NAME, queues};
+use crate::sandbox::{DEFAULT_NAME, cluster_setup::queues};
 
 #[derive(Debug, clap::Args)]
 pub struct Args {

@@ -166,7 +166,7 @@ impl SandboxArgs {
         let name = self.name.as_deref().unwrap_or(crate::sandbox::DEFAULT_NAME);
         self.state_dir
             .clone()
-            .unwrap_or_else(|| crate::sandbox::state::dir_of(crate::sandbox::state::default_dir(), name))
+            .unwrap_or_else(|| crate::sandbox::record::dir_of(crate::sandbox::record::default_dir(), name))
     }
 
     /// The sandbox's name: the one given, else the one its state dir records, else the default.
@@ -174,7 +174,7 @@ impl SandboxArgs {
         if let Some(name) = &self.name {
             return name.clone();
         }
-        let recorded = crate::sandbox::state::SandboxState::load(&self.dir()).ok().flatten().map(|state| state.name);
+        let recorded = crate::sandbox::record::SandboxState::load(&self.dir()).ok().flatten().map(|state| state.name);
         recorded.unwrap_or_else(|| crate::sandbox::DEFAULT_NAME.to_string())
     }
 }

@@ -103,7 +103,7 @@ fn table(report: &StatusReport) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::sandbox::state::{Role, SandboxPhase};
+    use crate::sandbox::record::{Role, SandboxPhase};
     use crate::sandbox::{ClusterStatus, RuntimeKind};
 
     fn report() -> StatusReport {

@@ -9,7 +9,7 @@ use crate::go_duration::{NotADuration, parse_go_duration};
 use crate::integrations::declarative::config;
 use crate::integrations::registry::KindRegistry;
 use crate::manifests;
-use crate::sandbox::addons::Addon;
+use crate::sandbox::Addon;
 use crate::submit::{self, Defaults, Planned, Problem, appwrapper, documents};
 use clap::ValueEnum;
 

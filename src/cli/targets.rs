@@ -7,7 +7,7 @@ use super::cluster::{Origin, choose_kubeconfig};
 use crate::kube_util::read_kubeconfig;
 use crate::model::snapshot::Role;
 use crate::model::source::{Target, Targets};
-use crate::sandbox::state::SandboxState;
+use crate::sandbox::record::SandboxState;
 use crate::sandbox::{KUBECONFIG_FILE, context_name};
 
 /// How the user chose the clusters; flags win over a running sandbox.

@@ -8,9 +8,8 @@ use serde_json::Value;
 use crate::go_duration::parse_go_duration;
 use crate::integrations::declarative::config::{Integration, IntegrationConfig};
 use crate::integrations::declarative::schema;
-use crate::sandbox::kwok::NodePool;
 use crate::sandbox::progress::{Progress, human_duration};
-use crate::sandbox::{self, Addon, KindOptions, RuntimeKind, UpOptions, UpOutcome};
+use crate::sandbox::{self, Addon, KindOptions, NodePool, RuntimeKind, UpOptions, UpOutcome};
 use crate::submit::documents;
 
 use super::SandboxArgs;
@@ -245,7 +244,7 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
             Runtime::Kind => RuntimeKind::Kind,
             Runtime::Process => RuntimeKind::Process,
         }),
-        kind: args.kind.into(),
+        kind_runtime: args.kind.into(),
         integrations,
         crds,
         addons: args.addons,

@@ -6,9 +6,8 @@ use super::error::SandboxError;
 use super::kind_runtime::{self, BollardDocker, KindCli, KindError, KindRuntime};
 use super::process_runtime::ProcessRuntime;
 use super::progress::Progress;
-use super::record::SandboxRecord;
+use super::record::{Cluster, RuntimeKind, SandboxRecord, SandboxState};
 use super::runtime::{ClusterPlan, ClusterRuntime, ComponentHealth, StartedCluster};
-use super::state::{Cluster, RuntimeKind, SandboxState};
 use crate::kube_util::KubeconfigError;
 
 pub enum ChosenRuntime {
@@ -26,18 +25,18 @@ impl ChosenRuntime {
     /// The runtime that made `state`, to remove it: deleting kind clusters needs the kind CLI.
     pub fn to_remove(state: &SandboxState) -> Result<Self, KindError> {
         let clusters: Vec<&str> = state.clusters.iter().filter_map(|c| c.kind_cluster.as_deref()).collect();
-        let kind = match kind_runtime::installed_kind_cli() {
-            Some(kind) => kind,
+        let kind_cli = match kind_runtime::installed_kind_cli() {
+            Some(kind_cli) => kind_cli,
             None if clusters.is_empty() => kind_on_path(),
             None => return Err(KindError::KindMissingForDown { clusters: clusters.join(", ") }),
         };
-        Ok(Self::recorded(state, kind))
+        Ok(Self::recorded(state, kind_cli))
     }
 
-    fn recorded(state: &SandboxState, kind: KindCli) -> Self {
+    fn recorded(state: &SandboxState, kind_cli: KindCli) -> Self {
         match state.runtime {
             RuntimeKind::Process => ChosenRuntime::Process(ProcessRuntime::recorded()),
-            RuntimeKind::Kind => ChosenRuntime::Kind(KindRuntime::recorded(kind, BollardDocker::connect())),
+            RuntimeKind::Kind => ChosenRuntime::Kind(KindRuntime::recorded(kind_cli, BollardDocker::connect())),
         }
     }
 }
@@ -47,10 +46,10 @@ fn kind_on_path() -> KindCli {
 }
 
 impl ClusterRuntime for ChosenRuntime {
-    fn kind(&self) -> RuntimeKind {
+    fn runtime_kind(&self) -> RuntimeKind {
         match self {
-            ChosenRuntime::Process(runtime) => runtime.kind(),
-            ChosenRuntime::Kind(runtime) => runtime.kind(),
+            ChosenRuntime::Process(runtime) => runtime.runtime_kind(),
+            ChosenRuntime::Kind(runtime) => runtime.runtime_kind(),
         }
     }
 

@@ -6,9 +6,8 @@ use std::path::Path;
 use super::KUBECONFIG_FILE;
 use super::chosen_runtime::ChosenRuntime;
 use super::error::SandboxError;
-use super::record::SandboxRecord;
+use super::record::{RuntimeKind, SandboxRecord, SandboxState};
 use super::runtime::ClusterRuntime;
-use super::state::{RuntimeKind, SandboxState};
 
 #[derive(Debug, PartialEq)]
 pub enum DownOutcome {

@@ -1,6 +1,6 @@
 use std::path::PathBuf;
 
-use super::addons::AddonError;
+use super::cluster_setup::addons::AddonError;
 use super::kind_runtime::error::KindError;
 use super::toolchain::ToolchainError;
 

@@ -1,29 +1,19 @@
 //! The local sandbox: a manager cluster and worker clusters, each a real control plane with
-//! Kueue, run as local processes (the `process` runtime) or as kind clusters (the `kind`
-//! runtime), behind one `ClusterRuntime` trait (`runtime.rs`); `chosen_runtime.rs` picks one.
+//! Kueue, run as local processes (the `process` runtime, `process_runtime/`) or as kind clusters
+//! (the `kind` runtime, `kind_runtime/`), behind one `ClusterRuntime` trait (`runtime.rs`);
+//! `chosen_runtime.rs` picks one. What every cluster is set up with, whichever runtime, is in
+//! `cluster_setup/`; the sandbox's one record of itself, which `up` writes and `status` and
+//! `down` read, in `record.rs`.
 
-pub mod addons;
 mod chosen_runtime;
+pub mod cluster_setup;
 pub mod fsutil;
-pub mod health;
-pub mod integration;
 mod kind_runtime;
 pub mod kubeconfig;
-pub mod kueue;
-pub mod kustomize;
-pub mod kwok;
-pub mod layout;
-pub mod multikueue;
-pub mod pki;
-pub mod ports;
-pub mod process;
-mod process_runtime;
+pub mod process_runtime;
 pub mod progress;
-pub mod queues;
-mod record;
-mod revive;
+pub mod record;
 mod runtime;
-pub mod state;
 pub mod toolchain;
 
 mod down;
@@ -31,7 +21,7 @@ mod error;
 mod status;
 mod up;
 
-pub use addons::Addon;
+pub use cluster_setup::addons::Addon;
 pub use down::{DownOutcome, down};
 pub use error::SandboxError;
 pub use kind_runtime::{
@@ -39,8 +29,8 @@ pub use kind_runtime::{
     kind_config, load_controller_image, local_images::LocalImages, local_images::ensure_kind_cli,
     local_images::kind_cli_path, local_kind_images,
 };
-pub use runtime::ComponentHealth;
-pub use state::RuntimeKind;
+pub use record::RuntimeKind;
+pub use runtime::{ComponentHealth, NodePool};
 
 pub use crate::manifests::SANDBOX_NODE_LABEL;
 pub use status::{ClusterStatus, StatusReport, status};

@@ -1,6 +1,6 @@
 //! What differs between sandbox runtimes, behind one trait: how a cluster with Kueue and this
 //! project's controller comes up, how its parts are checked, and how it goes away. The rest —
-//! MultiKueue wiring, default queues, the user's kubeconfig, the state record, `status` and
+//! MultiKueue wiring, default queues, the user's kubeconfig, the sandbox's record, `status` and
 //! `down` — is shared code that calls only this trait.
 
 use std::future::Future;
@@ -9,12 +9,10 @@ use std::sync::Arc;
 use serde::Serialize;
 use serde_json::Value;
 
-use super::addons::Addon;
+use super::cluster_setup::addons::Addon;
 use super::error::SandboxError;
-use super::kwok::NodePool;
 use super::progress::Progress;
-use super::record::SandboxRecord;
-use super::state::{Cluster, Role, RuntimeKind, SandboxState};
+use super::record::{Cluster, Role, RuntimeKind, SandboxRecord, SandboxState};
 use crate::integrations::declarative::config::Integration;
 use crate::kube_util::KubeconfigError;
 
@@ -37,6 +35,21 @@ pub struct ClusterPlan {
     pub crds: Arc<[Value]>,
     /// Third-party controllers run beside Kueue (`up --addons`).
     pub addons: Arc<[Addon]>,
+}
+
+/// Shape of the fake nodes of a cluster: kwok's on the process runtime; on kind, what sizes the
+/// default queues.
+#[derive(Clone, Debug, PartialEq)]
+pub struct NodePool {
+    pub count: u32,
+    pub cpu: String,
+    pub memory: String,
+}
+
+impl Default for NodePool {
+    fn default() -> Self {
+        NodePool { count: 4, cpu: "8".into(), memory: "32Gi".into() }
+    }
 }
 
 /// How a manager's Kueue runs MultiKueue.
@@ -120,7 +133,7 @@ pub struct ComponentHealth {
 
 /// A way to run sandbox clusters.
 pub trait ClusterRuntime {
-    fn kind(&self) -> RuntimeKind;
+    fn runtime_kind(&self) -> RuntimeKind;
 
     /// Brings up one cluster: control plane, nodes, Kueue (configured for MultiKueue when the
     /// plan says so), this project's CRDs, RBAC, webhooks and controller. Records in `record`

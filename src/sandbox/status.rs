@@ -8,10 +8,10 @@ use kube::ResourceExt;
 use kube::api::Api;
 
 use super::chosen_runtime::ChosenRuntime;
+use super::cluster_setup::multikueue::{self, ClusterConnection, Connections};
 use super::error::SandboxError;
-use super::multikueue::{self, ClusterConnection, Connections};
+use super::record::{Cluster, Role, RuntimeKind, SandboxPhase, SandboxState};
 use super::runtime::{ClusterRuntime, ComponentHealth};
-use super::state::{Cluster, Role, RuntimeKind, SandboxPhase, SandboxState};
 use crate::api::kueue::{ADMITTED, EVICTED, FINISHED, Workload};
 use crate::kube_util::KubeconfigError;
 

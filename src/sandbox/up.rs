@@ -9,19 +9,18 @@ use futures::future::try_join_all;
 use serde_json::Value;
 use tokio::signal::unix::{Signal, SignalKind, signal};
 
-use super::addons::Addon;
 use super::chosen_runtime::ChosenRuntime;
+use super::cluster_setup::addons::Addon;
+use super::cluster_setup::{multikueue, queues};
 use super::error::SandboxError;
 use super::kind_runtime::{self, BollardDocker, KindCli, KindError, KindOptions, KindRuntime};
 use super::kubeconfig::{self, Credentials, Entry};
-use super::kwok::NodePool;
-use super::process_runtime::ProcessRuntime;
+use super::process_runtime::{ProcessRuntime, revive};
 use super::progress::Progress;
-use super::record::SandboxRecord;
-use super::runtime::{ClusterPlan, ClusterRuntime, StartedCluster};
-use super::state::{Role, RuntimeKind, SandboxPhase, SandboxState};
+use super::record::{Role, RuntimeKind, SandboxPhase, SandboxRecord, SandboxState};
+use super::runtime::{ClusterPlan, ClusterRuntime, NodePool, StartedCluster};
 use super::toolchain;
-use super::{KUBECONFIG_FILE, context_name, down, multikueue, queues, revive, status};
+use super::{KUBECONFIG_FILE, context_name, down, status};
 use crate::integrations::declarative::config::Integration;
 use crate::kube_util;
 
@@ -42,7 +41,7 @@ pub struct UpOptions {
     /// The runtime asked for; `None` picks kind where Docker and kind are available.
     pub runtime: Option<RuntimeKind>,
     /// Settings of the kind runtime.
-    pub kind: KindOptions,
+    pub kind_runtime: KindOptions,
     /// Kinds integrated by configuration (`--integrations`), on every cluster.
     pub integrations: Vec<Integration>,
     /// CustomResourceDefinitions (`--crds`) applied on every cluster before Kueue starts.
@@ -88,7 +87,7 @@ pub async fn up(options: &UpOptions, progress: &Progress) -> Result<UpOutcome, S
             if !options.component_args.is_empty() {
                 return Err(SandboxError::Usage("--component-arg applies to the process runtime only".into()));
             }
-            let (images, source) = kind_runtime::images_for(options.kind.images, &docker, progress).await?;
+            let (images, source) = kind_runtime::images_for(options.kind_runtime.images, &docker, progress).await?;
             let program = kind_runtime::ensure_kind_cli(progress).await.map_err(KindError::from)?;
             let plans = plans(options, Arc::from([]));
             let cache = toolchain::cache_root().join("kind");
@@ -96,7 +95,7 @@ pub async fn up(options: &UpOptions, progress: &Progress) -> Result<UpOutcome, S
                 KindRuntime::prepare(
                     KindCli::new(program),
                     docker,
-                    &options.kind,
+                    &options.kind_runtime,
                     images,
                     &plans,
                     &options.addons,
@@ -151,7 +150,7 @@ async fn up_with(
         &options.name,
         dir,
         options.workers,
-        runtime.kind(),
+        runtime.runtime_kind(),
         &options.integrations,
         &crd_names(&options.crds),
         &options.addons,

@@ -10,8 +10,8 @@ use crate::common::{Restarts, Sandbox, controller_process, eventually};
 use k8s_openapi::api::authorization::v1::{SelfSubjectRulesReview, SelfSubjectRulesReviewSpec};
 use kube::Client;
 use kube::api::{Api, PostParams};
-use kueue_ext::sandbox::health::Prober;
-use kueue_ext::sandbox::state::Probe;
+use kueue_ext::sandbox::process_runtime::health::Prober;
+use kueue_ext::sandbox::record::Probe;
 use serde_json::Value;
 
 const SERVICE_ACCOUNT: &str = "system:serviceaccount:kueue-ext-system:kueue-ext-controller";

@@ -16,7 +16,7 @@ use super::local_images::recipes::{self, AddonPrograms};
 use super::requests;
 use crate::kube_util;
 use crate::kube_util::wait;
-use crate::sandbox::addons::{self as sandbox_addons, BuiltAddon, Programs, Release, program_name};
+use crate::sandbox::cluster_setup::addons::{self as sandbox_addons, BuiltAddon, Programs, Release, program_name};
 use crate::sandbox::progress::Progress;
 use crate::sandbox::toolchain::Toolchain;
 

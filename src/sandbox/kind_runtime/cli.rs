@@ -10,8 +10,8 @@ use tokio::process::Command;
 
 use super::error::KindError;
 
-/// The kind commands the runtime uses.
-pub trait Kind {
+/// The kind tool: the commands of its CLI the runtime uses.
+pub trait KindTool {
     /// Where the binary is, for messages.
     fn program(&self) -> &Path;
     /// What `kind version` prints.
@@ -19,7 +19,7 @@ pub trait Kind {
     /// Names of the existing kind clusters.
     fn clusters(&self) -> impl Future<Output = Result<Vec<String>, KindError>>;
     /// Creates a cluster from a config; kind writes its context into `kubeconfig` (never the
-    /// user's own kubeconfig). A cluster that fails is kept for [`Kind::export_logs`]; deleting
+    /// user's own kubeconfig). A cluster that fails is kept for [`KindTool::export_logs`]; deleting
     /// it is the caller's.
     fn create_cluster(
         &self,
@@ -116,7 +116,7 @@ fn path_arg(path: &Path) -> String {
     path.display().to_string()
 }
 
-impl Kind for KindCli {
+impl KindTool for KindCli {
     fn program(&self) -> &Path {
         &self.program
     }

@@ -58,7 +58,7 @@ pub fn kind_config(api_port: Option<u16>, local_images: bool) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::sandbox::kwok::NodePool;
+    use crate::sandbox::runtime::NodePool;
 
     #[test]
     fn every_cluster_is_one_node_and_the_manager_keeps_its_fixed_port() {

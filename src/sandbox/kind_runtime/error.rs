@@ -76,7 +76,7 @@ pub enum KindError {
     #[error(transparent)]
     LocalImages(#[from] super::local_images::error::LocalImageError),
     #[error(transparent)]
-    Addon(Box<crate::sandbox::addons::AddonError>),
+    Addon(Box<crate::sandbox::cluster_setup::addons::AddonError>),
     #[error("{path}: {source}")]
     Io {
         path: PathBuf,
@@ -97,8 +97,8 @@ pub enum InstallError {
     Webhook(#[from] TimedOut<kube::Error>),
 }
 
-impl From<crate::sandbox::addons::AddonError> for KindError {
-    fn from(err: crate::sandbox::addons::AddonError) -> Self {
+impl From<crate::sandbox::cluster_setup::addons::AddonError> for KindError {
+    fn from(err: crate::sandbox::cluster_setup::addons::AddonError) -> Self {
         KindError::Addon(Box::new(err))
     }
 }

@@ -13,9 +13,9 @@ use super::{download, requests};
 use crate::integrations::declarative::config::Integration;
 use crate::kube_util;
 use crate::kube_util::wait;
-use crate::sandbox::addons::Addon;
-use crate::sandbox::kueue::manifests::NAMESPACE;
-use crate::sandbox::kueue::{configure_for_sandbox, frameworks};
+use crate::sandbox::cluster_setup::addons::Addon;
+use crate::sandbox::cluster_setup::kueue::manifests::NAMESPACE;
+use crate::sandbox::cluster_setup::kueue::{configure_for_sandbox, frameworks};
 use crate::sandbox::runtime::MultiKueueManager;
 use crate::sandbox::toolchain::versions::KUEUE;
 

@@ -24,7 +24,7 @@ use std::path::{Path, PathBuf};
 
 use serde_json::Value;
 
-pub use cli::{Kind, KindCli};
+pub use cli::{KindCli, KindTool};
 pub use config::kind_config;
 pub use docker::{BollardDocker, Docker};
 pub use error::KindError;
@@ -34,15 +34,14 @@ pub use select::select;
 use addons::KindAddon;
 use local_images::LocalImageError;
 
-use super::addons::{self as sandbox_addons, Addon};
+use super::cluster_setup::addons::{self as sandbox_addons, Addon};
+use super::cluster_setup::{kueue::manifests::NAMESPACE as KUEUE_NAMESPACE, our_controller};
 use super::error::SandboxError;
 use super::kubeconfig::{ClientError, Credentials, Entry};
 use super::progress::Progress;
-use super::record::SandboxRecord;
+use super::record::{Cluster, RuntimeKind, SandboxRecord, SandboxState};
 use super::runtime::{AdminAccess, ClusterPlan, ClusterRuntime, ComponentHealth, StartedCluster};
-use super::state::{Cluster, RuntimeKind, SandboxState};
 use super::toolchain;
-use super::{integration, kueue::manifests::NAMESPACE as KUEUE_NAMESPACE};
 use crate::install;
 use crate::kube_util::{self, KubeconfigError};
 use crate::sandbox::toolchain::versions::KUEUE;
@@ -200,7 +199,7 @@ pub struct KindRuntime<K, D> {
     prepared: Option<Prepared>,
 }
 
-impl<K: Kind, D: Docker> KindRuntime<K, D> {
+impl<K: KindTool, D: Docker> KindRuntime<K, D> {
     /// For `status` and `down` of a recorded sandbox.
     pub fn recorded(kind: K, docker: D) -> Self {
         KindRuntime { kind, docker, prepared: None }
@@ -337,8 +336,8 @@ async fn deployment_status(
     }
 }
 
-impl<K: Kind, D: Docker> ClusterRuntime for KindRuntime<K, D> {
-    fn kind(&self) -> RuntimeKind {
+impl<K: KindTool, D: Docker> ClusterRuntime for KindRuntime<K, D> {
+    fn runtime_kind(&self) -> RuntimeKind {
         RuntimeKind::Kind
     }
 
@@ -384,7 +383,7 @@ impl<K: Kind, D: Docker> ClusterRuntime for KindRuntime<K, D> {
 
         let step = progress.step(format!("cluster {name}: Kueue {KUEUE}"));
         // Our kinds exist before Kueue starts, which is told to integrate them.
-        integration::install_definitions(&client, &plan.integrations, &plan.crds)
+        our_controller::install_definitions(&client, &plan.integrations, &plan.crds)
             .await
             .map_err(|e| SandboxError::step(name, "installing kueue-ext's CRDs and RBAC", e))?;
         for addon in &prepared.addons {

@@ -3,7 +3,7 @@
 
 use super::docker::Docker;
 use super::error::KindError;
-use crate::sandbox::state::RuntimeKind;
+use crate::sandbox::record::RuntimeKind;
 
 #[derive(Debug, PartialEq)]
 pub struct Selection {

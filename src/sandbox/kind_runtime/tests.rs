@@ -6,8 +6,8 @@ use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
 use super::*;
-use crate::sandbox::kwok::NodePool;
-use crate::sandbox::state::Role;
+use crate::sandbox::record::Role;
+use crate::sandbox::runtime::NodePool;
 
 /// Answers and records of a fake kind CLI.
 #[derive(Default)]
@@ -46,7 +46,7 @@ fn kind_kubeconfig(name: &str) -> String {
     )
 }
 
-impl Kind for FakeKind {
+impl KindTool for FakeKind {
     fn program(&self) -> &Path {
         Path::new("/fake/kind")
     }
@@ -428,7 +428,7 @@ async fn a_node_that_never_becomes_ready_leaves_its_logs_and_says_where() {
 
 #[tokio::test]
 async fn teardown_deletes_exactly_the_recorded_clusters() {
-    use crate::sandbox::state::{Cluster, SandboxPhase};
+    use crate::sandbox::record::{Cluster, SandboxPhase};
     let cluster = |name: &str, kind_cluster: Option<&str>| Cluster {
         name: name.into(),
         role: Role::Worker,
@@ -476,7 +476,7 @@ async fn prepare_knows_whether_kinds_network_is_there_already() {
 
 #[tokio::test]
 async fn status_checks_node_containers_and_in_cluster_deployments() {
-    use crate::sandbox::state::{Cluster, SandboxPhase};
+    use crate::sandbox::record::{Cluster, SandboxPhase};
     let dir = tempfile::tempdir().unwrap();
     let cluster = Cluster {
         name: "manager".into(),

@@ -11,7 +11,7 @@ use rcgen::{
 };
 use time::{Duration, OffsetDateTime};
 
-use super::fsutil::write_private;
+use crate::sandbox::fsutil::write_private;
 
 /// DNS names the serving certificate answers to, besides loopback addresses: the in-cluster
 /// names of the apiserver, so kubeconfigs with either form verify.

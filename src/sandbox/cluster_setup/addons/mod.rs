@@ -2,22 +2,21 @@
 //! Each is built from a pinned Go module (the version Kueue's release requires, where it requires
 //! one, so that its API is the one Kueue's own integration of the kind compiles against) and
 //! installed from that module's own manifests: on the process runtime run like Kueue, as its own
-//! ServiceAccount with its webhooks called by URL with the sandbox's CA; on kind, as its release.
+//! ServiceAccount with its webhooks called by URL with the sandbox's CA
+//! (`process_runtime/addons.rs`); on kind, as its release (`kind_runtime/addons.rs`).
 
 mod admitted;
 mod build;
-mod install;
 
 use std::path::PathBuf;
 
 use serde::{Deserialize, Serialize};
 
 use super::kustomize::{Kustomization, ManifestError};
-use super::toolchain::ToolchainError;
+use crate::sandbox::toolchain::ToolchainError;
 
 pub use admitted::{admits, wait_until_admitted};
 pub use build::{BuiltAddon, ensure_built, program_name};
-pub use install::{AddonLayout, install, install_crds};
 
 /// An add-on a sandbox can run; its name is the one `--addons` takes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
@@ -171,7 +170,7 @@ impl Addon {
 const JOBSET: AddonSpec = AddonSpec {
     name: "jobset",
     module: "sigs.k8s.io/jobset",
-    version: super::toolchain::versions::JOBSET,
+    version: crate::sandbox::toolchain::versions::JOBSET,
     programs: Programs::Manager("sigs.k8s.io/jobset"),
     build: GoBuild::WithKueue,
     version_variable: Some("sigs.k8s.io/jobset/pkg/version.GitVersion"),
@@ -189,7 +188,7 @@ const JOBSET: AddonSpec = AddonSpec {
 const APPWRAPPER: AddonSpec = AddonSpec {
     name: "appwrapper",
     module: "github.com/project-codeflare/appwrapper",
-    version: super::toolchain::versions::APPWRAPPER,
+    version: crate::sandbox::toolchain::versions::APPWRAPPER,
     programs: Programs::Manager("github.com/project-codeflare/appwrapper/cmd"),
     build: GoBuild::WithKueue,
     version_variable: Some("main.BuildVersion"),
@@ -215,7 +214,7 @@ const APPWRAPPER: AddonSpec = AddonSpec {
 const KUBEFLOW: AddonSpec = AddonSpec {
     name: "kubeflow",
     module: "github.com/kubeflow/training-operator",
-    version: super::toolchain::versions::TRAINING_OPERATOR,
+    version: crate::sandbox::toolchain::versions::TRAINING_OPERATOR,
     programs: Programs::Manager("./cmd/training-operator.v1"),
     build: GoBuild::OwnModule,
     version_variable: None,
@@ -239,7 +238,7 @@ const KUBEFLOW: AddonSpec = AddonSpec {
 const TEKTON: AddonSpec = AddonSpec {
     name: "tekton",
     module: "github.com/tektoncd/pipeline",
-    version: super::toolchain::versions::TEKTON,
+    version: crate::sandbox::toolchain::versions::TEKTON,
     // nop first: the image's entrypoint, which Tekton runs in place of a sidecar it stops.
     programs: Programs::Ko(&[
         "./cmd/nop",
@@ -312,7 +311,10 @@ pub enum AddonError {
 }
 
 impl AddonError {
-    fn io<'a>(addon: &'static str, path: &'a std::path::Path) -> impl FnOnce(std::io::Error) -> AddonError + 'a {
+    pub(crate) fn io<'a>(
+        addon: &'static str,
+        path: &'a std::path::Path,
+    ) -> impl FnOnce(std::io::Error) -> AddonError + 'a {
         move |source| AddonError::Io { addon, path: path.to_path_buf(), source }
     }
 }

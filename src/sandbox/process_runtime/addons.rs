@@ -7,12 +7,12 @@ use std::path::PathBuf;
 use kube::Client;
 use serde_json::{Value, json};
 
-use super::{Addon, AddonError, BuiltAddon};
+use super::layout::{ComponentSpec, Layout};
 use crate::kube_util;
+use crate::sandbox::cluster_setup::addons::{Addon, AddonError, BuiltAddon};
+use crate::sandbox::cluster_setup::kustomize;
 use crate::sandbox::kubeconfig::{self, Credentials, Entry};
-use crate::sandbox::kustomize;
-use crate::sandbox::layout::{ComponentSpec, Layout};
-use crate::sandbox::state::Probe;
+use crate::sandbox::record::Probe;
 
 /// A year, as for Kueue's token: a token that expires mid-run would stall the controller.
 const TOKEN_SECONDS: i64 = 365 * 24 * 3600;

@@ -4,8 +4,8 @@
 use std::path::{Path, PathBuf};
 
 use super::pki::PkiPaths;
-use super::state::Probe;
-use super::toolchain::Toolchain;
+use crate::sandbox::record::Probe;
+use crate::sandbox::toolchain::Toolchain;
 
 /// Loopback ports of one cluster.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -4,13 +4,13 @@
 
 use std::path::Path;
 
-use super::error::SandboxError;
 use super::health::Prober;
 use super::kueue;
 use super::process::{self, Launch};
-use super::process_runtime::wait_ready;
-use super::progress::Progress;
-use super::state::SandboxState;
+use super::wait_ready;
+use crate::sandbox::error::SandboxError;
+use crate::sandbox::progress::Progress;
+use crate::sandbox::record::SandboxState;
 
 /// Restarts every dead component of `state` (saved after each start) and waits until each
 /// serves; returns `component of cluster` for each one restarted.

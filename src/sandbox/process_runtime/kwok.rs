@@ -5,6 +5,8 @@ use std::path::{Path, PathBuf};
 
 use serde_json::{Value, json};
 
+use crate::sandbox::{NodePool, SANDBOX_NODE_LABEL};
+
 /// Node and pod stages of kwok's own "fast" profile, as shipped in its module; pods complete
 /// through the sandbox's own stages ([`POD_RUN_STAGES`]) instead.
 const STAGES: [&str; 4] = [
@@ -21,20 +23,6 @@ pub const POD_RUN_STAGES: &str = include_str!("kwok_stages.yaml");
 pub const RUN_DURATION_ANNOTATION: &str = "kueue-ext.dev/run-duration";
 /// Annotation: the pod fails with this exit code instead of succeeding.
 pub const EXIT_CODE_ANNOTATION: &str = "kueue-ext.dev/exit-code";
-
-/// Shape of the fake nodes of a cluster.
-#[derive(Clone, Debug, PartialEq)]
-pub struct NodePool {
-    pub count: u32,
-    pub cpu: String,
-    pub memory: String,
-}
-
-impl Default for NodePool {
-    fn default() -> Self {
-        NodePool { count: 4, cpu: "8".into(), memory: "32Gi".into() }
-    }
-}
 
 /// kwok's configuration file: its own settings followed by the stage documents.
 pub fn config(stage_dir: &Path) -> std::io::Result<String> {
@@ -73,7 +61,7 @@ pub fn nodes(pool: &NodePool) -> Vec<Value> {
                     "annotations": {"kwok.x-k8s.io/node": "fake", "node.alpha.kubernetes.io/ttl": "0"},
                     "labels": {
                         "type": "kwok",
-                        (super::SANDBOX_NODE_LABEL.0): super::SANDBOX_NODE_LABEL.1,
+                        (SANDBOX_NODE_LABEL.0): SANDBOX_NODE_LABEL.1,
                         "kubernetes.io/hostname": name,
                         "kubernetes.io/os": "linux",
                         "kubernetes.io/arch": "amd64",

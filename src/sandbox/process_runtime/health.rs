@@ -7,8 +7,8 @@ use kube::Client;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 
-use super::kubeconfig::{self, ClientError, Credentials, Entry};
-use super::state::Probe;
+use crate::sandbox::kubeconfig::{self, ClientError, Credentials, Entry};
+use crate::sandbox::record::Probe;
 
 /// Why a component's health endpoint did not answer 200.
 #[derive(Debug, thiserror::Error)]
@@ -123,7 +123,7 @@ mod tests {
 
     #[tokio::test]
     async fn http_probe_of_a_closed_port_fails() {
-        let port = crate::sandbox::ports::allocate(1).unwrap()[0];
+        let port = crate::sandbox::process_runtime::ports::allocate(1).unwrap()[0];
         assert!(http_get(port, "/readyz").await.is_err());
     }
 }

@@ -1,26 +1,37 @@
 //! The `process` runtime: every cluster is local processes (etcd, kube-apiserver,
 //! kube-controller-manager, kube-scheduler, kwok, Kueue and this project's controller) with its
-//! own PKI and loopback ports, from the pinned toolchain.
+//! own PKI and loopback ports, from the pinned toolchain. Kueue, the add-ons and our controller
+//! go on as a real install would put them, their webhooks called by URL on loopback.
+
+mod addons;
+pub mod health;
+mod kueue;
+pub mod kwok;
+mod layout;
+mod our_controller;
+pub mod pki;
+pub mod ports;
+pub(super) mod process;
+pub(super) mod revive;
 
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use futures::future::join_all;
 
-use super::addons::{self, Addon, AddonError, AddonLayout, BuiltAddon};
+use addons::AddonLayout;
+use health::Prober;
+use layout::{ADMIN_KUBECONFIG, ComponentSpec, Layout, Ports};
+use pki::Pki;
+use process::Launch;
+
+use super::cluster_setup::addons::{self as sandbox_addons, Addon, AddonError, BuiltAddon};
 use super::error::SandboxError;
-use super::health::Prober;
 use super::kubeconfig::{self, Credentials, Entry};
-use super::kwok;
-use super::layout::{ADMIN_KUBECONFIG, ComponentSpec, Layout, Ports};
-use super::pki::Pki;
-use super::process::{self, Launch};
 use super::progress::Progress;
-use super::record::SandboxRecord;
+use super::record::{Cluster, Component, RuntimeKind, SandboxRecord, SandboxState};
 use super::runtime::{AdminAccess, ClusterPlan, ClusterRuntime, ComponentHealth, StartedCluster};
-use super::state::{Cluster, Component, RuntimeKind, SandboxState};
 use super::toolchain::{self, Toolchain};
-use super::{integration, kueue, ports};
 use crate::kube_util::{self, KubeconfigError};
 
 const READY_TIMEOUT: Duration = Duration::from_secs(120);
@@ -54,7 +65,7 @@ impl ProcessRuntime {
         }
         let toolchain = toolchain::ensure(progress).await?;
         progress.line(format!("Runtime: process ({reason}; binaries from {})", toolchain.bin_dir().display()));
-        let addons = addons::ensure_built(&toolchain, addons, progress).await?;
+        let addons = sandbox_addons::ensure_built(&toolchain, addons, progress).await?;
         let self_exe = std::env::current_exe().map_err(SandboxError::io("the plugin's own executable"))?;
         Ok(ProcessRuntime { toolchain: Some(toolchain), self_exe, component_args, addons })
     }
@@ -66,7 +77,7 @@ impl ProcessRuntime {
 }
 
 impl ClusterRuntime for ProcessRuntime {
-    fn kind(&self) -> RuntimeKind {
+    fn runtime_kind(&self) -> RuntimeKind {
         RuntimeKind::Process
     }
 
@@ -197,7 +208,7 @@ async fn start_cluster(
     )
     .await
     .map_err(|e| SandboxError::step(name, "installing Kueue", e))?;
-    integration::install(&client, layout, &plan.integrations, &plan.crds)
+    our_controller::install(&client, layout, &plan.integrations, &plan.crds)
         .await
         .map_err(|e| SandboxError::step(name, "installing kueue-ext", e))?;
     for addon in addons {
@@ -213,7 +224,7 @@ async fn start_cluster(
         launcher.wait_ready(component, &mut prober).await?;
     }
     // Kueue sets its integration of an add-on's kind up once it has seen the CRD, after it serves.
-    addons::wait_until_admitted(&client, &plan.addons, READY_TIMEOUT).await?;
+    sandbox_addons::wait_until_admitted(&client, &plan.addons, READY_TIMEOUT).await?;
     step.done();
     Ok(StartedCluster {
         name: name.to_string(),
@@ -262,7 +273,7 @@ impl Launcher<'_> {
 }
 
 /// Polls the probe until it answers, failing fast if the process exits.
-pub(super) async fn wait_ready(cluster: &str, component: &Component, prober: &mut Prober) -> Result<(), SandboxError> {
+async fn wait_ready(cluster: &str, component: &Component, prober: &mut Prober) -> Result<(), SandboxError> {
     let deadline = Instant::now() + READY_TIMEOUT;
     loop {
         if !component.process.is_running() {

@@ -1,59 +1,23 @@
-//! This project's controller in a sandbox cluster, installed as a real install would be: its CRDs,
-//! namespace, ServiceAccount and RBAC from `manifests` (every runtime), and for the process
-//! runtime webhooks registered by URL with a caBundle and the process running with that
-//! ServiceAccount's token (not as admin).
+//! This project's controller on a process-runtime cluster: on top of its definitions (shared,
+//! `cluster_setup/our_controller.rs`), webhooks registered by URL with a caBundle, and the process
+//! running with its ServiceAccount's token (not as admin).
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use kube::Client;
 use serde_json::Value;
 
-use super::kubeconfig::{self, Credentials, Entry};
 use super::layout::Layout;
 use crate::integrations::declarative::config::{Integration, IntegrationConfig};
-use crate::kube_util::{self, ApplyError};
+use crate::kube_util;
 use crate::manifests::{self, Endpoint};
+use crate::sandbox::cluster_setup::our_controller::{InstallError, install_definitions};
+use crate::sandbox::kubeconfig::{self, Credentials, Entry};
 
 const TOKEN_SECONDS: i64 = 365 * 24 * 3600;
 
-#[derive(Debug, thiserror::Error)]
-pub enum InstallError {
-    #[error(transparent)]
-    Apply(#[from] ApplyError),
-    #[error("requesting a token for the controller's ServiceAccount kueue-ext-system/kueue-ext-controller: {0}")]
-    Token(#[source] kube::Error),
-    #[error("writing the integrations ConfigMap: {0}")]
-    Render(#[source] serde_saphyr::SerializeError),
-    #[error("{path}: {source}")]
-    Io {
-        path: PathBuf,
-        #[source]
-        source: std::io::Error,
-    },
-}
-
 fn io(path: &Path) -> impl FnOnce(std::io::Error) -> InstallError + '_ {
     move |source| InstallError::Io { path: path.to_path_buf(), source }
-}
-
-/// The user's CRDs (`up --crds`), ours, our namespace, ServiceAccount and RBAC (with what
-/// configured kinds need), and the integrations ConfigMap when kinds are configured: the same on
-/// every runtime, before Kueue and our controller start.
-pub async fn install_definitions(
-    client: &Client,
-    integrations: &[Integration],
-    crds: &[Value],
-) -> Result<(), InstallError> {
-    kube_util::apply_crds(client, crds).await?;
-    kube_util::apply_crds(client, &manifests::crds()).await?;
-    for obj in manifests::rbac().into_iter().chain(manifests::configured_rbac(integrations)) {
-        kube_util::apply(client, &obj).await?;
-    }
-    if !integrations.is_empty() {
-        let config_map = manifests::integrations_config_map(integrations).map_err(InstallError::Render)?;
-        kube_util::apply(client, &config_map).await?;
-    }
-    Ok(())
 }
 
 /// Applies our manifests and writes the controller's kubeconfig, serving certificate and, with

@@ -6,8 +6,8 @@ use std::path::Path;
 
 use serde_json::{Value, json};
 
-use crate::sandbox::kustomize::Kustomization;
-pub use crate::sandbox::kustomize::ManifestError;
+use crate::sandbox::cluster_setup::kustomize::Kustomization;
+pub use crate::sandbox::cluster_setup::kustomize::ManifestError;
 
 pub const NAMESPACE: &str = "kueue-system";
 pub const KUSTOMIZATION: Kustomization = Kustomization { namespace: NAMESPACE, name_prefix: "kueue-" };
