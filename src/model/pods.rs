@@ -8,8 +8,6 @@ use std::fmt;
 use k8s_openapi::api::core::v1::{ContainerStateTerminated, ContainerStatus, Pod, PodStatus};
 use serde::Serialize;
 
-use super::snapshot::{ObjectKey, pod_owner};
-
 /// Kubernetes' word for what keeps a pod from running.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
 pub enum PodReason {
@@ -128,23 +126,12 @@ pub fn problem_of(pod: &Pod) -> Option<PodProblem> {
 
 /// The problem most of a job's pods share (an image pull counts once, whichever back-off step
 /// it is at); of as many, the earliest in a pod's life.
-fn dominant(mut problems: Vec<PodProblem>) -> Option<PodProblem> {
+pub fn dominant(mut problems: Vec<PodProblem>) -> Option<PodProblem> {
     problems.sort_by(|a, b| a.pod.cmp(&b.pod));
     let shared = |stage: u8| problems.iter().filter(|p| p.reason.stage() == stage).count();
     let stage = problems.iter().map(|p| p.reason.stage()).min_by_key(|&s| (std::cmp::Reverse(shared(s)), s))?;
     let pods = u32::try_from(shared(stage)).unwrap_or(u32::MAX);
     problems.into_iter().find(|p| p.reason.stage() == stage).map(|p| PodProblem { pods, ..p })
-}
-
-/// Per owning job, the problem most of its pods share.
-pub fn pod_problems<'a>(pods: impl IntoIterator<Item = &'a Pod>) -> BTreeMap<ObjectKey, PodProblem> {
-    let mut by_owner: BTreeMap<ObjectKey, Vec<PodProblem>> = BTreeMap::new();
-    for pod in pods {
-        if let (Some(owner), Some(problem)) = (pod_owner(pod), problem_of(pod)) {
-            by_owner.entry(owner).or_default().push(problem);
-        }
-    }
-    by_owner.into_iter().filter_map(|(owner, problems)| Some((owner, dominant(problems)?))).collect()
 }
 
 /// Keeps of a pod what the model reads (owner, labels, phase, the scheduler's verdict, each
@@ -268,12 +255,12 @@ mod tests {
         };
         let stuck = pod("train-a", unschedulable("0/1 nodes are available"));
         let pods = [pull("train-c", "ErrImagePull"), stuck.clone(), pull("train-b", "ImagePullBackOff")];
-        let problems = pod_problems(&pods);
-        let train = &problems[&ObjectKey::new("Job", "default", "train")];
+        let of_job = |pods: &[Pod]| dominant(pods.iter().filter_map(problem_of).collect()).expect("a problem");
+        let train = of_job(&pods);
         assert_eq!((train.reason, train.pod.as_str(), train.pods), (PodReason::ImagePullBackOff, "train-b", 2));
 
         let tied = [pull("train-b", "ErrImagePull"), stuck];
-        let train = &pod_problems(&tied)[&ObjectKey::new("Job", "default", "train")];
+        let train = of_job(&tied);
         assert_eq!((train.reason, train.pods), (PodReason::Unschedulable, 1), "scheduling comes first");
     }
 

@@ -10,7 +10,7 @@ use kube::api::DynamicObject;
 use kube::{Resource, ResourceExt};
 use serde::Serialize;
 
-use super::pods::PodProblem;
+use super::pods::{PodProblem, dominant, problem_of};
 use crate::api::wrapped_job::{WRAPPED_JOB_LABEL, WrappedJob};
 pub use crate::integrations::registry::JobKind;
 
@@ -127,6 +127,17 @@ pub(super) fn pod_owner(pod: &Pod) -> Option<ObjectKey> {
     }
     let owner = pod.owner_references().iter().find(|o| o.controller == Some(true))?;
     Some(ObjectKey::new(&owner.kind, &namespace, &owner.name))
+}
+
+/// Per owning job, the problem most of its pods share.
+pub fn pod_problems<'a>(pods: impl IntoIterator<Item = &'a Pod>) -> BTreeMap<ObjectKey, PodProblem> {
+    let mut by_owner: BTreeMap<ObjectKey, Vec<PodProblem>> = BTreeMap::new();
+    for pod in pods {
+        if let (Some(owner), Some(problem)) = (pod_owner(pod), problem_of(pod)) {
+            by_owner.entry(owner).or_default().push(problem);
+        }
+    }
+    by_owner.into_iter().filter_map(|(owner, problems)| Some((owner, dominant(problems)?))).collect()
 }
 
 /// Pods counted by owning job and phase.

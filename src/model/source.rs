@@ -21,8 +21,8 @@ use serde::de::DeserializeOwned;
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
 
-use super::pods::{self, pod_problems};
-use super::snapshot::{ClusterSnapshot, JobKind, JobObject, Role, Snapshot, event_line, pod_counts};
+use super::pods;
+use super::snapshot::{ClusterSnapshot, JobKind, JobObject, Role, Snapshot, event_line, pod_counts, pod_problems};
 use crate::integrations::registry::{KindRegistry, Origin};
 use crate::jobframework::api_error;
 use crate::kube_util::KubeconfigError;
