@@ -92,11 +92,7 @@ pub struct UninstallArgs {
 /// The kind cluster the nodes belong to, from their provider ID (`kind://docker/NAME/node`).
 async fn kind_cluster(client: &Client) -> anyhow::Result<Option<String>> {
     let nodes = Api::<Node>::all(client.clone()).list(&ListParams::default()).await?;
-    Ok(nodes.items.iter().find_map(|node| {
-        let id = node.spec.as_ref()?.provider_id.as_deref()?;
-        let mut parts = id.strip_prefix("kind://")?.split('/');
-        parts.nth(1).map(str::to_string)
-    }))
+    Ok(nodes.items.iter().find_map(crate::connect::kind_cluster_of))
 }
 
 /// The image to run: `--image`, else this plugin's own loaded into a kind cluster.

@@ -32,8 +32,7 @@ pub fn choose(flag: Option<&str>, kind_node: Option<(&str, &str)>, kubeconfig: O
 /// The kind cluster a node belongs to, from its provider ID (`kind://docker/CLUSTER/NODE`).
 pub fn kind_cluster_of(node: &Node) -> Option<String> {
     let id = node.spec.as_ref()?.provider_id.as_deref()?;
-    let mut parts = id.strip_prefix("kind://")?.split('/');
-    parts.nth(1).map(str::to_string)
+    crate::kube_util::kind_cluster_in(id).map(str::to_string)
 }
 
 /// On a kind cluster, the control-plane node's name and InternalIP.

@@ -345,6 +345,11 @@ pub async fn delete_if_present(client: &Client, obj: &Value) -> Result<bool, App
     }
 }
 
+/// The kind cluster a node's provider ID names (`kind://docker/CLUSTER/NODE`); `None` off kind.
+pub fn kind_cluster_in(provider_id: &str) -> Option<&str> {
+    provider_id.strip_prefix("kind://")?.split('/').nth(1)
+}
+
 /// `kind/name` of an object, lowercase as kubectl prints it (`deployment.apps/name`).
 pub fn object_ref(obj: &Value) -> String {
     let (kind, name) = describe(obj);

@@ -307,7 +307,7 @@ fn queues(snapshot: &Snapshot) -> (Vec<QueueRow>, Vec<LocalQueueFacts>, Vec<Admi
 
 /// The kind cluster of nodes whose provider IDs (`kind://PROVIDER/CLUSTER/NODE`) all name it.
 fn kind_cluster(provider_ids: &[String]) -> Option<String> {
-    let mut names = provider_ids.iter().map(|id| id.strip_prefix("kind://").and_then(|rest| rest.split('/').nth(1)));
+    let mut names = provider_ids.iter().map(|id| crate::kube_util::kind_cluster_in(id));
     let first = names.next()??;
     names.all(|name| name == Some(first)).then(|| first.to_string())
 }
