@@ -2,7 +2,6 @@
 //! pod, then reduced per job to the one problem most of its pods share, so `explain` names
 //! one cause, not one line per pod.
 
-use std::collections::BTreeMap;
 use std::fmt;
 
 use k8s_openapi::api::core::v1::{ContainerStateTerminated, ContainerStatus, Pod, PodStatus};

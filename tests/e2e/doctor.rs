@@ -56,6 +56,17 @@ async fn until_error(sandbox: &Sandbox, cluster: &str, object: &str) -> Value {
     .await
 }
 
+/// The name of the Workload of job `job` in `default`, once it exists.
+async fn workload_of(client: &kube::Client, job: &str) -> String {
+    eventually(&format!("the Workload of {job}"), REPORT_TIMEOUT, || async {
+        let list =
+            crate::common::workloads(client, "default").list(&Default::default()).await.map_err(|e| e.to_string())?;
+        let mut names = list.items.into_iter().filter_map(|w| w.metadata.name).filter(|n| n.contains(job));
+        names.next().ok_or_else(|| "none yet".to_string())
+    })
+    .await
+}
+
 fn object_of(finding: &Value) -> Option<String> {
     let object = &finding["object"];
     let (kind, name) = (object["kind"].as_str()?, object["name"].as_str()?);
@@ -129,6 +140,20 @@ spec:
         "{}",
         text(&created)
     );
+    // Created anyway: admitted on the manager around the check, never dispatched; doctor and
+    // explain both say it will never run.
+    apply_yaml(&manager, asks_nothing).await;
+    let workload = workload_of(&manager, "asks-nothing").await;
+    let never = until_error(&sandbox, "manager", &format!("Workload/default/{workload}")).await;
+    assert!(never["problem"].as_str().unwrap().contains("never dispatches it"), "{never:#}");
+    assert!(never["fix"].as_str().unwrap().contains("resource requests"), "{never:#}");
+    let explained = text(&sandbox.run("explain", &["externaljob/asks-nothing"]));
+    assert!(
+        explained.contains("will never run on a worker") && explained.contains("next: give every container"),
+        "{explained}"
+    );
+    external_jobs(&manager).delete("asks-nothing", &DeleteParams::foreground()).await.expect("delete asks-nothing");
+    until_clean(&sandbox, "once the job that asks nothing is gone").await;
 
     // A worker without the LocalQueue: MultiKueue's copies would never be admitted there.
     let local_queues = api(&worker2, "kueue.x-k8s.io/v1beta2", "LocalQueue", "localqueues", Some("default"));
@@ -141,15 +166,8 @@ spec:
     // A job that fits the manager's queue but no worker's (kubernetes-sigs/kueue#8602).
     let too_big = std::fs::read_to_string("samples/externaljob-too-big.yaml").expect("the sample");
     apply_yaml(&manager, &too_big).await;
-    let workloads = eventually("the too-big job's Workload", REPORT_TIMEOUT, || async {
-        let list =
-            crate::common::workloads(&manager, "default").list(&Default::default()).await.map_err(|e| e.to_string())?;
-        let names: Vec<String> =
-            list.items.into_iter().filter_map(|w| w.metadata.name).filter(|n| n.contains("too-big")).collect();
-        if names.is_empty() { Err("none yet".to_string()) } else { Ok(names) }
-    })
-    .await;
-    let never = until_error(&sandbox, "manager", &format!("Workload/default/{}", workloads[0])).await;
+    let workload = workload_of(&manager, "too-big").await;
+    let never = until_error(&sandbox, "manager", &format!("Workload/default/{workload}")).await;
     let problem = never["problem"].as_str().unwrap();
     assert!(problem.starts_with("asks for 2000 cpu in all") && problem.contains("kueue#8602"), "{never:#}");
     assert!(never["fix"].as_str().unwrap().contains("delete externaljob/too-big"), "{never:#}");

@@ -313,6 +313,20 @@ async fn a_kind_sandbox_runs_jobs_through_multikueue_and_down_leaves_nothing() {
     assert_eq!(ran.len(), 2, "both pods ran to their end on the worker: {exited:?}");
     assert!(ran.iter().all(|(_, code)| *code == 0), "{ran:?}");
 
+    // An image no registry serves (none answers here): explain names the pull on the worker, the
+    // image, and how to load it into a kind cluster.
+    let unpullable = "registry.invalid/nothing:1";
+    apply_yaml(&manager, &external_job("kind-unpullable").replace(BUSYBOX, unpullable)).await;
+    eventually("explain to name the image pull", Duration::from_secs(180), || async {
+        let said = text(&sandbox.run("explain", &["externaljob/kind-unpullable"]));
+        let named = said.contains(&format!("cannot pull image {unpullable}"))
+            && (said.contains("ErrImagePull") || said.contains("ImagePullBackOff"))
+            && said.contains("kind load docker-image");
+        if named { Ok(()) } else { Err(said) }
+    })
+    .await;
+    externals.delete("kind-unpullable", &Default::default()).await.expect("delete kind-unpullable");
+
     let wrappeds = api(&manager, "kueue-ext.dev/v1alpha1", "WrappedJob", "wrappedjobs", Some("default"));
     wrapper_succeeds_on_worker1(&manager, &wrappeds, &wrapped_job("kind-wrapped")).await;
 
