@@ -33,6 +33,7 @@ integrations:
     succeeded: {condition: Complete}
     failed: {condition: Failed}
   active: {sum: [status.active], atLeast: 1}
+  podsReady: {sum: [status.ready, status.succeeded], atLeast: pods}
 "#;
 
 const BROKEN_SAMPLE: &str = r#"

@@ -20,7 +20,8 @@ use std::collections::BTreeSet;
 use std::path::Path;
 
 use kube::api::{ApiResource, GroupVersionKind};
-use serde::{Deserialize, Serialize};
+use serde::de::Error as _;
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use serde_json::Value;
 
 use super::count::Count;
@@ -64,7 +65,9 @@ pub struct Integration {
     /// True while pods of the job still run; without it the job counts as idle once suspended.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub active: Option<Probe>,
-    /// True once every pod runs ready or has succeeded; without it, once the job runs.
+    /// True once every pod runs ready or has succeeded: Kueue's waitForPodsReady evicts a job
+    /// that does not get there in time. Required; an `Option` only so that its absence is
+    /// refused at load with a suggestion rather than serde's bare "missing field".
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub pods_ready: Option<Probe>,
     #[serde(default, skip_serializing_if = "MultiKueueRule::is_empty")]
@@ -137,7 +140,7 @@ pub struct FinishedRule {
 /// A question asked of a job's fields. Exactly one form:
 /// - `condition: Type` (and `status`, default `"True"`): a condition in `status.conditions`;
 /// - `path` with `equals: [values]`: the field holds one of the values;
-/// - `sum: [paths]` with `atLeast: N` or `atLeast: pods` (the pods the job's pod sets ask for).
+/// - `sum: [paths]` with `atLeast`: the numbers at the paths add up to at least the [`AtLeast`].
 #[derive(Clone, Debug, PartialEq, Deserialize, Serialize)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct Probe {
@@ -155,13 +158,53 @@ pub struct Probe {
     pub at_least: Option<AtLeast>,
 }
 
-#[derive(Clone, Debug, PartialEq, Deserialize, Serialize)]
-#[serde(untagged)]
+/// The threshold of a probe's `sum`: `N`, `pods` (the pods the job's pod sets ask for), or
+/// `{sum: [paths]}`, the numbers at the job's own fields added up (a path may name many with
+/// `[*]`), for a status that counts something other than pods: a JobSet counts its ready child
+/// Jobs, to be compared with the Jobs its spec asks for.
+#[derive(Clone, Debug, PartialEq)]
 pub enum AtLeast {
     Number(i64),
-    /// `pods`: the sum of the pod sets' counts.
-    Word(String),
+    Pods,
+    Sum(Vec<FieldPath>),
 }
+
+/// The map form of [`AtLeast`].
+#[derive(Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+struct SumOfFields {
+    sum: Vec<FieldPath>,
+}
+
+impl Serialize for AtLeast {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        match self {
+            AtLeast::Number(n) => serializer.serialize_i64(*n),
+            AtLeast::Pods => serializer.serialize_str("pods"),
+            AtLeast::Sum(paths) => SumOfFields { sum: paths.clone() }.serialize(serializer),
+        }
+    }
+}
+
+/// By hand rather than `untagged`, which would swallow the reason a path inside `{sum: [..]}`
+/// is not one.
+impl<'de> Deserialize<'de> for AtLeast {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let value = Value::deserialize(deserializer)?;
+        match &value {
+            Value::Number(n) => {
+                n.as_i64().map(AtLeast::Number).ok_or_else(|| D::Error::custom(format!("{n}: {AT_LEAST}")))
+            }
+            Value::String(word) if word == "pods" => Ok(AtLeast::Pods),
+            Value::Object(_) => {
+                serde_json::from_value(value).map(|f: SumOfFields| AtLeast::Sum(f.sum)).map_err(D::Error::custom)
+            }
+            other => Err(D::Error::custom(format!("{other}: {AT_LEAST}"))),
+        }
+    }
+}
+
+const AT_LEAST: &str = "must be a whole number, `pods` or `{sum: [paths]}`";
 
 /// A mistake in the integrations file, naming the file and the field.
 #[derive(Debug, thiserror::Error, PartialEq)]
@@ -317,6 +360,17 @@ impl Integration {
                 return Err((format!("multiKueue.removeFromCopies[{i}]"), "must be a field of spec".into()));
             }
         }
+        if self.pods_ready.is_none() {
+            return Err((
+                "podsReady".into(),
+                format!(
+                    "required: say when every pod of a {} runs ready or has succeeded, with a probe such as \
+                     `{{condition: Running}}` or `{{sum: [status.ready, status.succeeded], atLeast: pods}}`; \
+                     Kueue's waitForPodsReady evicts a job whose pods are not ready in time",
+                    self.gvk().kind
+                ),
+            ));
+        }
         for (field, probe) in [
             ("finished.succeeded", Some(&self.finished.succeeded)),
             ("finished.failed", Some(&self.finished.failed)),
@@ -375,10 +429,10 @@ impl Probe {
         if self.sum.is_some() != self.at_least.is_some() {
             return Err((".atLeast".into(), "`sum` and `atLeast` go together".into()));
         }
-        if let Some(AtLeast::Word(word)) = &self.at_least
-            && word != "pods"
+        if let Some(AtLeast::Sum(paths)) = &self.at_least
+            && paths.is_empty()
         {
-            return Err((".atLeast".into(), format!("{word:?}: must be a number or `pods`")));
+            return Err((".atLeast.sum".into(), "must list at least one field".into()));
         }
         Ok(())
     }

@@ -411,10 +411,7 @@ impl GenericJob for ConfiguredJob {
     }
 
     fn pods_ready(&self) -> bool {
-        match &self.integration.pods_ready {
-            Some(probe) => probe.holds(&self.object, self.total_pods()),
-            None => !self.is_suspended(),
-        }
+        self.integration.pods_ready.as_ref().is_some_and(|probe| probe.holds(&self.object, self.total_pods()))
     }
 
     fn managed_by(&self) -> Option<&str> {

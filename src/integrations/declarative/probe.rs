@@ -4,6 +4,7 @@ use serde_json::Value;
 
 use super::config::{AtLeast, Probe};
 use super::count::number;
+use super::path::FieldPath;
 
 /// The condition of `kind` in `status.conditions`.
 pub fn condition<'a>(object: &'a Value, kind: &str) -> Option<&'a Value> {
@@ -22,12 +23,12 @@ impl Probe {
             return values.contains(value);
         }
         if let (Some(paths), Some(at_least)) = (&self.sum, &self.at_least) {
-            let sum: i64 = paths.iter().flat_map(|p| p.values(object)).filter_map(number).sum();
             let threshold = match at_least {
                 AtLeast::Number(n) => *n,
-                AtLeast::Word(_) => pods,
+                AtLeast::Pods => pods,
+                AtLeast::Sum(fields) => sum(fields, object),
             };
-            return sum >= threshold;
+            return sum(paths, object) >= threshold;
         }
         false
     }
@@ -37,4 +38,10 @@ impl Probe {
         let kind = self.condition.as_ref()?;
         condition(object, kind)?.get("message")?.as_str().map(String::from)
     }
+}
+
+/// The numbers at `paths` in `object` added up; an absent field or one that holds no number
+/// adds nothing.
+fn sum(paths: &[FieldPath], object: &Value) -> i64 {
+    paths.iter().flat_map(|p| p.values(object)).filter_map(number).sum()
 }

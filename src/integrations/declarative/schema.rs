@@ -104,7 +104,8 @@ mod tests {
             "- kind: LeaderWorkerSet.v1.leaderworkerset.x-k8s.io\n  resource: leaderworkersets\n  \
              suspend: {path: spec.suspend}\n  managedBy: spec.managedBy\n  \
              podSets: [{name: workers, template: spec.leaderWorkerTemplate.workerTemplate, count: spec.replicas}]\n  \
-             finished: {succeeded: {condition: Available}, failed: {condition: Failed}}\n",
+             finished: {succeeded: {condition: Available}, failed: {condition: Failed}}\n  \
+             podsReady: {condition: Available}\n",
         );
         let crds = [lws];
         let found = crd_of(&described, &crds).expect("the CRD of its group and resource");
@@ -130,7 +131,8 @@ mod tests {
         let described = integration(
             "- kind: GroupJob.v1.example.dev\n  resource: groupjobs\n  suspend: {path: spec.suspend}\n  \
              podSets: [{each: spec.groups, nameFrom: name, template: template}]\n  \
-             finished: {succeeded: {condition: Complete}, failed: {condition: Failed}}\n",
+             finished: {succeeded: {condition: Complete}, failed: {condition: Failed}}\n  \
+             podsReady: {sum: [status.ready], atLeast: pods}\n",
         );
         assert_eq!(missing_fields(&described, &jobset), []);
         let schema = &jobset["spec"]["versions"][0]["schema"]["openAPIV3Schema"];
@@ -140,7 +142,8 @@ mod tests {
         let other_version = integration(
             "- kind: GroupJob.v2.example.dev\n  resource: groupjobs\n  suspend: {path: spec.suspend}\n  \
              podSets: [{each: spec.groups, nameFrom: name, template: template}]\n  \
-             finished: {succeeded: {condition: Complete}, failed: {condition: Failed}}\n",
+             finished: {succeeded: {condition: Complete}, failed: {condition: Failed}}\n  \
+             podsReady: {sum: [status.ready], atLeast: pods}\n",
         );
         assert_eq!(
             missing_fields(&other_version, &jobset),

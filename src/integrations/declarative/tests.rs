@@ -162,7 +162,7 @@ fn a_suspend_value_is_set_then_removed_and_annotations_make_a_synthetic_pod_set(
 fn pod_sets_from_a_list_are_one_per_entry() {
     let kind = integration(
         "list.yaml",
-        "apiVersion: kueue-ext.dev/v1alpha1\nkind: IntegrationConfig\nintegrations:\n- kind: Batch.v1.example.com\n  resource: batches\n  suspend: {path: spec.suspend}\n  podSets: [{each: spec.groups, nameFrom: name, template: template, count: replicas}]\n  finished: {succeeded: {condition: Done}, failed: {condition: Failed}}\n",
+        "apiVersion: kueue-ext.dev/v1alpha1\nkind: IntegrationConfig\nintegrations:\n- kind: Batch.v1.example.com\n  resource: batches\n  suspend: {path: spec.suspend}\n  podSets: [{each: spec.groups, nameFrom: name, template: template, count: replicas}]\n  finished: {succeeded: {condition: Done}, failed: {condition: Failed}}\n  podsReady: {sum: [status.ready], atLeast: pods}\n",
     );
     let template = json!({"spec": {"containers": [{"name": "c", "image": "x"}]}});
     let object = json!({
@@ -184,6 +184,7 @@ fn pod_sets_from_a_list_are_one_per_entry() {
 fn mistakes_in_the_integrations_file_name_the_file_and_field() {
     let base = "apiVersion: kueue-ext.dev/v1alpha1\nkind: IntegrationConfig\nintegrations:\n- kind: Job.v1.batch\n  resource: jobs\n";
     let tail = "  finished: {succeeded: {condition: Complete}, failed: {condition: Failed}}\n";
+    let ready = "  podsReady: {sum: [status.ready, status.succeeded], atLeast: pods}\n";
     for (body, field, words) in [
         (
             "  suspend: {path: spec.suspend}\n  podSets: [{name: main, template: spec.template}]\n  finished: {succeeded: {condition: Complete}}\n",
@@ -230,8 +231,29 @@ fn mistakes_in_the_integrations_file_name_the_file_and_field() {
             "integrations[0].podsReady.atLeast",
             "`pods`",
         ),
+        (
+            "  suspend: {path: spec.suspend}\n  podSets: [{name: main, template: spec.template}]\n  podsReady: {sum: [status.ready], atLeast: {sum: []}}\n",
+            "integrations[0].podsReady.atLeast.sum",
+            "at least one field",
+        ),
+        (
+            "  suspend: {path: spec.suspend}\n  podSets: [{name: main, template: spec.template}]\n  podsReady: {sum: [status.ready], atLeast: {sum: [spec..replicas]}}\n",
+            "integrations[0].podsReady.atLeast",
+            "\"spec..replicas\" is not a field path: an empty name between dots",
+        ),
+        (
+            "  suspend: {path: spec.suspend}\n  podSets: [{name: main, template: spec.template}]\n  podsReady: {sum: [status.ready], atLeast: {total: [spec.replicas]}}\n",
+            "integrations[0].podsReady.atLeast",
+            "unknown field `total`, expected `sum`",
+        ),
     ] {
-        let text = if body.contains("finished") { format!("{base}{body}") } else { format!("{base}{body}{tail}") };
+        let mut text = format!("{base}{body}");
+        if !body.contains("finished") {
+            text.push_str(tail);
+        }
+        if !body.contains("podsReady") {
+            text.push_str(ready);
+        }
         let err = IntegrationConfig::parse("bad.yaml", &text).unwrap_err();
         assert_eq!(err.file, "bad.yaml");
         assert!(err.field.starts_with(field), "{field}: {err}");
@@ -240,7 +262,7 @@ fn mistakes_in_the_integrations_file_name_the_file_and_field() {
     let wrong_kind = IntegrationConfig::parse("bad.yaml", "apiVersion: v1\nkind: ConfigMap\n").unwrap_err();
     assert_eq!(wrong_kind.field, "kind");
     let twice = format!(
-        "{base}  suspend: {{path: spec.suspend}}\n  podSets: [{{name: main, template: spec.template}}]\n{tail}"
+        "{base}  suspend: {{path: spec.suspend}}\n  podSets: [{{name: main, template: spec.template}}]\n{tail}{ready}"
     );
     let not_gvk = IntegrationConfig::parse("bad.yaml", &twice.replace("Job.v1.batch", "jobs.batch")).unwrap_err();
     assert!(not_gvk.message.contains("Kind.version.group"), "{not_gvk}");
@@ -342,7 +364,7 @@ fn a_pytorchjob_has_one_pod_set_per_replica_type_named_by_its_key() {
 fn a_list_at_each_needs_a_name_for_its_entries() {
     let kind = integration(
         "list.yaml",
-        "apiVersion: kueue-ext.dev/v1alpha1\nkind: IntegrationConfig\nintegrations:\n- kind: Batch.v1.example.com\n  resource: batches\n  suspend: {path: spec.suspend}\n  podSets: [{each: spec.groups, template: template}]\n  finished: {succeeded: {condition: Done}, failed: {condition: Failed}}\n",
+        "apiVersion: kueue-ext.dev/v1alpha1\nkind: IntegrationConfig\nintegrations:\n- kind: Batch.v1.example.com\n  resource: batches\n  suspend: {path: spec.suspend}\n  podSets: [{each: spec.groups, template: template}]\n  finished: {succeeded: {condition: Done}, failed: {condition: Failed}}\n  podsReady: {sum: [status.ready], atLeast: pods}\n",
     );
     let object = json!({"apiVersion": "example.com/v1", "kind": "Batch", "metadata": {"name": "b"},
                         "spec": {"groups": [{"template": container("c")}]}});
@@ -397,4 +419,119 @@ fn a_sum_adds_every_entry_of_a_list_and_only_a_sum_may_name_many() {
         err,
         "jobset.yaml: integrations[0].suspend.path: spec.replicatedJobs[*].suspend: `[*]` only goes in a probe's `sum`"
     );
+}
+
+/// Without a probe, "ready" could only mean "running", and Kueue's waitForPodsReady would never
+/// evict a job whose pods do not start: the file is refused, naming the kind's entry.
+#[test]
+fn a_kind_that_does_not_say_when_its_pods_are_ready_is_refused() {
+    let job = std::fs::read_to_string("samples/integrations/job-integration.yaml").unwrap();
+    let text = format!(
+        "{job}- kind: PipelineRun.v1.tekton.dev\n  resource: pipelineruns\n  suspend: {{path: spec.status, suspended: PipelineRunPending}}\n  \
+         podSets: [{{name: tasks, requests: \"metadata.annotations[kueue-ext.dev/pod-requests]\"}}]\n  \
+         finished: {{succeeded: {{condition: Succeeded}}, failed: {{condition: Succeeded, status: \"False\"}}}}\n"
+    );
+    let err = IntegrationConfig::parse("runs.yaml", &text).unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "runs.yaml: integrations[1].podsReady: required: say when every pod of a PipelineRun runs ready or has \
+         succeeded, with a probe such as `{condition: Running}` or `{sum: [status.ready, status.succeeded], atLeast: \
+         pods}`; Kueue's waitForPodsReady evicts a job whose pods are not ready in time"
+    );
+}
+
+/// A JobSet of `replicated_jobs` (name, replicas, parallelism), unsuspended, with `statuses`
+/// (name, ready, succeeded) as its controller counts child Jobs.
+fn jobset(replicated_jobs: &[(&str, i64, i64)], statuses: &[(&str, i64, i64)]) -> Value {
+    let replicated_jobs: Vec<Value> = replicated_jobs
+        .iter()
+        .map(|(name, replicas, parallelism)| {
+            json!({"name": name, "replicas": replicas,
+                   "template": {"spec": {"parallelism": parallelism, "template": container(name)}}})
+        })
+        .collect();
+    let statuses: Vec<Value> = statuses
+        .iter()
+        .map(|(name, ready, succeeded)| json!({"name": name, "ready": ready, "succeeded": succeeded, "active": ready}))
+        .collect();
+    json!({
+        "apiVersion": "jobset.x-k8s.io/v1alpha2", "kind": "JobSet",
+        "metadata": {"name": "train", "namespace": "default"},
+        "spec": {"suspend": false, "replicatedJobs": replicated_jobs},
+        "status": {"replicatedJobsStatus": statuses},
+    })
+}
+
+#[test]
+fn a_threshold_can_add_up_fields_of_the_job_itself() {
+    let kind = sample_kind("addons/jobset/jobset-integration.yaml");
+    let ready = |object: Value| ConfiguredJob::new(object, kind.clone()).unwrap().pods_ready();
+    assert!(!ready(jobset(&[("workers", 2, 1)], &[("workers", 0, 0)])), "0 of 2 Jobs ready");
+    assert!(!ready(jobset(&[("workers", 2, 1)], &[])), "running, but nothing counted yet");
+    assert!(ready(jobset(&[("workers", 2, 1)], &[("workers", 1, 1)])), "1 ready and 1 succeeded of 2");
+    // 2 Jobs of 4 pods each: the JobSet controller counts a Job ready once all 4 are, so 2 ready
+    // Jobs are every pod, though the pod sets ask for 8 pods.
+    let wide = jobset(&[("workers", 2, 4)], &[("workers", 2, 0)]);
+    assert_eq!(ConfiguredJob::new(wide.clone(), kind.clone()).unwrap().pod_sets()[0].count, 8);
+    assert!(ready(wide), "replicas count Jobs, not pods");
+
+    let probe = kind.pods_ready.as_ref().unwrap();
+    assert_eq!(
+        serde_json::to_value(probe.at_least.as_ref().unwrap()).unwrap(),
+        json!({"sum": ["spec.replicatedJobs[*].replicas"]}),
+        "written back as read (the controller's ConfigMap is this file serialized)"
+    );
+}
+
+/// Kueue's JobSet `PodsReady` (pkg/controller/jobs/jobset/jobset_controller.go, v0.19.2): the
+/// replicas of all replicated jobs, added up, equal the ready and succeeded child Jobs, added
+/// up. It asks for equality where the probe asks for "at least": the JobSet controller counts a
+/// Job as ready only while it has not succeeded, so the count never exceeds the replicas.
+fn kueue_jobset_pods_ready(jobset: &Value) -> bool {
+    let entries = |path: &str| jobset.pointer(path).and_then(Value::as_array).cloned().unwrap_or_default();
+    let count = |entry: &Value, field: &str| entry[field].as_i64().unwrap_or(0);
+    let replicas: i64 = entries("/spec/replicatedJobs").iter().map(|r| count(r, "replicas")).sum();
+    let ready: i64 =
+        entries("/status/replicatedJobsStatus").iter().map(|s| count(s, "ready") + count(s, "succeeded")).sum();
+    replicas == ready
+}
+
+#[test]
+fn the_jobset_sample_says_pods_are_ready_when_kueues_jobset_integration_does() {
+    let kind = sample_kind("addons/jobset/jobset-integration.yaml");
+    let spec = [("driver", 1, 1), ("workers", 3, 2)];
+    let cases = [
+        ("just let go: no child Job counted yet", jobset(&spec, &[]), false),
+        ("driver ready, no worker", jobset(&spec, &[("driver", 1, 0), ("workers", 0, 0)]), false),
+        ("driver ready, 2 of 3 workers", jobset(&spec, &[("driver", 1, 0), ("workers", 2, 0)]), false),
+        ("every Job ready", jobset(&spec, &[("driver", 1, 0), ("workers", 3, 0)]), true),
+        ("driver done, workers ready", jobset(&spec, &[("driver", 0, 1), ("workers", 3, 0)]), true),
+        ("some workers done, the rest ready", jobset(&spec, &[("driver", 1, 0), ("workers", 1, 2)]), true),
+        ("a worker Job failed", jobset(&spec, &[("driver", 1, 0), ("workers", 2, 0)]), false),
+    ];
+    for (case, object, expected) in cases {
+        assert_eq!(kueue_jobset_pods_ready(&object), expected, "Kueue's rule, {case}");
+        assert_eq!(ConfiguredJob::new(object, kind.clone()).unwrap().pods_ready(), expected, "our probe, {case}");
+    }
+}
+
+/// Tekton's status for a PipelineRun in each phase of its run (pkg/reconciler/pipelinerun, v1.0.0):
+/// its one condition, `Succeeded`, and the reason Tekton gives it.
+#[test]
+fn a_pipelinerun_is_ready_once_tekton_runs_its_tasks() {
+    let cases = [
+        ("Unknown", "PipelineRunPending", false),
+        ("Unknown", "Started", false),
+        ("Unknown", "ResolvingPipelineRef", false),
+        ("Unknown", "Running", true),
+        ("Unknown", "PipelineRunStopping", true),
+        ("Unknown", "CancelledRunningFinally", true),
+        ("False", "CouldntGetPipeline", false),
+    ];
+    for (status, reason, ready) in cases {
+        let mut run = pipeline_run();
+        run["status"] = json!({"conditions": [{"type": "Succeeded", "status": status, "reason": reason}]});
+        assert_eq!(ConfiguredJob::new(run, pipeline_kind()).unwrap().pods_ready(), ready, "{reason}");
+    }
+    assert!(!ConfiguredJob::new(pipeline_run(), pipeline_kind()).unwrap().pods_ready(), "no status yet");
 }
