@@ -1,10 +1,13 @@
 //! `explain KIND/NAME`: the "Why" of the `watch` detail view, printed. It reads the clusters
-//! through the same watches and the same join, so both always say the same thing.
+//! through the same watches and the same join, so both always say the same thing; then what
+//! `doctor` finds wrong with the setup the job goes through.
 
 use std::process::ExitCode;
 
 use super::output::{self, Output};
 use super::watch::{Clusters, SETTLE};
+use crate::api::kueue::MULTIKUEUE_CONTROLLER;
+use crate::doctor::{self, Finding, JobPath};
 use crate::explain::{PodProblemAt, explanation};
 use crate::integrations::registry::{JobKind, KindRegistry};
 use crate::model::snapshot::Role;
@@ -39,6 +42,8 @@ struct Explained<'a> {
     reasons: Vec<String>,
     next_steps: Vec<String>,
     pod_problem: Option<PodProblemAt>,
+    /// What `doctor` finds wrong with the setup the job goes through.
+    setup: Vec<&'a Finding>,
 }
 
 /// A reference checked for its shape before any cluster is asked (which kinds exist is the
@@ -62,6 +67,7 @@ fn kind_of<'a>(reference: &'a str, registry: &KindRegistry) -> Result<(JobKind, 
 
 pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
     let targets = args.clusters.reachable_targets().await?;
+    let doctor_targets = targets.clone();
     let namespace = match &args.namespace {
         Some(namespace) => namespace.clone(),
         None => targets.manager_namespace().unwrap_or_else(|| "default".into()),
@@ -89,6 +95,22 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
         return Ok(ExitCode::FAILURE);
     };
     let explanation = explanation(row, &model);
+    let facts = doctor::read(&doctor_targets).await;
+    let report = doctor::check(&facts, k8s_openapi::jiff::Timestamp::now().as_second());
+    let cluster_queue = row.workload.as_ref().and_then(|w| w.cluster_queue()).map(String::from).or_else(|| {
+        let queue = row.queue.as_deref()?;
+        model.local_queue(&row.key.cluster, &namespace, queue).map(|q| q.cluster_queue.clone())
+    });
+    let path = JobPath {
+        kind: kind.name(),
+        namespace: &namespace,
+        name,
+        workload: row.workload.as_ref().map(|w| w.name.as_str()),
+        local_queue: row.queue.as_deref(),
+        cluster_queue: cluster_queue.as_deref(),
+        through_multikueue: row.job.managed_by.as_deref() == Some(MULTIKUEUE_CONTROLLER) || !row.mirrors.is_empty(),
+    };
+    let setup = doctor::bearing_on(&report.findings, &path);
     let explained = Explained {
         kind: kind.name(),
         namespace: &namespace,
@@ -97,11 +119,24 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
         reasons: explanation.reasons(),
         next_steps: explanation.next_steps(),
         pod_problem: explanation.pod_problem.clone(),
+        setup,
     };
     match args.output.unwrap_or_default() {
         Output::Json => println!("{}", serde_json::to_string_pretty(&explained)?),
         Output::Yaml => print!("{}", serde_saphyr::to_string(&explained)?),
-        _ => explanation.lines().iter().for_each(|line| println!("{line}")),
+        _ => {
+            explanation.lines().iter().for_each(|line| println!("{line}"));
+            if !explained.setup.is_empty() {
+                println!("setup (what doctor finds on the way):");
+            }
+            for finding in &explained.setup {
+                let object = finding.object.as_ref().map(|o| format!(" {o}:")).unwrap_or_default();
+                println!("  {} on {}:{object} {}", finding.severity, finding.cluster, finding.problem);
+                if let Some(fix) = &finding.fix {
+                    println!("    fix: {fix}");
+                }
+            }
+        }
     }
     Ok(ExitCode::SUCCESS)
 }

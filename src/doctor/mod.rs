@@ -7,6 +7,7 @@
 mod facts;
 #[cfg(test)]
 mod fixtures;
+mod focus;
 mod jobs;
 mod multikueue;
 mod read;
@@ -21,6 +22,7 @@ pub use facts::{
     AdmissionCheck, Certificate, ClusterFacts, Configuration, ControllerFacts, Deployment, Facts, Job, KueueApi,
     KueueFacts, MultiKueueCluster, Workload,
 };
+pub use focus::{JobPath, bearing_on};
 pub use read::read;
 pub use report::table;
 

@@ -152,6 +152,9 @@ spec:
         explained.contains("will never run on a worker") && explained.contains("next: give every container"),
         "{explained}"
     );
+    // explain adds what doctor finds on the job's way: here the same verdict, on its Workload.
+    let setup = format!("setup (what doctor finds on the way):\n  error on manager: Workload/default/{workload}:");
+    assert!(explained.contains(&setup), "{explained}");
     external_jobs(&manager).delete("asks-nothing", &DeleteParams::foreground()).await.expect("delete asks-nothing");
     until_clean(&sandbox, "once the job that asks nothing is gone").await;
 
