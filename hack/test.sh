@@ -45,8 +45,12 @@ target/debug/kubectl-kueue_ext toolchain install
 
 step "tests: unit, command line, and end-to-end (--features e2e: one binary, tests/e2e/)"
 summary=target/tmp/crash-safety-summary.md
-rm -f "$summary"
+turns=target/tmp/e2e-turns.tsv
+rm -f "$summary" "$turns"
 cargo test --locked --features e2e
+
+step "end-to-end tests that start clusters, slowest first (seconds each held its turn)"
+if [[ -f $turns ]]; then sort -t $'\t' -k2,2nr "$turns" | head -20; fi
 
 step "crash safety: what tests/e2e/crash_safety.rs counted"
 cat "$summary"

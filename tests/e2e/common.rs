@@ -30,9 +30,30 @@ pub fn ensure_toolchain() {
 /// freed by one could be taken by the other before a test checks it.
 static SERIAL: Mutex<()> = Mutex::new(());
 
+/// A test's turn to start clusters. When it ends, how long the test held it is added to
+/// `target/tmp/e2e-turns.tsv` (test, seconds), so a slow suite shows where its time goes.
+pub struct Turn {
+    _guard: MutexGuard<'static, ()>,
+    since: Instant,
+}
+
+impl Drop for Turn {
+    fn drop(&mut self) {
+        use std::io::Write;
+
+        let test = std::thread::current().name().unwrap_or("unnamed").to_string();
+        let path = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("e2e-turns.tsv");
+        let line = format!("{test}\t{:.0}\n", self.since.elapsed().as_secs_f64());
+        if let Ok(mut file) = std::fs::OpenOptions::new().create(true).append(true).open(path) {
+            let _ = file.write_all(line.as_bytes());
+        }
+    }
+}
+
 /// Waits for the turn of a test that starts clusters: its own sandbox, or kind clusters of its own.
-pub fn one_at_a_time() -> MutexGuard<'static, ()> {
-    SERIAL.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+pub fn one_at_a_time() -> Turn {
+    let guard = SERIAL.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+    Turn { _guard: guard, since: Instant::now() }
 }
 
 /// A sandbox owned by one test.
@@ -40,7 +61,7 @@ pub struct Sandbox {
     pub dir: PathBuf,
     _tmp: tempfile::TempDir,
     /// `None` for a second sandbox that runs beside the first on purpose.
-    _serial: Option<MutexGuard<'static, ()>>,
+    _serial: Option<Turn>,
     /// Components a test started again in place of recorded ones ([`Restarts`]), stopped once
     /// the logs and objects of a failed test are kept: a killed API server has nothing to show.
     replacements: Arc<Mutex<Vec<Child>>>,

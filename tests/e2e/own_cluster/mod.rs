@@ -16,7 +16,7 @@ use crate::common::{BIN, ensure_toolchain, one_at_a_time, plain_queues, text};
 
 /// kind clusters made with the kind CLI into one kubeconfig, deleted when dropped.
 pub struct PlainKindClusters {
-    _turn: std::sync::MutexGuard<'static, ()>,
+    _turn: crate::common::Turn,
     kind: PathBuf,
     pub kubeconfig: PathBuf,
     names: Vec<String>,
