@@ -1,17 +1,20 @@
 //! End-to-end: `doctor` on a sandbox (a manager and two workers, MultiKueue wired, on the
-//! process runtime) finds nothing; then things are broken one at a time — a LocalQueue deleted
-//! on a worker, a job no worker can ever admit, a job made by hand on a worker under the name
-//! of a job MultiKueue dispatches — and each is named with its fix, which (where it is a
-//! command) the test runs before seeing the report clean again.
+//! process runtime) finds nothing; then things are broken one at a time — a job whose pods ask
+//! for nothing, a LocalQueue deleted on a worker, a job no worker can ever admit, a job made by
+//! hand on a worker under the name of a job MultiKueue dispatches, our controller stopped on a
+//! worker, a worker's token that no longer works — and each is named with its fix, which (where
+//! it is a command) the test runs before seeing the report clean again.
 
 use std::path::PathBuf;
 use std::process::Command;
 use std::time::Duration;
 
-use kube::api::DeleteParams;
+use k8s_openapi::api::core::v1::Secret;
+use kube::api::{Api, DeleteParams};
+use kueue_ext::manifests::MUTATING_WEBHOOK;
 use serde_json::Value;
 
-use crate::common::{BIN, Sandbox, api, apply_yaml, eventually, text};
+use crate::common::{BIN, Sandbox, api, apply_yaml, eventually, recorded_process, text};
 
 const REPORT_TIMEOUT: Duration = Duration::from_secs(120);
 
@@ -185,4 +188,36 @@ spec:
     run_fix(&stranger);
     external_jobs(&manager).delete("twin", &DeleteParams::foreground()).await.expect("delete the manager's twin");
     until_clean(&sandbox, "once the worker's own twin is gone").await;
+
+    // Our controller stopped on a worker: its webhook does not answer, and `up` starts it again.
+    let (pid, _) = recorded_process(&sandbox, 2, "kueue-ext-controller");
+    nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid), nix::sys::signal::Signal::SIGKILL).expect("kill");
+    let stopped = until_error(&sandbox, "worker2", &format!("MutatingWebhookConfiguration/{MUTATING_WEBHOOK}")).await;
+    assert!(stopped["fix"].as_str().unwrap().contains("kubectl kueue-ext up"), "{stopped:#}");
+    let revived = sandbox.run("up", &[]);
+    assert!(revived.status.success(), "{}", text(&revived));
+    until_clean(&sandbox, "once up started the controller again").await;
+
+    // A worker's token that no longer works: doctor quotes Kueue on the MultiKueueCluster.
+    let secrets: Api<Secret> = Api::namespaced(manager.clone(), "kueue-system");
+    let good = secrets.get("multikueue-worker1").await.expect("the worker's kubeconfig Secret");
+    let kubeconfig = |secret: &Secret| -> Value {
+        let text = std::str::from_utf8(&secret.data.as_ref().unwrap()["kubeconfig"].0).expect("UTF-8");
+        serde_saphyr::from_str(text).expect("a kubeconfig")
+    };
+    let mut expired = kubeconfig(&good);
+    expired["users"][0]["user"]["token"] = Value::from("expired");
+    let mut broken = good.clone();
+    broken
+        .data
+        .as_mut()
+        .unwrap()
+        .insert("kubeconfig".into(), k8s_openapi::ByteString(serde_saphyr::to_string(&expired).unwrap().into_bytes()));
+    secrets.replace("multikueue-worker1", &Default::default(), &broken).await.expect("break the token");
+    let refused = until_error(&sandbox, "manager", "MultiKueueCluster/worker1").await;
+    assert!(refused["problem"].as_str().unwrap().starts_with("not connected: "), "{refused:#}");
+    let mut restored = secrets.get("multikueue-worker1").await.expect("the Secret");
+    restored.data = good.data.clone();
+    secrets.replace("multikueue-worker1", &Default::default(), &restored).await.expect("restore the token");
+    until_clean(&sandbox, "once the token works again").await;
 }
