@@ -3,6 +3,7 @@
 //! integrations that have a MultiKueue adapter.
 
 use crate::integrations::declarative::config::Integration;
+use crate::integrations::kueue_frameworks;
 
 /// A kind of job by its API group and resource, as an RBAC rule names it.
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
@@ -21,32 +22,12 @@ impl JobResource {
     }
 }
 
-/// Kueue's own integrations with a MultiKueue adapter (`MultiKueueAdapter` in their
-/// `jobframework.RegisterIntegration`), by the name `integrations.frameworks` gives them, with
-/// the resource the adapter creates on a worker. Kueue keeps a worker connection inactive until
-/// it may watch every one of them there.
-const WITH_ADAPTER: [(&str, &str, &str); 14] = [
-    ("batch/job", "batch", "jobs"),
-    ("jobset.x-k8s.io/jobset", "jobset.x-k8s.io", "jobsets"),
-    ("kubeflow.org/mpijob", "kubeflow.org", "mpijobs"),
-    ("kubeflow.org/paddlejob", "kubeflow.org", "paddlejobs"),
-    ("kubeflow.org/pytorchjob", "kubeflow.org", "pytorchjobs"),
-    ("kubeflow.org/tfjob", "kubeflow.org", "tfjobs"),
-    ("kubeflow.org/xgboostjob", "kubeflow.org", "xgboostjobs"),
-    ("kubeflow.org/jaxjob", "kubeflow.org", "jaxjobs"),
-    ("trainer.kubeflow.org/trainjob", "trainer.kubeflow.org", "trainjobs"),
-    ("ray.io/rayjob", "ray.io", "rayjobs"),
-    ("ray.io/raycluster", "ray.io", "rayclusters"),
-    ("ray.io/rayservice", "ray.io", "rayservices"),
-    ("workload.codeflare.dev/appwrapper", "workload.codeflare.dev", "appwrappers"),
-    ("leaderworkerset.x-k8s.io/leaderworkerset", "leaderworkerset.x-k8s.io", "leaderworkersets"),
-];
-
 /// The kinds of Kueue's `frameworks` (as `integrations.frameworks` names them) that MultiKueue
-/// copies to workers; the others stay on the manager.
+/// copies to workers, those with a MultiKueue adapter; the others stay on the manager. Kueue
+/// keeps a worker connection inactive until it may watch every one of them there.
 pub fn with_multikueue_adapter(frameworks: &[String]) -> Vec<JobResource> {
-    let adapted = |framework: &String| WITH_ADAPTER.iter().find(|(name, _, _)| name == framework);
-    frameworks.iter().filter_map(adapted).map(|(_, group, resource)| JobResource::new(group, resource)).collect()
+    let adapted = frameworks.iter().filter_map(|name| kueue_frameworks::by_name(name)).filter(|f| f.multikueue_adapter);
+    adapted.map(|f| JobResource::new(f.group, f.resource)).collect()
 }
 
 /// Every kind a worker must accept beyond Kueue's Workloads and ours: the manager's kinds
@@ -68,10 +49,20 @@ mod tests {
     #[test]
     fn only_kueues_integrations_with_an_adapter_reach_the_workers() {
         let frameworks: Vec<String> =
-            ["batch/job", "pod", "deployment", "jobset.x-k8s.io/jobset"].map(String::from).to_vec();
+            ["batch/job", "deployment", "jobset.x-k8s.io/jobset", "no.such/framework"].map(String::from).to_vec();
         assert_eq!(
             with_multikueue_adapter(&frameworks),
             [JobResource::new("batch", "jobs"), JobResource::new("jobset.x-k8s.io", "jobsets")]
+        );
+    }
+
+    /// Kueue v0.19.2 registers a MultiKueue adapter for Pods and StatefulSets too.
+    #[test]
+    fn pods_and_statefulsets_reach_the_workers_when_enabled() {
+        let frameworks: Vec<String> = ["pod", "statefulset"].map(String::from).to_vec();
+        assert_eq!(
+            with_multikueue_adapter(&frameworks),
+            [JobResource::new("", "pods"), JobResource::new("apps", "statefulsets")]
         );
     }
 

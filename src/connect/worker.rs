@@ -14,7 +14,7 @@ use super::kinds::JobResource;
 use super::manager::secret_name;
 use super::{WORKER_NAMESPACE, Wiring, WiringError, connected};
 use crate::integrations::registry;
-use crate::integrations::wrapped_job::WRAPPABLE;
+use crate::integrations::wrapped_job::wrappable;
 use crate::kube_util::kubeconfig::{self, Credentials, Entry};
 use crate::kube_util::{self, ApplyError};
 
@@ -57,7 +57,7 @@ pub fn worker_role_rules(kinds: &[JobResource]) -> Value {
         rules.push(json!({"apiGroups": [group], "resources": [resource], "verbs": ALL_VERBS}));
         rules.push(json!({"apiGroups": [group], "resources": [format!("{resource}/status")], "verbs": ["get"]}));
     }
-    for (group, resource) in WRAPPABLE {
+    for (group, resource) in wrappable() {
         rules.push(json!({"apiGroups": [group], "resources": [resource], "verbs": ["create"]}));
     }
     Value::Array(rules)

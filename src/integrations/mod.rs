@@ -3,5 +3,6 @@
 
 pub mod declarative;
 pub mod external_job;
+pub mod kueue_frameworks;
 pub mod registry;
 pub mod wrapped_job;

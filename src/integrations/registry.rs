@@ -15,7 +15,7 @@ use serde_json::Value;
 
 use super::declarative::ConfiguredJob;
 use super::declarative::config::{CONFIG_MAP, CONFIG_MAP_KEY, ConfigError, Integration, IntegrationConfig};
-use super::{external_job, wrapped_job};
+use super::{external_job, kueue_frameworks, wrapped_job};
 use crate::jobframework::api_error;
 use crate::jobframework::generic_job::{JobReading, reading};
 use crate::jobframework::integration_callbacks::IntegrationCallbacks;
@@ -53,16 +53,10 @@ pub struct JobKind(Arc<Entry>);
 
 impl JobKind {
     fn new(description: Integration, origin: Origin, compiled: Option<&'static IntegrationCallbacks>) -> JobKind {
-        let (runner, own_managed_by) = match (compiled, description.kind.as_str()) {
+        let (runner, own_managed_by) = match (compiled, kueue_frameworks::of(&description)) {
             (Some(_), _) => ("kueue-ext".to_string(), KUEUE_EXT_CONTROLLER),
-            (None, "Job.v1.batch") => ("kube-controller-manager".to_string(), "kubernetes.io/job-controller"),
-            (None, "JobSet.v1alpha2.jobset.x-k8s.io") => {
-                ("the JobSet controller".to_string(), "jobset.sigs.k8s.io/jobset-controller")
-            }
-            (None, "PyTorchJob.v1.kubeflow.org") => {
-                ("the training operator".to_string(), "kubeflow.org/training-operator")
-            }
-            (None, _) => (format!("the {} controller", description.gvk().kind), ""),
+            (None, Some(kueues)) => (kueues.runner.to_string(), kueues.managed_by.unwrap_or_default()),
+            (None, None) => (format!("the {} controller", description.gvk().kind), ""),
         };
         JobKind(Arc::new(Entry { description: Arc::new(description), origin, compiled, runner, own_managed_by }))
     }

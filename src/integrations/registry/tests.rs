@@ -34,6 +34,37 @@ fn the_built_in_kinds_are_this_projects_and_those_kueue_integrates_itself() {
 }
 
 #[test]
+fn the_described_built_in_kinds_are_kueues_integrations() {
+    for kind in KindRegistry::built_in().kinds().iter().filter(|k| k.compiled().is_none()) {
+        let kueues = super::kueue_frameworks::of(kind.description()).expect("one of Kueue's integrations");
+        assert_eq!(kueues.resource, kind.api_resource().plural, "{}", kueues.name);
+        assert_eq!(kind.own_runner(), (kueues.runner, kueues.managed_by.unwrap_or_default()));
+    }
+}
+
+#[test]
+fn a_configured_kind_kueue_integrates_is_run_by_its_own_controller() {
+    let text = r#"
+apiVersion: kueue-ext.dev/v1alpha1
+kind: IntegrationConfig
+integrations:
+- kind: RayJob.v1.ray.io
+  resource: rayjobs
+  suspend: {path: spec.suspend}
+  podSets:
+  - {name: head, template: spec.rayClusterSpec.headGroupSpec.template}
+  finished:
+    succeeded: {condition: Complete}
+    failed: {condition: Failed}
+  active: {sum: [status.rayClusterStatus.readyWorkerReplicas], atLeast: 1}
+  podsReady: {condition: Running}
+"#;
+    let registry = KindRegistry::with_configured(&IntegrationConfig::parse("rayjob", text).unwrap(), "rayjob");
+    let rayjob = registry.find("RayJob.v1.ray.io").unwrap();
+    assert_eq!(rayjob.own_runner(), ("the KubeRay operator", "ray.io/kuberay-operator"));
+}
+
+#[test]
 fn kinds_answer_to_kubectl_aliases() {
     let registry = configured("addons/tekton/pipelinerun-integration.yaml");
     let cases = [

@@ -13,7 +13,7 @@ pub mod setup;
 pub mod watched;
 pub mod webhook;
 
-pub use setup::{INTEGRATION, WRAPPABLE};
+pub use setup::{INTEGRATION, wrappable};
 
 use kube::ResourceExt;
 use kube::api::{ApiResource, GroupVersionKind};

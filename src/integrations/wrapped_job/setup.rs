@@ -11,6 +11,7 @@ use serde_json::{Value, json};
 
 use super::{controller, watched};
 use crate::api::wrapped_job::WrappedJob;
+use crate::integrations::kueue_frameworks::KUEUE_FRAMEWORKS;
 use crate::jobframework::admission::admit;
 use crate::jobframework::generic_job::reading;
 use crate::jobframework::integration_callbacks::IntegrationCallbacks;
@@ -18,22 +19,17 @@ use crate::jobframework::reconciler::Context;
 use crate::jobframework::served_kinds::ServedKinds;
 use crate::jobframework::setup::{Setup, jobs_controller};
 
-/// The kinds the controller may create and delete for WrappedJobs, `(API group, resource)`.
-/// The webhook asks the API server whether the controller may, so extending the ClusterRole
-/// lets a cluster wrap more kinds; the CRD kinds need their CRDs installed to be used.
-pub const WRAPPABLE: [(&str, &str); 11] = [
-    ("", "pods"),
-    ("", "services"),
-    ("", "configmaps"),
-    ("apps", "deployments"),
-    ("apps", "statefulsets"),
-    ("batch", "jobs"),
-    ("jobset.x-k8s.io", "jobsets"),
-    ("kubeflow.org", "pytorchjobs"),
-    ("ray.io", "rayclusters"),
-    ("ray.io", "rayjobs"),
-    ("leaderworkerset.x-k8s.io", "leaderworkersets"),
-];
+/// Components a WrappedJob may have that are no kind of job: the configuration its jobs read.
+const NOT_JOBS: [(&str, &str); 2] = [("", "services"), ("", "configmaps")];
+
+/// The kinds the controller may create and delete for WrappedJobs, `(API group, resource)`:
+/// those of Kueue's integrations marked wrappable, then Services and ConfigMaps. The webhook
+/// asks the API server whether the controller may, so extending the ClusterRole lets a cluster
+/// wrap more kinds; the CRD kinds need their CRDs installed to be used.
+pub fn wrappable() -> impl Iterator<Item = (&'static str, &'static str)> {
+    let jobs = KUEUE_FRAMEWORKS.iter().filter(|f| f.wrappable).map(|f| (f.group, f.resource));
+    jobs.chain(NOT_JOBS)
+}
 
 pub const INTEGRATION: IntegrationCallbacks = IntegrationCallbacks {
     description: include_str!("description.yaml"),
@@ -52,7 +48,7 @@ fn controller_rules() -> Vec<Value> {
         json!({"apiGroups": ["authorization.k8s.io"], "resources": ["subjectaccessreviews"], "verbs": ["create"]}),
     ];
     // The components: create, watch and delete, never update.
-    for (group, resource) in WRAPPABLE {
+    for (group, resource) in wrappable() {
         rules.push(json!({"apiGroups": [group], "resources": [resource], "verbs": ["get", "list", "watch", "create", "delete"]}));
     }
     rules
@@ -67,4 +63,30 @@ fn start(setup: &Setup) -> BoxFuture<'static, ()> {
         let (kinds, caches) = (kinds.clone(), caches.clone());
         async move { controller::reconcile(&job, &ctx, &kinds, &caches).await }
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn wrappable_kinds_are_kueues_marked_so_then_services_and_configmaps() {
+        let kinds: Vec<_> = wrappable().collect();
+        assert_eq!(
+            kinds,
+            [
+                ("", "pods"),
+                ("apps", "deployments"),
+                ("apps", "statefulsets"),
+                ("batch", "jobs"),
+                ("jobset.x-k8s.io", "jobsets"),
+                ("kubeflow.org", "pytorchjobs"),
+                ("ray.io", "rayclusters"),
+                ("ray.io", "rayjobs"),
+                ("leaderworkerset.x-k8s.io", "leaderworkersets"),
+                ("", "services"),
+                ("", "configmaps"),
+            ]
+        );
+    }
 }

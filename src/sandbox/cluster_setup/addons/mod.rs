@@ -325,9 +325,25 @@ pub fn kueue_frameworks(addons: &[Addon]) -> Vec<&'static str> {
     addons.iter().filter_map(|addon| addon.spec().kueue_framework).collect()
 }
 
-/// The kind (`Kind.version.group`) of one of Kueue's built-in frameworks that an add-on brings.
-pub fn framework_kind(framework: &str) -> Option<String> {
+#[cfg(test)]
+mod tests {
     use clap::ValueEnum;
-    let spec = Addon::value_variants().iter().map(|a| a.spec()).find(|s| s.kueue_framework == Some(framework))?;
-    Some(spec.job_kind.qualified())
+
+    use super::*;
+    use crate::integrations::kueue_frameworks;
+
+    /// An add-on's kind, where Kueue integrates it, is the kind of Kueue's row.
+    #[test]
+    fn an_add_ons_kueue_framework_is_of_its_job_kind() {
+        for spec in Addon::value_variants().iter().map(|a| a.spec()) {
+            let Some(name) = spec.kueue_framework else { continue };
+            let kueues = kueue_frameworks::by_name(name).unwrap_or_else(|| panic!("{name} is one of Kueue's"));
+            let kind = &spec.job_kind;
+            assert_eq!(
+                (kind.group, kind.version, kind.kind, kind.plural),
+                (kueues.group, kueues.version, kueues.kind, kueues.resource),
+                "{name}"
+            );
+        }
+    }
 }

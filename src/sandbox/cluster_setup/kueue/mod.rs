@@ -8,6 +8,7 @@ use serde_json::{Value, json};
 
 use super::addons::{self, Addon};
 use crate::integrations::declarative::config::Integration;
+use crate::integrations::kueue_frameworks::{self, KueueFramework};
 use crate::manifests::external_frameworks;
 use crate::sandbox::runtime::MultiKueueManager;
 
@@ -55,12 +56,9 @@ pub fn configure_for_sandbox(
 /// A built-in framework that stays idle in a sandbox, and the feature gate it needs.
 const IDLE_FRAMEWORK: (&str, &str) = ("sparkoperator.k8s.io/sparkapplication", "SparkApplicationIntegration");
 
-/// The kind (`Kind.version.group`) of one of Kueue's built-in frameworks a sandbox enables.
+/// The kind (`Kind.version.group`) of one of Kueue's built-in frameworks.
 fn built_in_kind(framework: &str) -> Option<String> {
-    match framework {
-        "batch/job" => Some("Job.v1.batch".into()),
-        _ => addons::framework_kind(framework),
-    }
+    kueue_frameworks::by_name(framework).map(KueueFramework::qualified)
 }
 
 #[cfg(test)]

@@ -1,0 +1,216 @@
+//! Kueue's own integrations (v0.19.2), one row each, as Kueue lists them: the
+//! `jobframework.RegisterIntegration` call in `pkg/controller/jobs/<kind>/`. Every other table of
+//! a fact about them (who runs a kind, what MultiKueue copies to a worker, what a WrappedJob may
+//! wrap) reads this one, so adding a kind is one row.
+
+use crate::integrations::declarative::config::Integration;
+
+/// One of Kueue's built-in integrations.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct KueueFramework {
+    /// Its `FrameworkName`, as `integrations.frameworks` names it.
+    pub name: &'static str,
+    /// Its GVK (`gvk` beside the registration) and the resource Kueue's RBAC markers name.
+    pub group: &'static str,
+    pub version: &'static str,
+    pub kind: &'static str,
+    pub resource: &'static str,
+    /// Who runs a job of the kind when `managedBy` leaves it to the kind's own controller.
+    pub runner: &'static str,
+    /// The `managedBy` value naming that controller (the one `CanDefaultManagedBy` compares
+    /// with); `None` for a kind that Kueue does not hand over by `managedBy`.
+    pub managed_by: Option<&'static str>,
+    /// Whether its registration has a `MultiKueueAdapter`: MultiKueue copies its jobs to
+    /// workers, and keeps a worker connection inactive until it may watch the kind there.
+    pub multikueue_adapter: bool,
+    /// Whether a WrappedJob may have a component of the kind.
+    pub wrappable: bool,
+}
+
+impl KueueFramework {
+    /// `Kind.version.group`, as a kind of the registry is named.
+    pub fn qualified(&self) -> String {
+        match self.group {
+            "" => format!("{}.{}", self.kind, self.version),
+            group => format!("{}.{}.{group}", self.kind, self.version),
+        }
+    }
+
+    /// Whether `integration` describes this kind (the same group, version and kind).
+    pub fn describes(&self, integration: &Integration) -> bool {
+        let gvk = integration.gvk();
+        (gvk.group.as_str(), gvk.version.as_str(), gvk.kind.as_str()) == (self.group, self.version, self.kind)
+    }
+}
+
+const fn framework(
+    name: &'static str,
+    (group, version, kind, resource): (&'static str, &'static str, &'static str, &'static str),
+    (runner, managed_by): (&'static str, Option<&'static str>),
+    multikueue_adapter: bool,
+    wrappable: bool,
+) -> KueueFramework {
+    KueueFramework { name, group, version, kind, resource, runner, managed_by, multikueue_adapter, wrappable }
+}
+
+const KUBE: &str = "kube-controller-manager";
+const TRAINING_OPERATOR: (&str, Option<&str>) = ("the training operator", Some("kubeflow.org/training-operator"));
+const KUBERAY: (&str, Option<&str>) = ("the KubeRay operator", Some("ray.io/kuberay-operator"));
+
+/// Kueue v0.19.2's built-in integrations. Core and apps kinds first, then by group; the
+/// order is that of the RBAC rules generated from it.
+#[rustfmt::skip]
+pub const KUEUE_FRAMEWORKS: &[KueueFramework] = &[
+    framework("pod", ("", "v1", "Pod", "pods"), ("the kubelet", None), true, true),
+    framework("deployment", ("apps", "v1", "Deployment", "deployments"), (KUBE, None), false, true),
+    framework("statefulset", ("apps", "v1", "StatefulSet", "statefulsets"), (KUBE, None), true, true),
+    framework("batch/job", ("batch", "v1", "Job", "jobs"), (KUBE, Some("kubernetes.io/job-controller")), true, true),
+    framework(
+        "jobset.x-k8s.io/jobset",
+        ("jobset.x-k8s.io", "v1alpha2", "JobSet", "jobsets"),
+        ("the JobSet controller", Some("jobset.sigs.k8s.io/jobset-controller")),
+        true,
+        true,
+    ),
+    framework(
+        "kubeflow.org/mpijob",
+        ("kubeflow.org", "v2beta1", "MPIJob", "mpijobs"),
+        ("the MPI operator", Some("kubeflow.org/mpi-operator")),
+        true,
+        false,
+    ),
+    framework("kubeflow.org/paddlejob", ("kubeflow.org", "v1", "PaddleJob", "paddlejobs"), TRAINING_OPERATOR, true, false),
+    framework("kubeflow.org/pytorchjob", ("kubeflow.org", "v1", "PyTorchJob", "pytorchjobs"), TRAINING_OPERATOR, true, true),
+    framework("kubeflow.org/tfjob", ("kubeflow.org", "v1", "TFJob", "tfjobs"), TRAINING_OPERATOR, true, false),
+    framework("kubeflow.org/xgboostjob", ("kubeflow.org", "v1", "XGBoostJob", "xgboostjobs"), TRAINING_OPERATOR, true, false),
+    framework("kubeflow.org/jaxjob", ("kubeflow.org", "v1", "JAXJob", "jaxjobs"), TRAINING_OPERATOR, true, false),
+    framework(
+        "trainer.kubeflow.org/trainjob",
+        ("trainer.kubeflow.org", "v1alpha1", "TrainJob", "trainjobs"),
+        ("the Kubeflow Trainer", Some("trainer.kubeflow.org/trainjob-controller")),
+        true,
+        false,
+    ),
+    framework("ray.io/raycluster", ("ray.io", "v1", "RayCluster", "rayclusters"), KUBERAY, true, true),
+    framework("ray.io/rayjob", ("ray.io", "v1", "RayJob", "rayjobs"), KUBERAY, true, true),
+    framework("ray.io/rayservice", ("ray.io", "v1", "RayService", "rayservices"), KUBERAY, true, false),
+    framework(
+        "workload.codeflare.dev/appwrapper",
+        ("workload.codeflare.dev", "v1beta2", "AppWrapper", "appwrappers"),
+        ("the AppWrapper controller", Some("workload.codeflare.dev/appwrapper-controller")),
+        true,
+        false,
+    ),
+    framework(
+        "leaderworkerset.x-k8s.io/leaderworkerset",
+        ("leaderworkerset.x-k8s.io", "v1", "LeaderWorkerSet", "leaderworkersets"),
+        ("the LeaderWorkerSet controller", None),
+        true,
+        true,
+    ),
+    framework(
+        "sparkoperator.k8s.io/sparkapplication",
+        ("sparkoperator.k8s.io", "v1beta2", "SparkApplication", "sparkapplications"),
+        ("the Spark operator", None),
+        false,
+        false,
+    ),
+];
+
+/// The integration `integrations.frameworks` calls `name`.
+pub fn by_name(name: &str) -> Option<&'static KueueFramework> {
+    KUEUE_FRAMEWORKS.iter().find(|f| f.name == name)
+}
+
+/// Kueue's integration of the kind `integration` describes, if it has one.
+pub fn of(integration: &Integration) -> Option<&'static KueueFramework> {
+    KUEUE_FRAMEWORKS.iter().find(|f| f.describes(integration))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Each name with its kind and resource, as Kueue v0.19.2 registers them (`FrameworkName`
+    /// and `gvk` in `pkg/controller/jobs/*/`, resources from its RBAC markers).
+    #[test]
+    fn each_framework_name_maps_to_its_kind_and_resource() {
+        let cases = [
+            ("pod", "Pod.v1", "pods"),
+            ("deployment", "Deployment.v1.apps", "deployments"),
+            ("statefulset", "StatefulSet.v1.apps", "statefulsets"),
+            ("batch/job", "Job.v1.batch", "jobs"),
+            ("jobset.x-k8s.io/jobset", "JobSet.v1alpha2.jobset.x-k8s.io", "jobsets"),
+            ("kubeflow.org/mpijob", "MPIJob.v2beta1.kubeflow.org", "mpijobs"),
+            ("kubeflow.org/paddlejob", "PaddleJob.v1.kubeflow.org", "paddlejobs"),
+            ("kubeflow.org/pytorchjob", "PyTorchJob.v1.kubeflow.org", "pytorchjobs"),
+            ("kubeflow.org/tfjob", "TFJob.v1.kubeflow.org", "tfjobs"),
+            ("kubeflow.org/xgboostjob", "XGBoostJob.v1.kubeflow.org", "xgboostjobs"),
+            ("kubeflow.org/jaxjob", "JAXJob.v1.kubeflow.org", "jaxjobs"),
+            ("trainer.kubeflow.org/trainjob", "TrainJob.v1alpha1.trainer.kubeflow.org", "trainjobs"),
+            ("ray.io/raycluster", "RayCluster.v1.ray.io", "rayclusters"),
+            ("ray.io/rayjob", "RayJob.v1.ray.io", "rayjobs"),
+            ("ray.io/rayservice", "RayService.v1.ray.io", "rayservices"),
+            ("workload.codeflare.dev/appwrapper", "AppWrapper.v1beta2.workload.codeflare.dev", "appwrappers"),
+            (
+                "leaderworkerset.x-k8s.io/leaderworkerset",
+                "LeaderWorkerSet.v1.leaderworkerset.x-k8s.io",
+                "leaderworkersets",
+            ),
+            (
+                "sparkoperator.k8s.io/sparkapplication",
+                "SparkApplication.v1beta2.sparkoperator.k8s.io",
+                "sparkapplications",
+            ),
+        ];
+        for (name, qualified, resource) in cases {
+            let framework = by_name(name).unwrap_or_else(|| panic!("{name} is one of Kueue's"));
+            assert_eq!((framework.qualified().as_str(), framework.resource), (qualified, resource), "{name}");
+        }
+        assert_eq!(KUEUE_FRAMEWORKS.len(), cases.len(), "every row is checked");
+        assert_eq!(by_name("pipelinerun"), None);
+    }
+
+    /// Every registration but Deployment's and SparkApplication's has a `MultiKueueAdapter`.
+    #[test]
+    fn adapters_as_kueue_registers_them() {
+        let without: Vec<&str> = KUEUE_FRAMEWORKS.iter().filter(|f| !f.multikueue_adapter).map(|f| f.name).collect();
+        assert_eq!(without, ["deployment", "sparkoperator.k8s.io/sparkapplication"]);
+    }
+
+    /// The values each kind's `CanDefaultManagedBy` compares with; the pod-based kinds,
+    /// LeaderWorkerSet and SparkApplication have none.
+    #[test]
+    fn own_managed_by_values() {
+        let named: Vec<(&str, &str)> =
+            KUEUE_FRAMEWORKS.iter().filter_map(|f| f.managed_by.map(|m| (f.kind, m))).collect();
+        assert_eq!(
+            named,
+            [
+                ("Job", "kubernetes.io/job-controller"),
+                ("JobSet", "jobset.sigs.k8s.io/jobset-controller"),
+                ("MPIJob", "kubeflow.org/mpi-operator"),
+                ("PaddleJob", "kubeflow.org/training-operator"),
+                ("PyTorchJob", "kubeflow.org/training-operator"),
+                ("TFJob", "kubeflow.org/training-operator"),
+                ("XGBoostJob", "kubeflow.org/training-operator"),
+                ("JAXJob", "kubeflow.org/training-operator"),
+                ("TrainJob", "trainer.kubeflow.org/trainjob-controller"),
+                ("RayCluster", "ray.io/kuberay-operator"),
+                ("RayJob", "ray.io/kuberay-operator"),
+                ("RayService", "ray.io/kuberay-operator"),
+                ("AppWrapper", "workload.codeflare.dev/appwrapper-controller"),
+            ]
+        );
+    }
+
+    #[test]
+    fn one_row_per_name_and_per_resource() {
+        for (i, a) in KUEUE_FRAMEWORKS.iter().enumerate() {
+            for b in &KUEUE_FRAMEWORKS[i + 1..] {
+                assert_ne!(a.name, b.name);
+                assert_ne!((a.group, a.resource), (b.group, b.resource), "{}", a.name);
+            }
+        }
+    }
+}
