@@ -186,13 +186,12 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
         token_seconds: i64::try_from(args.token_validity.as_secs()).unwrap_or(i64::MAX),
         timeout: args.timeout,
     };
-    connect::connect(&manager.client, &wired, &options, &|line| println!("{line}")).await?;
-    let names: Vec<&str> = workers.iter().map(|w| w.name.as_str()).collect();
+    let listed = connect::connect(&manager.client, &wired, &options, &|line| println!("{line}")).await?;
     println!(
         "MultiKueue on {} sends the Workloads of ClusterQueue {} to {}: every worker is connected",
         manager.context,
         args.cluster_queue,
-        names.join(", ")
+        listed.join(", ")
     );
     Ok(ExitCode::SUCCESS)
 }
@@ -201,12 +200,22 @@ pub async fn disconnect(args: DisconnectArgs) -> anyhow::Result<ExitCode> {
     let (_, manager, workers) = clusters(&args.target, &args.worker_contexts).await?;
     let named: Vec<(&str, &Client)> = workers.iter().map(|w| (w.name.as_str(), &w.client)).collect();
     connect::disconnect(&manager.client, &named, &|line| println!("{line}")).await?;
-    let also = if workers.is_empty() {
-        " (the workers keep their ServiceAccount and queues: name them with --worker-context)".to_string()
+    let contexts: Vec<&str> = workers.iter().map(|w| w.context.as_str()).collect();
+    let names: Vec<&str> = workers.iter().map(|w| w.name.as_str()).collect();
+    if workers.is_empty() {
+        println!(
+            "what connect made is taken out of {} (the workers keep their ServiceAccount and queues: name them \
+             with --worker-context)",
+            manager.context
+        );
     } else {
-        format!(" and from {}", workers.iter().map(|w| w.context.as_str()).collect::<Vec<_>>().join(", "))
-    };
-    println!("what connect made is taken out of {}{also}", manager.context);
+        println!(
+            "what connect made for {} is taken out of {} and of {}; other workers stay connected",
+            names.join(", "),
+            manager.context,
+            contexts.join(", ")
+        );
+    }
     Ok(ExitCode::SUCCESS)
 }
 

@@ -189,13 +189,14 @@ fn kueue_api(client: &Client, kind: &str, plural: &str) -> Api<DynamicObject> {
 /// Wires MultiKueue from `manager` to `workers` as [`wire`] does, and first gives each worker
 /// the queues the manager's `options.cluster_queue` needs; adds the AdmissionCheck to that queue
 /// and our kinds to MultiKueue's external frameworks in Kueue's Configuration (restarting
-/// Kueue); then waits until Kueue reports every worker connected.
+/// Kueue); then waits until Kueue reports every worker connected. Returns the workers the
+/// MultiKueueConfig lists: those connected before, then `workers`.
 pub async fn connect(
     manager: &Client,
     workers: &[Worker<'_>],
     options: &Options,
     say: &dyn Fn(String),
-) -> Result<(), ConnectError> {
+) -> Result<Vec<String>, ConnectError> {
     let kueue = kueue_config::locate(manager).await?;
     let integrations = install::installed_integrations(manager).await?;
     let kinds = for_workers(&integrations, &kueue.built_in_frameworks(manager).await?);
@@ -282,7 +283,9 @@ pub async fn connect(
             frameworks.join(", ")
         )),
     }
-    wait_connected(manager, workers, &names, options.timeout).await
+    wait_connected(manager, workers, &names, options.timeout).await?;
+    let named: Vec<&str> = workers.iter().map(|w| w.name).collect();
+    Ok(manager::joined_clusters(&connected_before, &named))
 }
 
 /// The manager's objects a worker's queues copy: the ClusterQueue, its ResourceFlavors and the
