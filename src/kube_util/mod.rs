@@ -439,45 +439,23 @@ mod tests {
         }
     }
 
-    /// An API server whose webhook cannot be called for the first `refusals` applies.
-    fn webhook_down_for(refusals: usize) -> (Client, std::sync::Arc<std::sync::atomic::AtomicUsize>) {
+    #[tokio::test(start_paused = true)]
+    async fn an_apply_waits_out_an_api_server_that_cannot_answer_yet() {
         use std::sync::atomic::{AtomicUsize, Ordering};
 
-        use http::{Request, Response};
-        use kube::client::Body;
-
         let calls = std::sync::Arc::new(AtomicUsize::new(0));
-        let counted = calls.clone();
-        let service = tower::service_fn(move |_: Request<Body>| {
-            let call = counted.fetch_add(1, Ordering::SeqCst);
-            async move {
-                let (code, body) = if call < refusals {
-                    (
-                        500,
-                        r#"{"kind":"Status","apiVersion":"v1","status":"Failure","reason":"InternalError","code":500,"message":"Internal error occurred: failed calling webhook \"w\": context deadline exceeded"}"#,
-                    )
-                } else {
-                    (200, r#"{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"c","namespace":"default"}}"#)
-                };
-                let answer = Response::builder().status(code).header("content-type", "application/json");
-                Ok::<_, std::convert::Infallible>(answer.body(Body::from(body.as_bytes().to_vec())).unwrap())
-            }
-        });
-        (kube::Client::new(service, "default"), calls)
-    }
-
-    #[tokio::test(start_paused = true)]
-    async fn an_apply_waits_out_a_webhook_that_cannot_be_called_yet() {
-        let (client, calls) = webhook_down_for(3);
-        let api: Api<DynamicObject> = Api::namespaced_with(
-            client,
-            "default",
-            &kube::api::ApiResource::erase::<k8s_openapi::api::core::v1::ConfigMap>(&()),
-        );
+        let (client, requests) =
+            crate::test_api_server::scripted_client(move |_, _| match calls.fetch_add(1, Ordering::SeqCst) {
+                0..3 => Err(503),
+                _ => Ok(serde_json::json!({"apiVersion": "v1", "kind": "ConfigMap",
+                                           "metadata": {"name": "c", "namespace": "default"}})),
+            });
+        let resource = kube::api::ApiResource::erase::<k8s_openapi::api::core::v1::ConfigMap>(&());
+        let api: Api<DynamicObject> = Api::namespaced_with(client, "default", &resource);
         let obj = serde_json::json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c"}});
         let applied = apply_patiently(&api, "c", &PatchParams::apply(FIELD_MANAGER), &obj).await;
         assert!(applied.is_ok(), "{applied:?}");
-        assert_eq!(calls.load(std::sync::atomic::Ordering::SeqCst), 4, "three refusals, then the apply");
+        assert_eq!(crate::test_api_server::requested(&requests).len(), 4, "three refusals, then the apply");
     }
 
     #[test]
