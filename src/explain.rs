@@ -6,6 +6,7 @@
 
 mod checks;
 mod next;
+mod place;
 mod pods;
 mod quota;
 #[cfg(test)]
@@ -263,6 +264,7 @@ fn reservation(row: &JobRow, wl: &WorkloadFacts, queue: &str, model: &Model, out
             if let Some(cq) = cq {
                 out.extend(quota::queue_sentences(wl, cq));
             }
+            out.extend(row.queue_position.as_ref().and_then(place::sentence));
             let place = next::Place { cluster_queue: cq.map(|q| q.name.as_str()), on: None };
             if let Some(step) = next::quota(wl, &place, &row.key.namespace) {
                 out.next(step);
@@ -270,6 +272,7 @@ fn reservation(row: &JobRow, wl: &WorkloadFacts, queue: &str, model: &Model, out
         }
         None => {
             out.push(format!("Workload {name} has not been evaluated by Kueue yet (is Kueue running?)."));
+            out.extend(row.queue_position.as_ref().and_then(place::sentence));
             out.next(next::not_evaluated());
         }
     }

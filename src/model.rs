@@ -8,6 +8,7 @@
 pub mod fixtures;
 mod join;
 pub mod pods;
+pub mod queue_order;
 pub mod read;
 mod shortfall;
 pub mod snapshot;
@@ -24,6 +25,7 @@ use serde::Serialize;
 
 pub use join::join;
 pub use pods::{PodProblem, PodReason};
+pub use queue_order::{PositionSource, QueuePosition};
 pub use read::message_or_reason;
 pub use shortfall::Shortfall;
 
@@ -249,6 +251,8 @@ pub struct JobRow {
     pub mirrors: Vec<Mirror>,
     pub events: Vec<JobEvent>,
     pub status: RowStatus,
+    /// While its Workload waits in a queue: where, and behind whom.
+    pub queue_position: Option<QueuePosition>,
 }
 
 impl JobRow {
@@ -377,6 +381,16 @@ impl Model {
             *counts.entry(job.status).or_insert(0) += 1;
         }
         counts
+    }
+}
+
+/// A duration in seconds as kubectl prints an age: `45s`, `12m`, `5h`, `3d`.
+pub fn age(seconds: i64) -> String {
+    match seconds.max(0) {
+        s if s < 120 => format!("{s}s"),
+        s if s < 3 * 3600 => format!("{}m", s / 60),
+        s if s < 48 * 3600 => format!("{}h", s / 3600),
+        s => format!("{}d", s / 86400),
     }
 }
 

@@ -12,7 +12,7 @@ use crate::explain::{PodProblemAt, explanation};
 use crate::integrations::registry::{JobKind, KindRegistry};
 use crate::model::snapshot::Role;
 use crate::model::source::Source;
-use crate::model::{join, problems_text};
+use crate::model::{QueuePosition, join, problems_text};
 
 #[derive(Debug, clap::Args)]
 pub struct Args {
@@ -42,6 +42,8 @@ struct Explained<'a> {
     reasons: Vec<String>,
     next_steps: Vec<String>,
     pod_problem: Option<PodProblemAt>,
+    /// While it waits in a queue: its positions and who is ahead.
+    queue: Option<&'a QueuePosition>,
     /// What `doctor` finds wrong with the setup the job goes through.
     setup: Vec<&'a Finding>,
 }
@@ -75,7 +77,8 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
     let mut source = Source::start(targets, Some(&namespace)).await;
     let (kind, name) = kind_of(&args.job, source.registry()).map_err(anyhow::Error::msg)?;
     source.settle(SETTLE).await;
-    let snapshot = source.snapshot();
+    let mut snapshot = source.snapshot();
+    source.read_visibility(&mut snapshot).await;
     let model = join(&snapshot);
     let matching =
         |row: &&crate::model::JobRow| row.key.kind == kind && row.key.namespace == namespace && row.key.name == name;
@@ -119,6 +122,7 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
         reasons: explanation.reasons(),
         next_steps: explanation.next_steps(),
         pod_problem: explanation.pod_problem.clone(),
+        queue: row.queue_position.as_ref(),
         setup,
     };
     match args.output.unwrap_or_default() {

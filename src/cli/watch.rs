@@ -115,7 +115,9 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
     let targets = args.clusters.reachable_targets().await?;
     let mut source = Source::start(targets, args.namespace.as_deref()).await;
     source.settle(SETTLE).await;
-    let model = join(&source.snapshot());
+    let mut snapshot = source.snapshot();
+    source.read_visibility(&mut snapshot).await;
+    let model = join(&snapshot);
     let now = run::now();
     match output {
         Output::Json => println!("{}", serde_json::to_string_pretty(&Report::new(&source.origin, &model))?),
@@ -232,6 +234,37 @@ mod tests {
         assert_eq!(training["mirrors"][0]["cluster"], "worker2");
         assert_eq!(training["why"][0], "Admitted; MultiKueue runs it on worker cluster worker2.");
         assert_eq!(json["clusters"][1]["connection"]["status"], "True");
+    }
+
+    #[test]
+    fn json_rows_of_pending_jobs_carry_their_place_in_line() {
+        let model = join(&scene());
+        let json = serde_json::to_value(Report::new("sandbox", &model)).unwrap();
+        let jobs = json["jobs"].as_array().unwrap();
+        let places: Vec<(&str, u64, u64, &str)> = jobs
+            .iter()
+            .filter(|j| !j["queue_position"].is_null())
+            .map(|j| {
+                let place = &j["queue_position"];
+                let in_cq = &place["in_cluster_queue"];
+                let name = j["key"]["name"].as_str().unwrap_or_default();
+                (
+                    name,
+                    in_cq["position"].as_u64().unwrap(),
+                    in_cq["of"].as_u64().unwrap(),
+                    place["source"].as_str().unwrap(),
+                )
+            })
+            .collect();
+        // Created in the same second with the same priority: in the order the API server listed them.
+        let expected = [
+            ("preempted", 3, 3, "creation-order"),
+            ("queued", 1, 3, "creation-order"),
+            ("too-big", 2, 3, "creation-order"),
+        ];
+        assert_eq!(places, expected);
+        let training = jobs.iter().find(|j| j["key"]["name"] == "training").unwrap();
+        assert!(training["queue_position"].is_null(), "an admitted job is in no line");
     }
 
     #[test]

@@ -207,6 +207,22 @@ pub fn quota(wl: &WorkloadFacts, place: &Place, namespace: &str) -> Option<Strin
         || (reason == "Pending" && (message.is_empty() || message.contains("pending evaluation")))
     {
         not_evaluated()
+    } else if reason == "TopologyPlacementFailed" {
+        format!(
+            "its pods cannot be placed in the Topology of {queue}'s flavor even with every other Workload preempted: \
+             ask for a wider level in annotation kueue.x-k8s.io/podset-required-topology (or use \
+             kueue.x-k8s.io/podset-preferred-topology), or for fewer pods, then delete and resubmit the job."
+        )
+    } else if reason == "OnHold" {
+        "its job is on hold (a StatefulSet scaled to zero replicas) and Kueue released its quota: scale it up to \
+         queue it again."
+            .into()
+    } else if reason == "Misconfigured" && !message.contains("doesn't exist") {
+        format!(
+            "fix what Kueue's message names on the job or on {queue} (kubectl describe workload {} -n {namespace}), \
+             then delete and resubmit the job.",
+            wl.name
+        )
     } else {
         return None;
     };

@@ -1,6 +1,7 @@
 //! Every "why is my job not running" answer, from fixtures joined by the real model.
 
 mod next_steps;
+mod place;
 mod pods;
 
 use serde_json::{Value, json};

@@ -6,6 +6,7 @@ use std::collections::{BTreeMap, HashMap, HashSet};
 use kube::ResourceExt;
 use kube::api::DynamicObject;
 
+use super::queue_order::ClusterOrders;
 use super::{
     AdmissionCheckFacts, ClusterRow, JobCopy, JobEvent, JobKey, JobRow, LocalQueueFacts, Mirror, Model, QueueRow,
     RowStatus, Shortfall, WorkloadFacts, WorkloadState, problems_text, read,
@@ -96,6 +97,7 @@ struct ClusterIndex<'a> {
     workloads: Workloads,
     jobs: HashMap<(JobKind, String, String), &'a JobObject>,
     events: HashMap<&'a ObjectKey, Vec<&'a EventLine>>,
+    orders: ClusterOrders,
 }
 
 impl<'a> ClusterIndex<'a> {
@@ -109,7 +111,7 @@ impl<'a> ClusterIndex<'a> {
         for event in &snapshot.events {
             events.entry(&event.object).or_default().push(event);
         }
-        ClusterIndex { snapshot, workloads: Workloads::index(snapshot), jobs, events }
+        ClusterIndex { snapshot, workloads: Workloads::index(snapshot), jobs, events, orders: orders_of(snapshot) }
     }
 
     /// The job's copy on this cluster, with its pods.
@@ -124,6 +126,16 @@ impl<'a> ClusterIndex<'a> {
             out.push(JobEvent { cluster: self.snapshot.name.clone(), event: (*event).clone() });
         }
     }
+}
+
+/// Every ClusterQueue's order of pending Workloads on one cluster.
+pub(super) fn orders_of(snapshot: &ClusterSnapshot) -> ClusterOrders {
+    ClusterOrders::new(
+        snapshot.local_queues.iter().map(|lq| read::local_queue(&snapshot.name, lq)),
+        snapshot.workloads.iter().filter_map(|wl| read::queued(wl)),
+        &snapshot.visibility,
+        snapshot.read_at,
+    )
 }
 
 /// Joins the clusters of a snapshot into rows.
@@ -239,7 +251,12 @@ fn finish_row(
             shown.push(e);
         }
     }
+    let queue_position = workload.as_ref().and_then(|wl| {
+        let queue = wl.queue_name.as_deref()?;
+        indexes[at].orders.place(&key.namespace, &wl.name, queue)
+    });
     let mut row = JobRow {
+        queue_position,
         queue: job.object.labels().get(QUEUE_NAME_LABEL).cloned(),
         job: copy,
         workload,
@@ -253,8 +270,15 @@ fn finish_row(
 }
 
 /// Kueue's reasons for not reserving quota that waiting does not cure.
-const BLOCKING_REASONS: [&str; 6] =
-    ["Misconfigured", "Inadmissible", "ExceedsMaxQuota", "NoMatchingFlavor", "Suspended", "OnHold"];
+const BLOCKING_REASONS: [&str; 7] = [
+    "Misconfigured",
+    "Inadmissible",
+    "ExceedsMaxQuota",
+    "NoMatchingFlavor",
+    "TopologyPlacementFailed",
+    "Suspended",
+    "OnHold",
+];
 
 fn status_of(row: &JobRow) -> RowStatus {
     if let Some((succeeded, _)) = &row.job.outcome {

@@ -9,11 +9,12 @@ use kube::api::DynamicObject;
 use serde::Deserialize;
 use serde_json::Value;
 
+use super::queue_order::Queued;
 use super::{
     AdmissionCheckFacts, FlavorQuota, JobCopy, LocalQueueFacts, PodProblem, QueueRow, WorkloadFacts, shortfall,
 };
 use crate::api::condition::{self, Condition};
-use crate::api::kueue::{Admission, AdmissionCheckState, QUOTA_RESERVED};
+use crate::api::kueue::{Admission, AdmissionCheckState, EVICTED, FINISHED, QUOTA_RESERVED};
 use crate::jobframework::generic_job::Finished;
 use crate::model::snapshot::{JobObject, PodCounts};
 use crate::quantity;
@@ -87,6 +88,44 @@ pub fn workload(cluster: &str, object: &DynamicObject) -> WorkloadFacts {
         requeue_count: status.requeue_state.as_ref().and_then(|r| r.count),
         requeue_at: status.requeue_state.and_then(|r| r.requeue_at),
     }
+}
+
+/// Evictions after which Kueue queues a Workload by when it was evicted, not when it was
+/// created (`workload.Ordering.GetQueueOrderTimestamp`; PodsReadyTimeout under the default
+/// `requeuingStrategy.timestamp: Eviction`).
+const REQUEUED_AT_EVICTION: [&str; 2] = ["PodsReadyTimeout", "AdmissionCheck"];
+
+fn seconds(rfc3339: &str) -> Option<i64> {
+    rfc3339.parse::<k8s_openapi::jiff::Timestamp>().ok().map(|t| t.as_second())
+}
+
+/// A Workload as it waits in Kueue's queues: `None` unless Kueue queues it (it names a queue, is
+/// active, has no quota and has not finished).
+pub fn queued(object: &DynamicObject) -> Option<Queued> {
+    let spec = &object.data["spec"];
+    let local_queue = string(&spec["queueName"])?;
+    let conditions = conditions(&object.data["status"]);
+    let holds = |type_: &str| condition::is_true(&conditions, type_);
+    if !spec["active"].as_bool().unwrap_or(true) || holds(QUOTA_RESERVED) || holds(FINISHED) {
+        return None;
+    }
+    let created = created(object);
+    let requeued = condition::find(&conditions, EVICTED)
+        .filter(|c| c.is_true() && REQUEUED_AT_EVICTION.contains(&c.reason.as_str()))
+        .and_then(|c| c.last_transition_time.as_deref())
+        .and_then(seconds);
+    let namespace = object.namespace().unwrap_or_default();
+    let owner = object.owner_references().iter().find(|o| o.controller == Some(true));
+    Some(Queued {
+        job: owner.map(|o| format!("{namespace}/{}", o.name)),
+        name: object.name_any(),
+        local_queue,
+        priority: spec["priority"].as_i64().and_then(|p| i32::try_from(p).ok()).unwrap_or_default(),
+        order_time: requeued.or(created),
+        created,
+        uid: object.uid().unwrap_or_default(),
+        namespace,
+    })
 }
 
 /// How a job ended, by its kind's rule: `(true, "Succeeded (All pods succeeded)")`.

@@ -6,9 +6,10 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use k8s_openapi::api::core::v1::{Event, Pod};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use kube::api::DynamicObject;
 use kube::{Resource, ResourceExt};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use super::pods::{PodProblem, dominant, problem_of};
 use crate::api::wrapped_job::{WRAPPED_JOB_LABEL, WrappedJob};
@@ -88,6 +89,34 @@ pub struct ClusterSnapshot {
     /// cannot be read.
     pub provider_ids: Vec<String>,
     pub events: Vec<EventLine>,
+    /// What Kueue's visibility API said of each ClusterQueue's pending Workloads.
+    pub visibility: Visibility,
+    /// When it was read (seconds since the epoch): the ages of queued Workloads count to it.
+    pub read_at: Option<i64>,
+}
+
+/// One pending Workload as Kueue's visibility API lists it (`PendingWorkload` of
+/// `visibility.kueue.x-k8s.io/v1beta2`); its positions count from 0.
+#[derive(Clone, Debug, Default, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+pub struct VisiblePending {
+    pub metadata: ObjectMeta,
+    pub priority: i32,
+    pub local_queue_name: String,
+    pub position_in_cluster_queue: i32,
+    pub position_in_local_queue: i32,
+}
+
+/// Whether a cluster's Kueue told the order of its queues.
+#[derive(Clone, Debug, Default)]
+pub enum Visibility {
+    /// Not asked (the live TUI does not poll it).
+    #[default]
+    NotAsked,
+    /// Asked and not answered: why, in words.
+    Unavailable(String),
+    /// Pending Workloads per ClusterQueue, in Kueue's order.
+    Served(BTreeMap<String, Vec<VisiblePending>>),
 }
 
 impl ClusterSnapshot {
@@ -108,6 +137,8 @@ impl ClusterSnapshot {
             pod_problems: BTreeMap::new(),
             provider_ids: Vec::new(),
             events: Vec::new(),
+            visibility: Visibility::NotAsked,
+            read_at: None,
         }
     }
 }

@@ -10,13 +10,9 @@ pub const JOB_HEADERS: [&str; 12] =
 
 /// Age as kubectl prints it: `45s`, `12m`, `5h`, `3d`.
 pub fn age(created: Option<i64>, now: i64) -> String {
-    let Some(created) = created else { return "-".into() };
-    let seconds = (now - created).max(0);
-    match seconds {
-        s if s < 120 => format!("{s}s"),
-        s if s < 3 * 3600 => format!("{}m", s / 60),
-        s if s < 48 * 3600 => format!("{}h", s / 3600),
-        s => format!("{}d", s / 86400),
+    match created {
+        Some(created) => crate::model::age(now - created),
+        None => "-".into(),
     }
 }
 

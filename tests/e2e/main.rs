@@ -23,6 +23,7 @@ mod multikueue;
 mod own_cluster;
 mod pod_templates;
 mod published_manifests;
+mod queue_position;
 mod sandbox_robustness;
 mod security;
 mod single_cluster;

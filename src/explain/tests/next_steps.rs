@@ -22,7 +22,7 @@ fn each_quota_reason_kueue_gives_has_its_step() {
     let flavors = "make the job's nodeSelector, affinity and tolerations match a ResourceFlavor of ClusterQueue \
                    cluster-queue (kubectl get resourceflavors -o yaml), then delete and resubmit the job.";
     let evaluation = "wait for Kueue's scheduler; if this lasts, check Kueue (kubectl kueue-ext doctor).";
-    let cases: [(&str, &str, Option<&str>); 17] = [
+    let cases: [(&str, &str, Option<&str>); 21] = [
         (
             "Pending",
             never,
@@ -109,6 +109,34 @@ fn each_quota_reason_kueue_gives_has_its_step() {
             Some("wait: Kueue tries again once ClusterQueue cluster-queue has room."),
         ),
         ("PendingEvaluation", "Workload is pending evaluation in the scheduling queue", Some(evaluation)),
+        (
+            "TopologyPlacementFailed",
+            "couldn't assign flavors to pod set main: topology \"default\" doesn't allow to fit any of 4 pod(s)",
+            Some(
+                "its pods cannot be placed in the Topology of ClusterQueue cluster-queue's flavor even with every \
+                 other Workload preempted: ask for a wider level in annotation kueue.x-k8s.io/podset-required-topology \
+                 (or use kueue.x-k8s.io/podset-preferred-topology), or for fewer pods, then delete and resubmit the \
+                 job.",
+            ),
+        ),
+        (
+            "OnHold",
+            "Job is on hold",
+            Some(
+                "its job is on hold (a StatefulSet scaled to zero replicas) and Kueue released its quota: scale it up \
+                 to queue it again.",
+            ),
+        ),
+        (
+            "Misconfigured",
+            "DRA resource claims not supported",
+            Some(
+                "fix what Kueue's message names on the job or on ClusterQueue cluster-queue (kubectl describe workload \
+                 externaljob-train-12345 -n default), then delete and resubmit the job.",
+            ),
+        ),
+        // Told by the queues' own sentences.
+        ("Suspended", "LocalQueue user-queue is inactive", None),
         ("Pending", "", Some(evaluation)),
         // The queues' own sentences tell these, with their steps.
         ("Inadmissible", "LocalQueue user-queue is stopped", None),
