@@ -4,7 +4,7 @@
 //! Data flows one way, down these layers: a module imports only from layers below its own
 //! (`hack/import-circles.py` checks it, reading this list).
 //! 1. `cli`
-//! 2. `sandbox`, `controller`, `tui`, `submit`, `conformance`, `doctor`
+//! 2. `sandbox`, `controller`, `tui`, `submit`, `conformance`, `doctor`, `capture`
 //! 3. `connect`: MultiKueue between clusters where `install` put this project (the sandbox's wiring too)
 //! 4. `install`: this project onto any cluster that runs Kueue (the kind sandbox's way too)
 //! 5. `explain`: why a job runs or not, which `tui` shows and `cli` prints
@@ -16,6 +16,7 @@
 //! 11. `kube_util`, `quantity`, `go_duration`: shared utilities
 
 pub mod api;
+pub mod capture;
 pub mod cli;
 pub mod conformance;
 pub mod connect;

@@ -125,6 +125,17 @@ Examples:
   # Clusters of one's own, as JSON
   kubectl kueue-ext doctor --context prod-manager --worker-context east=prod-east -o json";
 
+pub const CAPTURE: &str = "\
+Examples:
+  # The sandbox's clusters in one archive, and what it holds and why jobs wait
+  kubectl kueue-ext capture -o capture.tgz --summary
+
+  # Clusters of one's own, one namespace's jobs only
+  kubectl kueue-ext capture --context prod-manager --worker-context east=prod-east -n team-a -o capture.tgz
+
+  # What is in an archive, and what it left out
+  tar -xzOf capture.tgz capture.json";
+
 pub const VERSION: &str = "\
 Examples:
   # The plugin's build and every pinned version

@@ -1,5 +1,6 @@
 //! Command-line interface: one file per command; this one parses and dispatches.
 
+mod capture;
 mod cluster;
 pub mod completion;
 mod conformance;
@@ -130,6 +131,9 @@ pub enum Command {
     /// Check the manager and its workers agree: Kueue, our controller, kinds, MultiKueue, queues, jobs.
     #[command(after_help = examples::DOCTOR)]
     Doctor(doctor::Args),
+    /// Capture the manager and its workers in one archive: Kueue's setup, jobs, Workloads, nodes, events, logs; never a Secret.
+    #[command(after_help = examples::CAPTURE)]
+    Capture(capture::Args),
     /// Print the plugin's version and every version the sandbox pins.
     #[command(after_help = examples::VERSION)]
     Version(version::Args),
@@ -196,6 +200,7 @@ pub async fn run(command: Command) -> anyhow::Result<ExitCode> {
         Command::Watch(args) => watch::run(args).await,
         Command::Conformance(args) => conformance::run(args).await,
         Command::Doctor(args) => doctor::run(args).await,
+        Command::Capture(args) => capture::run(args).await,
         Command::Version(args) => version::run(args).await,
         Command::Completion(args) => completion::run(args),
     }

@@ -157,7 +157,7 @@ impl<'a> Report<'a> {
 }
 
 /// Rows as aligned columns, kubectl style: each column as wide as its widest cell.
-fn aligned(headers: &[&str], rows: &[Vec<String>]) -> String {
+pub(super) fn aligned(headers: &[&str], rows: &[Vec<String>]) -> String {
     let mut widths: Vec<usize> = headers.iter().map(|h| h.chars().count()).collect();
     for row in rows {
         for (width, cell) in widths.iter_mut().zip(row) {

@@ -123,7 +123,7 @@ async fn cluster(
 async fn kueue_facts(client: &Client, deployment: &KueueDeployment) -> KueueFacts {
     let (namespace, name) = (&deployment.namespace, &deployment.name);
     let found = Api::<K8sDeployment>::namespaced(client.clone(), namespace).get_opt(name).await;
-    let image = found.ok().flatten().map(|d| image_of(&d, "manager")).unwrap_or_default();
+    let image = found.ok().flatten().map(|d| kube_util::image_of(&d, "manager")).unwrap_or_default();
     let configuration = match &deployment.config {
         None => Configuration::NoFile,
         Some((config_map, key)) => configuration(client, namespace, config_map, key).await,
@@ -142,14 +142,6 @@ fn unavailable(error: &wait::Unavailable) -> String {
         wait::Unavailable::NotReady { reason, .. } => reason.trim().to_string(),
         other => other.to_string(),
     }
-}
-
-/// The image of the container named `preferred`, else of the first.
-fn image_of(deployment: &K8sDeployment, preferred: &str) -> String {
-    let containers = deployment.spec.as_ref().map(|s| s.template.spec.clone().unwrap_or_default().containers);
-    let containers = containers.unwrap_or_default();
-    let container = containers.iter().find(|c| c.name == preferred).or(containers.first());
-    container.and_then(|c| c.image.clone()).unwrap_or_default()
 }
 
 async fn configuration(client: &Client, namespace: &str, config_map: &str, key: &str) -> Configuration {
@@ -182,7 +174,7 @@ async fn controller(
     match Api::<K8sDeployment>::namespaced(client.clone(), NAMESPACE).get_opt(DEPLOYMENT).await {
         Ok(Some(deployment)) => {
             let why = wait::deployment_available(client, NAMESPACE, DEPLOYMENT).await.err();
-            let image = image_of(&deployment, "controller");
+            let image = kube_util::image_of(&deployment, "controller");
             facts.deployment = Some(Deployment { image, unavailable: why.map(|e| unavailable(&e)) });
         }
         Ok(None) => {}

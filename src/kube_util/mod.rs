@@ -350,6 +350,14 @@ pub fn kind_cluster_in(provider_id: &str) -> Option<&str> {
     provider_id.strip_prefix("kind://")?.split('/').nth(1)
 }
 
+/// The image of a Deployment's container named `preferred`, else of its first container.
+pub fn image_of(deployment: &k8s_openapi::api::apps::v1::Deployment, preferred: &str) -> String {
+    let containers = deployment.spec.as_ref().map(|s| s.template.spec.clone().unwrap_or_default().containers);
+    let containers = containers.unwrap_or_default();
+    let container = containers.iter().find(|c| c.name == preferred).or(containers.first());
+    container.and_then(|c| c.image.clone()).unwrap_or_default()
+}
+
 /// `kind/name` of an object, lowercase as kubectl prints it (`deployment.apps/name`).
 pub fn object_ref(obj: &Value) -> String {
     let (kind, name) = describe(obj);

@@ -8,6 +8,7 @@ mod common;
 mod completion_support;
 
 mod addons;
+mod capture;
 mod completion;
 mod configured_kind;
 mod conformance;

@@ -131,7 +131,7 @@ pub async fn install(
     };
     let kubeconfig_path = dir.join("kubeconfig");
     kubeconfig::write(&kubeconfig_path, &kubeconfig::render(&[entry])).map_err(io(&kubeconfig_path))?;
-    let config_path = dir.join("config.yaml");
+    let config_path = layout.kueue_config();
     let config = serde_saphyr::to_string(&configuration(layout, multikueue_manager, integrations, addons))
         .map_err(|e| io(&config_path)(std::io::Error::other(e)))?;
     std::fs::write(&config_path, config).map_err(io(&config_path))?;

@@ -67,6 +67,11 @@ fn path(p: &Path) -> String {
     p.display().to_string()
 }
 
+/// Kueue's Configuration file of the cluster whose directory is `cluster_dir`.
+pub fn kueue_config_file(cluster_dir: &Path) -> PathBuf {
+    cluster_dir.join("kueue").join("config.yaml")
+}
+
 /// Admin kubeconfig of a cluster, inside its directory.
 pub const ADMIN_KUBECONFIG: &str = "admin.kubeconfig";
 
@@ -131,6 +136,11 @@ impl Layout {
 
     pub fn kueue_dir(&self) -> PathBuf {
         self.dir.join("kueue")
+    }
+
+    /// Kueue's Configuration file, which `capture` reads too.
+    pub fn kueue_config(&self) -> PathBuf {
+        kueue_config_file(&self.dir)
     }
 
     pub fn kwok_config(&self) -> PathBuf {
@@ -268,10 +278,7 @@ impl Layout {
         ComponentSpec {
             name: "kueue",
             program: self.bin.join("kueue"),
-            args: vec![
-                flag("config", path(&dir.join("config.yaml"))),
-                flag("kubeconfig", path(&dir.join("kubeconfig"))),
-            ],
+            args: vec![flag("config", path(&self.kueue_config())), flag("kubeconfig", path(&dir.join("kubeconfig")))],
             probe: Probe::Http { port: self.ports.kueue_health, path: "/readyz".into() },
         }
     }

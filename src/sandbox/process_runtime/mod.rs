@@ -8,6 +8,7 @@ pub mod health;
 mod kueue;
 pub mod kwok;
 mod layout;
+pub use layout::kueue_config_file;
 mod our_controller;
 pub mod pki;
 pub mod ports;
