@@ -2,8 +2,8 @@
 # The whole test suite: style, lints, unit tests and the end-to-end tests against real
 # sandboxes, on the process runtime and (tests/e2e/kind.rs) on kind clusters in Docker. The
 # first run on a machine builds the pinned Kubernetes/Kueue toolchain and the kind node image
-# (cached by version under $KUEUE_EXT_CACHE or ~/.cache/kueue-ext, images in Docker); later
-# runs reuse them.
+# (cached by version under $KUEUE_EXT_CACHE or ~/.cache/kueue-ext, images in Docker), in the
+# background while the lints and tests that do not need them run; later runs reuse them.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -11,6 +11,32 @@ step() { printf '\n=== %s\n' "$*"; }
 
 step "format"
 cargo fmt --check
+
+step "tmux (the watch end-to-end test drives the real TUI in it)"
+command -v tmux || apt-get install -y tmux || { apt-get update && apt-get install -y tmux; }
+
+step "Docker and debootstrap (the kind runtime's end-to-end tests build their images here)"
+hack/docker.sh up
+trap 'hack/docker.sh down' EXIT
+command -v debootstrap || apt-get install -y debootstrap || { apt-get update && apt-get install -y debootstrap; }
+
+step "toolchain, kind images and add-ons: built in the background from here on"
+# Cold, the toolchain's go build is about 10 minutes and the kind images and four add-ons about
+# as long again. The toolchain builds while the lints and unit tests run; the images, at a low
+# priority, while the process-runtime tests run. Every test waits for what it needs (file locks
+# of the cache); the last step says whether the build itself failed.
+cargo build --locked
+mkdir -p target/tmp
+builds_log=target/tmp/background-builds.log
+set -m # the builds get a process group of their own, which the trap below stops whole
+{
+  target/debug/kubectl-kueue_ext toolchain install &&
+    nice -n 15 target/debug/kubectl-kueue_ext toolchain install --kind --addons jobset,appwrapper,kubeflow,tekton
+} >"$builds_log" 2>&1 &
+builds=$!
+set +m
+trap 'kill -- "-$builds" 2>/dev/null; hack/docker.sh down' EXIT
+echo "process group $builds, log $builds_log"
 
 step "lints"
 cargo clippy --locked --all-targets --features e2e -- -D warnings
@@ -31,23 +57,25 @@ elif [[ $tree != *'package ID specification `aws-lc-rs` did not match any packag
 fi
 echo "absent"
 
-step "tmux (the watch end-to-end test drives the real TUI in it)"
-command -v tmux || apt-get install -y tmux || { apt-get update && apt-get install -y tmux; }
+step "tests: unit and command line"
+cargo test --locked --features e2e --lib --bins --test cli
 
-step "Docker and debootstrap (the kind runtime's end-to-end tests build their images here)"
-hack/docker.sh up
-trap 'hack/docker.sh down' EXIT
-command -v debootstrap || apt-get install -y debootstrap || { apt-get update && apt-get install -y debootstrap; }
-
-step "toolchain (cold: builds Kubernetes, etcd, kwok and Kueue once)"
-cargo build --locked
-target/debug/kubectl-kueue_ext toolchain install
-
-step "tests: unit, command line, and end-to-end (--features e2e: one binary, tests/e2e/)"
+step "tests: end-to-end (--features e2e: one binary, tests/e2e/)"
 summary=target/tmp/crash-safety-summary.md
 turns=target/tmp/e2e-turns.tsv
 rm -f "$summary" "$turns"
-cargo test --locked --features e2e
+# Tests take turns in two lanes, process-runtime sandboxes and kind clusters, which run side by
+# side (tests/e2e/common.rs); the threads beyond two let kind tests wait for their images
+# without holding up the other lane.
+cargo test --locked --features e2e --test e2e -- --test-threads=8
+
+step "the background builds"
+if ! wait "$builds"; then
+  tail -n 40 "$builds_log" >&2
+  echo "a background build failed (log: $builds_log)" >&2
+  exit 1
+fi
+tail -n 1 "$builds_log"
 
 step "end-to-end tests that start clusters, slowest first (seconds each held its turn)"
 if [[ -f $turns ]]; then sort -t $'\t' -k2,2nr "$turns" | head -20; fi

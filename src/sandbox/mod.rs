@@ -21,13 +21,13 @@ mod error;
 mod status;
 mod up;
 
-pub use cluster_setup::addons::Addon;
+pub use cluster_setup::addons::{Addon, ensure_built as build_addons};
 pub use down::{DownOutcome, down};
 pub use error::SandboxError;
 pub use kind_runtime::{
     ImageSource, KIND_VERSION, KUEUE_MANIFESTS_SHA256, KUEUE_MANIFESTS_URL, KindError, KindOptions, NODE_IMAGE,
     kind_config, load_controller_image, local_images::LocalImages, local_images::ensure_kind_cli,
-    local_images::kind_cli_path, local_kind_images,
+    local_images::kind_cli_path, local_kind_images, prepare_kind_images,
 };
 pub use record::RuntimeKind;
 pub use runtime::{ComponentHealth, NodePool};

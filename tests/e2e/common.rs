@@ -26,9 +26,26 @@ pub fn ensure_toolchain() {
     });
 }
 
-/// Sandboxes of one test binary run one at a time: two would compete for 2 cores, and a port
-/// freed by one could be taken by the other before a test checks it.
-static SERIAL: Mutex<()> = Mutex::new(());
+/// The kind runtime's images, and those of `addons` (comma-separated), built before a kind test
+/// takes its turn: `hack/test.sh` builds them in the background while the process-runtime tests
+/// run, and waiting for that build here keeps the turn free for them meanwhile.
+pub fn kind_images_built(addons: &str) {
+    ensure_toolchain();
+    let mut args = vec!["toolchain", "install", "--kind"];
+    if !addons.is_empty() {
+        args.extend(["--addons", addons]);
+    }
+    let status = Command::new(BIN).args(&args).status().expect("toolchain install runs");
+    assert!(status.success(), "toolchain install --kind --addons {addons:?} failed");
+}
+
+/// Process-runtime sandboxes of one test binary run one at a time: two would compete for 2
+/// cores, and a port freed by one could be taken by the other before a test checks it.
+static PROCESS_LANE: Mutex<()> = Mutex::new(());
+/// Tests of kind clusters run one at a time too, but beside a process-runtime sandbox: their
+/// clusters live in Docker on ports Docker picks, and they spend most of their time waiting for
+/// nodes and pods, which leaves room for the other lane.
+static KIND_LANE: Mutex<()> = Mutex::new(());
 
 /// A test's turn to start clusters. When it ends, how long the test held it is added to
 /// `target/tmp/e2e-turns.tsv` (test, seconds), so a slow suite shows where its time goes.
@@ -50,9 +67,18 @@ impl Drop for Turn {
     }
 }
 
-/// Waits for the turn of a test that starts clusters: its own sandbox, or kind clusters of its own.
+/// Waits for the turn of a test that starts a process-runtime sandbox.
 pub fn one_at_a_time() -> Turn {
-    let guard = SERIAL.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+    take_turn(&PROCESS_LANE)
+}
+
+/// Waits for the turn of a test that starts kind clusters: a kind sandbox, or clusters of its own.
+pub fn one_kind_test_at_a_time() -> Turn {
+    take_turn(&KIND_LANE)
+}
+
+fn take_turn(lane: &'static Mutex<()>) -> Turn {
+    let guard = lane.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
     Turn { _guard: guard, since: Instant::now() }
 }
 
@@ -85,7 +111,12 @@ impl Sandbox {
 
     /// A private state dir with nothing started yet.
     pub fn unstarted() -> Sandbox {
-        let serial = one_at_a_time();
+        // hack/e2e-kind.sh runs the whole suite on kind: one lane for all.
+        let on_kind = std::env::var("KUEUE_EXT_RUNTIME").is_ok_and(|runtime| runtime == "kind");
+        Sandbox::unstarted_in(if on_kind { one_kind_test_at_a_time() } else { one_at_a_time() })
+    }
+
+    fn unstarted_in(serial: Turn) -> Sandbox {
         ensure_toolchain();
         let tmp = tempfile::tempdir().expect("temp dir");
         Sandbox {
@@ -99,7 +130,7 @@ impl Sandbox {
 
     /// A private state dir whose `up` runs on the kind runtime, whatever `$KUEUE_EXT_RUNTIME` says.
     pub fn unstarted_on_kind() -> Sandbox {
-        let mut sandbox = Sandbox::unstarted();
+        let mut sandbox = Sandbox::unstarted_in(one_kind_test_at_a_time());
         sandbox.runtime = Some("kind");
         sandbox
     }

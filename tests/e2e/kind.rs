@@ -7,7 +7,8 @@ use std::process::Command;
 use std::time::Duration;
 
 use crate::common::{
-    Sandbox, api, apply_yaml, condition_is, eventually, pod_sets, text, workload_with, workloads_owned_by,
+    Sandbox, api, apply_yaml, condition_is, eventually, kind_images_built, pod_sets, text, workload_with,
+    workloads_owned_by,
 };
 use kube::api::{Api, DynamicObject};
 use serde_json::Value;
@@ -264,6 +265,7 @@ static KIND_CLUSTERS: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(())
 
 #[tokio::test(flavor = "multi_thread")]
 async fn a_kind_sandbox_runs_jobs_through_multikueue_and_down_leaves_nothing() {
+    kind_images_built("jobset,appwrapper,kubeflow,tekton");
     let _alone = KIND_CLUSTERS.lock().await;
     let network_was_there = kind_network_exists();
     // JobSet's, AppWrapper's, Kubeflow's training operator's and Tekton's releases run on both
@@ -461,6 +463,7 @@ async fn pytorch_job_runs_on_one_cluster(sandbox: &Sandbox, name: &str) -> Value
 /// sets, both run with the cluster's DNS, and every command sees the configured kind.
 #[tokio::test(flavor = "multi_thread")]
 async fn a_pytorchjob_by_configuration_gets_kueues_own_pod_sets_on_a_kind_cluster() {
+    kind_images_built("kubeflow");
     let _alone = KIND_CLUSTERS.lock().await;
     let down = |sandbox: &Sandbox| {
         let down = sandbox.run("down", &[]);
@@ -511,6 +514,7 @@ fn kind_network_exists() -> bool {
 
 #[test]
 fn a_kind_up_that_cannot_bind_its_port_says_so_and_leaves_nothing() {
+    kind_images_built("");
     let _alone = KIND_CLUSTERS.blocking_lock();
     let taken = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let port = taken.local_addr().unwrap().port().to_string();

@@ -18,7 +18,7 @@ use crate::kube_util;
 use crate::kube_util::wait;
 use crate::sandbox::cluster_setup::addons::{self as sandbox_addons, BuiltAddon, Programs, Release, program_name};
 use crate::sandbox::progress::Progress;
-use crate::sandbox::toolchain::Toolchain;
+use crate::sandbox::toolchain::{self, Toolchain};
 
 /// Pulling nothing but issuing and injecting its own certificate takes a while on a cold node.
 const READY_TIMEOUT: Duration = Duration::from_secs(300);
@@ -43,6 +43,8 @@ pub async fn prepare(
     let spec = built.addon.spec();
     let image = format!("{}/{}:{}", recipes::REGISTRY, spec.name, spec.version);
     let archive = built.entry.join("kind-image.tar");
+    // `toolchain install --kind` may be building the same image in another process.
+    let _lock = toolchain::lock(&built.entry).await.map_err(local_images::LocalImageError::from)?;
     if !is_newer(&archive, &built.program) {
         let step = progress.step(format!("add-on image {image}"));
         let programs = match spec.programs {

@@ -171,6 +171,21 @@ pub async fn local_kind_images(progress: &Progress) -> Result<LocalImages, KindE
     local_images::ensure(&BollardDocker::connect(), progress).await
 }
 
+/// Everything a kind sandbox with `addons` builds on this machine, built now so that a later `up`
+/// (or a cluster of the user's own) needs neither the network nor the build time: the kind CLI,
+/// the node image with the images it carries, and each add-on's image.
+pub async fn prepare_kind_images(addons: &[Addon], progress: &Progress) -> Result<LocalImages, KindError> {
+    ensure_kind_cli(progress).await?;
+    let docker = BollardDocker::connect();
+    docker.ping().await?;
+    let images = local_images::ensure(&docker, progress).await?;
+    let toolchain = toolchain::ensure(progress).await.map_err(LocalImageError::from)?;
+    for built in sandbox_addons::ensure_built(&toolchain, addons, progress).await? {
+        addons::prepare(&docker, &toolchain, &built, progress).await?;
+    }
+    Ok(images)
+}
+
 /// kind's own kubeconfig of a cluster, kept in the cluster's dir so the user's is never touched.
 const KIND_KUBECONFIG: &str = "kind.kubeconfig";
 /// Where a cluster that kind could not create leaves its nodes' logs, in the cluster's dir.

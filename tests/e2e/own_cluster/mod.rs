@@ -12,7 +12,7 @@ use std::process::{Command, Output};
 use kube::Client;
 use kueue_ext::sandbox::progress::Progress;
 
-use crate::common::{BIN, ensure_toolchain, one_at_a_time, plain_queues, text};
+use crate::common::{BIN, ensure_toolchain, one_kind_test_at_a_time, plain_queues, text};
 
 /// kind clusters made with the kind CLI into one kubeconfig, deleted when dropped.
 pub struct PlainKindClusters {
@@ -38,7 +38,7 @@ impl PlainKindClusters {
         let progress = Progress::stderr();
         let images = kueue_ext::sandbox::local_kind_images(&progress).await.expect("the local kind images build");
         let kind = kueue_ext::sandbox::ensure_kind_cli(&progress).await.expect("kind builds");
-        let turn = one_at_a_time();
+        let turn = one_kind_test_at_a_time();
         let dir = tempfile::tempdir().unwrap();
         let config = dir.path().join("kind.yaml");
         std::fs::write(&config, kueue_ext::sandbox::kind_config(None, true)).unwrap();
