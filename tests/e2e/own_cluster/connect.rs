@@ -1,7 +1,8 @@
-//! MultiKueue between two plain kind clusters: `install` on each, `connect`, jobs of our kinds
-//! dispatched to the worker and Finished, `doctor` clean, a LocalQueue gone from the worker
-//! named by `doctor` and brought back by `connect`, then `disconnect` and `uninstall` leaving
-//! nothing of ours.
+//! MultiKueue between three plain kind clusters: `install` on each, `connect` of one worker,
+//! jobs of our kinds dispatched to it and Finished, `doctor` clean, a LocalQueue gone from the
+//! worker named by `doctor` and brought back by `connect`; a second worker connected later beside
+//! the first, the first disconnected alone while a job runs on the second; then `disconnect` and
+//! `uninstall` leaving nothing of ours.
 
 use std::time::Duration;
 
@@ -9,17 +10,31 @@ use k8s_openapi::api::core::v1::ConfigMap;
 use kube::{Api, ResourceExt};
 use serde_json::{Value, json};
 
-use super::{PlainKindClusters, ok, repo};
+use super::{PlainKindCluster, PlainKindClusters, ok, repo};
 use crate::common::{eventually, text, workloads};
 
 const MANAGER: &str = "kueue-ext-e2e-manager";
 const WORKER: &str = "kueue-ext-e2e-worker";
+const SECOND_WORKER: &str = "kueue-ext-e2e-worker2";
+
+/// The workers the manager's MultiKueueConfig lists.
+fn listed_workers(manager: &PlainKindCluster<'_>) -> String {
+    let jsonpath = "jsonpath={.spec.clusters}";
+    ok(&manager.kubectl(&["get", "multikueueconfig", "kueue-ext", "-o", jsonpath]), "the MultiKueueConfig")
+}
+
+/// Where MultiKueue ran each Workload in `default`.
+async fn places(manager: &PlainKindCluster<'_>) -> Vec<(String, Value)> {
+    let dispatched = workloads(&manager.client().await, "default").list(&Default::default()).await.unwrap();
+    dispatched.items.iter().map(|w| (w.name_any(), w.data["status"]["clusterName"].clone())).collect()
+}
 
 #[tokio::test(flavor = "multi_thread")]
 async fn connect_wires_multikueue_between_plain_kind_clusters_and_disconnect_takes_it_out() {
-    let clusters = PlainKindClusters::create(&[MANAGER, WORKER]).await;
-    let (manager, worker) = (clusters.cluster(MANAGER), clusters.cluster(WORKER));
-    for cluster in [&manager, &worker] {
+    let clusters = PlainKindClusters::create(&[MANAGER, WORKER, SECOND_WORKER]).await;
+    let (manager, worker, second) =
+        (clusters.cluster(MANAGER), clusters.cluster(WORKER), clusters.cluster(SECOND_WORKER));
+    for cluster in [&manager, &worker, &second] {
         cluster.apply_kueue(&clusters.kueue_manifests);
         ok(&cluster.plugin("install", &[]), "install");
     }
@@ -66,10 +81,8 @@ async fn connect_wires_multikueue_between_plain_kind_clusters_and_disconnect_tak
         &["-f", &repo("samples/externaljob-train-small.yaml"), "-f", &repo("samples/wrappedjob-job.yaml"), "--wait=6m"],
     );
     ok(&submitted, "jobs through MultiKueue");
-    let dispatched = workloads(&manager.client().await, "default").list(&Default::default()).await.unwrap();
-    let places: Vec<(String, Value)> =
-        dispatched.items.iter().map(|w| (w.name_any(), w.data["status"]["clusterName"].clone())).collect();
-    assert!(places.len() >= 2 && places.iter().all(|(_, place)| place == "worker1"), "ran on the worker: {places:?}");
+    let ran = places(&manager).await;
+    assert!(ran.len() >= 2 && ran.iter().all(|(_, place)| place == "worker1"), "ran on the worker: {ran:?}");
 
     let doctor = ["--worker-context", workers.as_str()];
     ok(&manager.plugin("doctor", &doctor), "doctor on connected clusters");
@@ -85,10 +98,37 @@ async fn connect_wires_multikueue_between_plain_kind_clusters_and_disconnect_tak
     .await;
 
     ok(&manager.kubectl(&["delete", "-n", "default", "externaljobs,wrappedjobs", "--all", "--wait"]), "deleting jobs");
-    ok(&manager.plugin("disconnect", &connect), "disconnect");
+
+    // A second worker, connected later, joins the first; disconnecting the first alone leaves
+    // the second to run what comes next.
+    eventually("the deleted jobs' Workloads to be collected", Duration::from_secs(120), || async {
+        let left = places(&manager).await;
+        if left.is_empty() { Ok(()) } else { Err(format!("{left:?}")) }
+    })
+    .await;
+    let workers2 = format!("worker2={}", second.context);
+    let said = ok(&manager.plugin("connect", &["--worker-context", &workers2]), "connect a second worker");
+    assert!(said.contains("worker1") && said.contains("worker2"), "names every connected worker: {said}");
+    assert_eq!(listed_workers(&manager).trim(), r#"["worker1","worker2"]"#);
+    let both = ["--worker-context", workers.as_str(), "--worker-context", workers2.as_str()];
+    ok(&manager.plugin("doctor", &both), "doctor on both workers");
+    let said = ok(&manager.plugin("disconnect", &connect), "disconnect of worker1 alone");
+    assert!(said.contains("for worker1") && said.contains("other workers stay connected"), "{said}");
+    assert_eq!(listed_workers(&manager).trim(), r#"["worker2"]"#);
+    let left = ok(&manager.kubectl(&["get", "multikueueclusters", "-o", "name"]), "the MultiKueueClusters");
+    assert_eq!(left.trim(), "multikueuecluster.kueue.x-k8s.io/worker2");
+    let submitted = manager.plugin("submit", &["-f", &repo("samples/externaljob-train-small.yaml"), "--wait=6m"]);
+    ok(&submitted, "a job once worker1 has left");
+    let ran = places(&manager).await;
+    assert!(!ran.is_empty() && ran.iter().all(|(_, place)| place == "worker2"), "ran on worker2: {ran:?}");
+    ok(&manager.kubectl(&["delete", "-n", "default", "externaljobs", "--all", "--wait"]), "deleting the job");
+
+    ok(&manager.plugin("disconnect", &["--worker-context", &workers2]), "disconnect of the last worker");
+    let worker_kinds = "serviceaccounts,clusterroles,clusterrolebindings,localqueues,clusterqueues -A";
     for (cluster, kinds) in [
         (&manager, "multikueueclusters,multikueueconfigs,admissionchecks,secrets -A"),
-        (&worker, "serviceaccounts,clusterroles,clusterrolebindings,localqueues,clusterqueues -A"),
+        (&worker, worker_kinds),
+        (&second, worker_kinds),
     ] {
         let mut args = vec!["get"];
         args.extend(kinds.split(' '));
@@ -107,7 +147,7 @@ async fn connect_wires_multikueue_between_plain_kind_clusters_and_disconnect_tak
         "the ClusterQueue",
     );
     assert!(!queue.contains("multikueue"), "the admission check is off the user's ClusterQueue: {queue}");
-    for cluster in [&manager, &worker] {
+    for cluster in [&manager, &worker, &second] {
         ok(&cluster.plugin("uninstall", &[]), "uninstall");
     }
 }
