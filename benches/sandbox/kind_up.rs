@@ -8,6 +8,7 @@ use std::time::Instant;
 
 use kueue_ext::sandbox::{kind_cli_path, kind_config};
 
+use crate::order;
 use crate::report::Row;
 use crate::sandbox::{Sandbox, run};
 
@@ -23,20 +24,26 @@ pub fn bench(runs: usize) -> Vec<Row> {
         "up --runtime process, same sandbox",
     );
     let kind = kind_cli_path();
-    for _ in 0..runs {
-        let sandbox = Sandbox::up(&["--runtime", "kind"]);
-        let ours = sandbox.up_seconds;
-        let node_image = run(Command::new("docker").args([
-            "inspect",
-            "--format",
-            "{{.Config.Image}}",
-            "kueue-ext-manager-control-plane",
-        ]))
-        .trim()
-        .to_string();
-        drop(sandbox);
-        versus_kind.push(ours, kind_clusters(&kind, &node_image));
-        versus_process.push(ours, Sandbox::up(&["--runtime", "process"]).up_seconds);
+    // The node image `up` uses, known once a first `up` has built or chosen it.
+    // The node image `up` uses, known once a first `up` (not measured) has built or chosen it.
+    let node_image = {
+        let first = Sandbox::up(&["--runtime", "kind"]);
+        let inspect = ["inspect", "--format", "{{.Config.Image}}", "kueue-ext-manager-control-plane"];
+        let image = run(Command::new("docker").args(inspect)).trim().to_string();
+        drop(first);
+        image
+    };
+    for round in 0..runs {
+        let (ours, peers) = order::measure(
+            round,
+            || Sandbox::up(&["--runtime", "kind"]).up_seconds,
+            vec![
+                Box::new(|| kind_clusters(&kind, &node_image)),
+                Box::new(|| Sandbox::up(&["--runtime", "process"]).up_seconds),
+            ],
+        );
+        versus_kind.push(ours, peers[0]);
+        versus_process.push(ours, peers[1]);
     }
     vec![versus_kind, versus_process]
 }

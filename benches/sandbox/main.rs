@@ -17,8 +17,9 @@
 //!
 //! `cargo bench --bench sandbox`. Sized by environment variables (defaults are the issue's):
 //! `KUEUE_EXT_BENCH_ONLY` (comma list of the names above; all by default),
-//! `KUEUE_EXT_BENCH_RUNS` (3: repeats of `up`, `up-kind` and `webhook`), `KUEUE_EXT_BENCH_JOB_RUNS` (1:
-//! repeats of `single` and `multikueue`), `KUEUE_EXT_BENCH_JOBS` (1000),
+//! `KUEUE_EXT_BENCH_RUNS` (4: repeats of `up`, `up-kind` and `webhook`), `KUEUE_EXT_BENCH_JOB_RUNS` (2:
+//! repeats of `single`, `multikueue` and `wrappers`); both are rounded up to whole pairs, as
+//! every versus benchmark runs its sides in ABBA order (`order.rs`). `KUEUE_EXT_BENCH_JOBS` (1000),
 //! `KUEUE_EXT_BENCH_MULTIKUEUE_JOBS` (500), `KUEUE_EXT_BENCH_WRAPPED_JOBS` (200),
 //! `KUEUE_EXT_BENCH_RATE` (200 admissions/s), `KUEUE_EXT_BENCH_ADMISSIONS` (3000),
 //! `KUEUE_EXT_BENCH_WRAPPERS` (50).
@@ -29,6 +30,7 @@ mod apiserver;
 mod jobs;
 mod kind_up;
 mod multikueue;
+mod order;
 mod report;
 mod sandbox;
 mod single;
@@ -71,8 +73,8 @@ impl Settings {
         }
         Settings {
             only,
-            runs: env_number("KUEUE_EXT_BENCH_RUNS", 3).max(1),
-            job_runs: env_number("KUEUE_EXT_BENCH_JOB_RUNS", 1).max(1),
+            runs: order::whole_pairs(env_number("KUEUE_EXT_BENCH_RUNS", 4)),
+            job_runs: order::whole_pairs(env_number("KUEUE_EXT_BENCH_JOB_RUNS", 2)),
             jobs: env_number("KUEUE_EXT_BENCH_JOBS", 1000),
             multikueue_jobs: env_number("KUEUE_EXT_BENCH_MULTIKUEUE_JOBS", 500),
             wrapped_jobs: env_number("KUEUE_EXT_BENCH_WRAPPED_JOBS", 200),

@@ -73,14 +73,21 @@ impl Drop for Sandbox {
     }
 }
 
+/// What /proc says of process `pid`; a process that is gone fails the benchmark rather than
+/// reading as nothing used.
+fn proc_file(pid: i32, file: &str) -> String {
+    std::fs::read_to_string(format!("/proc/{pid}/{file}"))
+        .unwrap_or_else(|e| panic!("process {pid} is gone (/proc/{pid}/{file}: {e}): a component died during the run"))
+}
+
 /// The peak resident set of a process so far (VmHWM), in MiB.
 pub fn peak_rss_mib(pid: i32) -> f64 {
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
+    let status = proc_file(pid, "status");
     let kib: f64 = status
         .lines()
         .find(|l| l.starts_with("VmHWM:"))
         .and_then(|l| l.split_whitespace().nth(1)?.parse().ok())
-        .unwrap_or(0.0);
+        .unwrap_or_else(|| panic!("/proc/{pid}/status has no VmHWM line"));
     kib / 1024.0
 }
 
@@ -89,7 +96,7 @@ const USER_HZ: f64 = 100.0;
 
 /// CPU seconds (user + system) a process has used so far.
 pub fn cpu_seconds(pid: i32) -> f64 {
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+    let stat = proc_file(pid, "stat");
     // Fields after the command name, which may itself contain spaces: utime and stime are the
     // 14th and 15th of the line, the 12th and 13th after it.
     let after_name = stat.rsplit_once(')').map(|(_, rest)| rest).unwrap_or_default();

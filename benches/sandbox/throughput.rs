@@ -14,6 +14,7 @@ use tokio::sync::watch;
 
 use crate::apiserver;
 use crate::jobs::Kind;
+use crate::order;
 use crate::sandbox::{Sandbox, cpu_seconds};
 
 /// Jobs in flight while submitting, as a busy client would send them.
@@ -243,18 +244,18 @@ async fn clear(client: &kube::Client, kind: Kind, observed: &Observed) {
     }
 }
 
-/// Our kind against the peer's on the same cluster, one after the other; who goes first
-/// alternates between runs, as the second meets a cluster that has been busy.
+/// Our kind against the peer's on the same cluster, one after the other, in ABBA order over the
+/// runs (`order.rs`): the second meets a cluster that has been busy.
 pub async fn versus(sandbox: &Sandbox, ours: Kind, peer: Kind, n: usize, run: usize) -> (Times, Times) {
     let client = sandbox.client("manager").await;
     let observed = Observed::of(sandbox).await;
     let side = |kind| timed(&client, kind, n, run, &observed);
-    if run.is_multiple_of(2) {
-        let peer = side(peer).await;
-        (side(ours).await, peer)
-    } else {
+    if order::ours_first(run) {
         let ours = side(ours).await;
         (ours, side(peer).await)
+    } else {
+        let peer = side(peer).await;
+        (side(ours).await, peer)
     }
 }
 

@@ -11,6 +11,7 @@ use std::time::{Duration, Instant};
 
 use kueue_ext::sandbox::process_runtime::ports;
 
+use crate::order;
 use crate::report::Row;
 use crate::sandbox::{Sandbox, cpu_seconds, pids_in, run};
 
@@ -22,17 +23,24 @@ pub fn bench(runs: usize, bin_dir: &Path, kwokctl: &Path) -> Vec<Row> {
     let mut wall_crds = Row::new("up: manager + 2 workers, MultiKueue Active", "s", with_crds);
     let mut cpu_crds = Row::new("up: CPU seconds of the clusters' processes", "s", with_crds);
     let crds = crd_manifests(bin_dir);
-    for _ in 0..runs {
-        let sandbox = Sandbox::up(&["--runtime", "process"]);
-        let ours_cpu: f64 = sandbox.pids().into_iter().map(cpu_seconds).sum();
-        let ours = sandbox.up_seconds;
-        drop(sandbox);
-        let (peer, peer_cpu) = kwokctl_clusters(bin_dir, kwokctl, &[]);
-        wall.push(ours, peer);
-        cpu.push(ours_cpu, peer_cpu);
-        let (peer, peer_cpu) = kwokctl_clusters(bin_dir, kwokctl, &crds);
-        wall_crds.push(ours, peer);
-        cpu_crds.push(ours_cpu, peer_cpu);
+    for run in 0..runs {
+        let ours = || {
+            let sandbox = Sandbox::up(&["--runtime", "process"]);
+            (sandbox.up_seconds, sandbox.pids().into_iter().map(cpu_seconds).sum())
+        };
+        let ((ours, ours_cpu), peers) = order::measure(
+            run,
+            ours,
+            vec![
+                Box::new(|| kwokctl_clusters(bin_dir, kwokctl, &[])),
+                Box::new(|| kwokctl_clusters(bin_dir, kwokctl, &crds)),
+            ],
+        );
+        let [(bare_wall, bare_cpu), (crds_wall, crds_cpu)] = peers[..] else { unreachable!("two peers") };
+        wall.push(ours, bare_wall);
+        cpu.push(ours_cpu, bare_cpu);
+        wall_crds.push(ours, crds_wall);
+        cpu_crds.push(ours_cpu, crds_cpu);
     }
     vec![wall, cpu, wall_crds, cpu_crds]
 }

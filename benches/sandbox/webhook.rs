@@ -23,6 +23,7 @@ use serde_json::{Value, json};
 use tokio::task::JoinSet;
 
 use crate::jobs::Kind;
+use crate::order;
 use crate::report::Row;
 use crate::sandbox::Sandbox;
 
@@ -57,8 +58,7 @@ pub async fn bench(runs: usize, rate: usize, admissions: usize) -> Vec<Row> {
     let mut p50 = Row::new(format!("webhook p50 at {rate} admissions/s"), "ms", peer);
     let mut p99 = Row::new(format!("webhook p99 at {rate} admissions/s"), "ms", peer);
     for run in 0..runs {
-        // Who goes first alternates, as the machine's load drifts.
-        let (ours_ms, kueue_ms) = if run.is_multiple_of(2) {
+        let (ours_ms, kueue_ms) = if order::ours_first(run) {
             let o = load(&ours, rate, admissions).await;
             (o, load(&kueue, rate, admissions).await)
         } else {
