@@ -23,9 +23,45 @@ pub struct KueueFramework {
     /// Whether its registration has a `MultiKueueAdapter`: MultiKueue copies its jobs to
     /// workers, and keeps a worker connection inactive until it may watch the kind there.
     pub multikueue_adapter: bool,
-    /// Whether a WrappedJob may have a component of the kind.
-    pub wrappable: bool,
+    /// How a WrappedJob reads a component of the kind; `None`: it may not wrap one.
+    pub as_component: Option<AsComponent>,
 }
+
+/// How a WrappedJob reads a component of a kind, as AppWrapper v1.2.2 reads its components.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct AsComponent {
+    /// Where its pod templates are, for the pod sets a WrappedJob infers from it.
+    pub pod_sets: PodSetsAt,
+    /// Whether it ends on its own (`Some(true)`) or runs until deleted (`Some(false)`); `None`:
+    /// judged by its pods alone.
+    pub ends: Option<bool>,
+}
+
+/// Where a component's pod templates are.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum PodSetsAt {
+    /// The component is a pod: one pod set of one.
+    Itself,
+    /// `spec.template`, `spec.replicas` of them.
+    Replicas,
+    /// A Job's `spec.template`, as many as run at once.
+    JobTemplate,
+    /// `spec.replicatedJobs[*].template.spec.template`.
+    ReplicatedJobs,
+    /// `spec.<field>.<role>.template` per role, `replicas` of each.
+    ReplicaSpecs { field: &'static str, roles: &'static [&'static str] },
+    /// A Ray cluster's head and worker groups, under `spec.<prefix>`.
+    RayCluster { prefix: &'static str },
+    /// None inferred: the WrappedJob declares its pod sets.
+    Declared,
+}
+
+const fn component(pod_sets: PodSetsAt, ends: Option<bool>) -> Option<AsComponent> {
+    Some(AsComponent { pod_sets, ends })
+}
+
+const ENDS: Option<bool> = Some(true);
+const RUNS_UNTIL_DELETED: Option<bool> = Some(false);
 
 impl KueueFramework {
     /// `Kind.version.group`, as a kind of the registry is named.
@@ -48,78 +84,99 @@ const fn framework(
     (group, version, kind, resource): (&'static str, &'static str, &'static str, &'static str),
     (runner, managed_by): (&'static str, Option<&'static str>),
     multikueue_adapter: bool,
-    wrappable: bool,
+    as_component: Option<AsComponent>,
 ) -> KueueFramework {
-    KueueFramework { name, group, version, kind, resource, runner, managed_by, multikueue_adapter, wrappable }
+    KueueFramework { name, group, version, kind, resource, runner, managed_by, multikueue_adapter, as_component }
 }
 
 const KUBE: &str = "kube-controller-manager";
 const TRAINING_OPERATOR: (&str, Option<&str>) = ("the training operator", Some("kubeflow.org/training-operator"));
 const KUBERAY: (&str, Option<&str>) = ("the KubeRay operator", Some("ray.io/kuberay-operator"));
 
+// How a WrappedJob reads each kind it may wrap.
+const A_POD: Option<AsComponent> = component(PodSetsAt::Itself, ENDS);
+const REPLICAS: Option<AsComponent> = component(PodSetsAt::Replicas, RUNS_UNTIL_DELETED);
+const A_JOB: Option<AsComponent> = component(PodSetsAt::JobTemplate, ENDS);
+const PYTORCH_REPLICAS: Option<AsComponent> =
+    component(PodSetsAt::ReplicaSpecs { field: "pytorchReplicaSpecs", roles: &["Master", "Worker"] }, ENDS);
+const RAY_CLUSTER: Option<AsComponent> = component(PodSetsAt::RayCluster { prefix: "" }, RUNS_UNTIL_DELETED);
+// A RayJob ends, but AppWrapper judges it by its pods.
+const RAY_JOB: Option<AsComponent> = component(PodSetsAt::RayCluster { prefix: "rayClusterSpec." }, None);
+
 /// Kueue v0.19.2's built-in integrations. Core and apps kinds first, then by group; the
 /// order is that of the RBAC rules generated from it.
 #[rustfmt::skip]
 pub const KUEUE_FRAMEWORKS: &[KueueFramework] = &[
-    framework("pod", ("", "v1", "Pod", "pods"), ("the kubelet", None), true, true),
-    framework("deployment", ("apps", "v1", "Deployment", "deployments"), (KUBE, None), false, true),
-    framework("statefulset", ("apps", "v1", "StatefulSet", "statefulsets"), (KUBE, None), true, true),
-    framework("batch/job", ("batch", "v1", "Job", "jobs"), (KUBE, Some("kubernetes.io/job-controller")), true, true),
+    framework("pod", ("", "v1", "Pod", "pods"), ("the kubelet", None), true, A_POD),
+    framework("deployment", ("apps", "v1", "Deployment", "deployments"), (KUBE, None), false, REPLICAS),
+    framework("statefulset", ("apps", "v1", "StatefulSet", "statefulsets"), (KUBE, None), true, REPLICAS),
+    framework("batch/job", ("batch", "v1", "Job", "jobs"), (KUBE, Some("kubernetes.io/job-controller")), true, A_JOB),
     framework(
         "jobset.x-k8s.io/jobset",
         ("jobset.x-k8s.io", "v1alpha2", "JobSet", "jobsets"),
         ("the JobSet controller", Some("jobset.sigs.k8s.io/jobset-controller")),
         true,
-        true,
+        component(PodSetsAt::ReplicatedJobs, ENDS),
     ),
     framework(
         "kubeflow.org/mpijob",
         ("kubeflow.org", "v2beta1", "MPIJob", "mpijobs"),
         ("the MPI operator", Some("kubeflow.org/mpi-operator")),
         true,
-        false,
+        None,
     ),
-    framework("kubeflow.org/paddlejob", ("kubeflow.org", "v1", "PaddleJob", "paddlejobs"), TRAINING_OPERATOR, true, false),
-    framework("kubeflow.org/pytorchjob", ("kubeflow.org", "v1", "PyTorchJob", "pytorchjobs"), TRAINING_OPERATOR, true, true),
-    framework("kubeflow.org/tfjob", ("kubeflow.org", "v1", "TFJob", "tfjobs"), TRAINING_OPERATOR, true, false),
-    framework("kubeflow.org/xgboostjob", ("kubeflow.org", "v1", "XGBoostJob", "xgboostjobs"), TRAINING_OPERATOR, true, false),
-    framework("kubeflow.org/jaxjob", ("kubeflow.org", "v1", "JAXJob", "jaxjobs"), TRAINING_OPERATOR, true, false),
+    framework("kubeflow.org/paddlejob", ("kubeflow.org", "v1", "PaddleJob", "paddlejobs"), TRAINING_OPERATOR, true, None),
+    framework(
+        "kubeflow.org/pytorchjob",
+        ("kubeflow.org", "v1", "PyTorchJob", "pytorchjobs"),
+        TRAINING_OPERATOR,
+        true,
+        PYTORCH_REPLICAS,
+    ),
+    framework("kubeflow.org/tfjob", ("kubeflow.org", "v1", "TFJob", "tfjobs"), TRAINING_OPERATOR, true, None),
+    framework("kubeflow.org/xgboostjob", ("kubeflow.org", "v1", "XGBoostJob", "xgboostjobs"), TRAINING_OPERATOR, true, None),
+    framework("kubeflow.org/jaxjob", ("kubeflow.org", "v1", "JAXJob", "jaxjobs"), TRAINING_OPERATOR, true, None),
     framework(
         "trainer.kubeflow.org/trainjob",
         ("trainer.kubeflow.org", "v1alpha1", "TrainJob", "trainjobs"),
         ("the Kubeflow Trainer", Some("trainer.kubeflow.org/trainjob-controller")),
         true,
-        false,
+        None,
     ),
-    framework("ray.io/raycluster", ("ray.io", "v1", "RayCluster", "rayclusters"), KUBERAY, true, true),
-    framework("ray.io/rayjob", ("ray.io", "v1", "RayJob", "rayjobs"), KUBERAY, true, true),
-    framework("ray.io/rayservice", ("ray.io", "v1", "RayService", "rayservices"), KUBERAY, true, false),
+    framework("ray.io/raycluster", ("ray.io", "v1", "RayCluster", "rayclusters"), KUBERAY, true, RAY_CLUSTER),
+    framework("ray.io/rayjob", ("ray.io", "v1", "RayJob", "rayjobs"), KUBERAY, true, RAY_JOB),
+    framework("ray.io/rayservice", ("ray.io", "v1", "RayService", "rayservices"), KUBERAY, true, None),
     framework(
         "workload.codeflare.dev/appwrapper",
         ("workload.codeflare.dev", "v1beta2", "AppWrapper", "appwrappers"),
         ("the AppWrapper controller", Some("workload.codeflare.dev/appwrapper-controller")),
         true,
-        false,
+        None,
     ),
     framework(
         "leaderworkerset.x-k8s.io/leaderworkerset",
         ("leaderworkerset.x-k8s.io", "v1", "LeaderWorkerSet", "leaderworkersets"),
         ("the LeaderWorkerSet controller", None),
         true,
-        true,
+        component(PodSetsAt::Declared, RUNS_UNTIL_DELETED),
     ),
     framework(
         "sparkoperator.k8s.io/sparkapplication",
         ("sparkoperator.k8s.io", "v1beta2", "SparkApplication", "sparkapplications"),
         ("the Spark operator", None),
         false,
-        false,
+        None,
     ),
 ];
 
 /// The integration `integrations.frameworks` calls `name`.
 pub fn by_name(name: &str) -> Option<&'static KueueFramework> {
     KUEUE_FRAMEWORKS.iter().find(|f| f.name == name)
+}
+
+/// Kueue's integration of `kind` in `group` (any version).
+pub fn of_kind(group: &str, kind: &str) -> Option<&'static KueueFramework> {
+    KUEUE_FRAMEWORKS.iter().find(|f| (f.group, f.kind) == (group, kind))
 }
 
 /// Kueue's integration of the kind `integration` describes, if it has one.
@@ -202,6 +259,29 @@ mod tests {
                 ("AppWrapper", "workload.codeflare.dev/appwrapper-controller"),
             ]
         );
+    }
+
+    /// AppWrapper v1.2.2's component kinds among Kueue's, and whether each ends on its own.
+    #[test]
+    fn what_a_wrapped_job_may_wrap_and_how_each_ends() {
+        let wrappable: Vec<(&str, Option<bool>)> =
+            KUEUE_FRAMEWORKS.iter().filter_map(|f| Some((f.kind, f.as_component?.ends))).collect();
+        assert_eq!(
+            wrappable,
+            [
+                ("Pod", Some(true)),
+                ("Deployment", Some(false)),
+                ("StatefulSet", Some(false)),
+                ("Job", Some(true)),
+                ("JobSet", Some(true)),
+                ("PyTorchJob", Some(true)),
+                ("RayCluster", Some(false)),
+                ("RayJob", None),
+                ("LeaderWorkerSet", Some(false)),
+            ]
+        );
+        assert_eq!(of_kind("apps", "Deployment").map(|f| f.name), Some("deployment"));
+        assert_eq!(of_kind("", "Service"), None);
     }
 
     #[test]

@@ -2,6 +2,7 @@
 //! how its kind ends and how it is doing, and the pods carrying the job's label.
 
 use crate::api::wrapped_job::ComponentFailure;
+use crate::integrations::kueue_frameworks;
 
 /// What exists of a WrappedJob in the cluster.
 #[derive(Clone, Debug, Default, PartialEq)]
@@ -73,17 +74,18 @@ impl ComponentPods {
     }
 }
 
-/// How a kind ends, whatever its state.
+/// How a kind ends, whatever its state: as Kueue's table of kinds says, Services and ConfigMaps
+/// never, and any other kind as its pods say.
 pub fn completion_of(api_version: &str, kind: &str) -> Completion {
     let group = api_version.split_once('/').map_or("", |(group, _)| group);
-    match (group, kind) {
-        ("batch", "Job") | ("", "Pod") | ("jobset.x-k8s.io", "JobSet") | ("kubeflow.org", "PyTorchJob") => {
-            Completion::RunsToCompletion
-        }
-        ("apps", "Deployment" | "StatefulSet")
-        | ("", "Service" | "ConfigMap")
-        | ("ray.io", "RayCluster")
-        | ("leaderworkerset.x-k8s.io", "LeaderWorkerSet") => Completion::RunsUntilDeleted,
-        _ => Completion::Unknown,
+    let ends = match kueue_frameworks::of_kind(group, kind).and_then(|f| f.as_component) {
+        Some(component) => component.ends,
+        None if group.is_empty() && matches!(kind, "Service" | "ConfigMap") => Some(false),
+        None => None,
+    };
+    match ends {
+        Some(true) => Completion::RunsToCompletion,
+        Some(false) => Completion::RunsUntilDeleted,
+        None => Completion::Unknown,
     }
 }

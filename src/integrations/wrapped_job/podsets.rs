@@ -14,6 +14,7 @@ use serde::de::DeserializeOwned;
 use serde_json::{Map, Value, json};
 
 use crate::api::wrapped_job::{ComponentPodSet, ComponentPodSetInfo, WRAPPED_JOB_LABEL, WrappedComponent, WrappedJob};
+use crate::integrations::kueue_frameworks::{KUEUE_FRAMEWORKS, PodSetsAt};
 use crate::jobframework::podset::{PodSetInfo, PodSetInfoError};
 use crate::jobframework::workload;
 
@@ -297,28 +298,33 @@ fn differences(declared: &[ComponentPodSet], inferred: &[ComponentPodSet]) -> Ve
     errors
 }
 
-/// The pod sets AppWrapper infers for the kinds it knows, in its order; other kinds have none.
-/// Every inferred path must hold a pod template.
+/// The pod sets AppWrapper infers for the kinds it knows (Kueue's table of kinds says where their
+/// templates are), in its order; other kinds have none. Every inferred path must hold a pod
+/// template.
 fn infer(template: &Value) -> Result<Vec<ComponentPodSet>, PodSetError> {
     let field = |name| template.get(name).and_then(Value::as_str).unwrap_or_default();
-    let pod_sets = match (field("apiVersion"), field("kind")) {
-        ("v1", "Pod") => vec![pod_set(TEMPLATE, 1)],
-        ("apps/v1", "Deployment" | "StatefulSet") => {
+    let (api_version, kind) = (field("apiVersion"), field("kind"));
+    let (group, version) = api_version.split_once('/').unwrap_or(("", api_version));
+    let framework = KUEUE_FRAMEWORKS.iter().find(|f| (f.group, f.version, f.kind) == (group, version, kind));
+    let pod_sets = match framework.and_then(|f| f.as_component).map(|c| c.pod_sets) {
+        Some(PodSetsAt::Itself) => vec![pod_set(TEMPLATE, 1)],
+        Some(PodSetsAt::Replicas) => {
             replicated(template, "template.spec.template", "template.spec.replicas")?.into_iter().collect()
         }
-        ("batch/v1", "Job") => vec![pod_set("template.spec.template", job_pods(template, "template.spec.")?)],
-        ("jobset.x-k8s.io/v1alpha2", "JobSet") => replicated_jobs(template)?,
-        ("kubeflow.org/v1", "PyTorchJob") => ["Master", "Worker"]
-            .into_iter()
+        Some(PodSetsAt::JobTemplate) => {
+            vec![pod_set("template.spec.template", job_pods(template, "template.spec.")?)]
+        }
+        Some(PodSetsAt::ReplicatedJobs) => replicated_jobs(template)?,
+        Some(PodSetsAt::ReplicaSpecs { field, roles }) => roles
+            .iter()
             .map(|role| {
-                let prefix = format!("template.spec.pytorchReplicaSpecs.{role}.");
+                let prefix = format!("template.spec.{field}.{role}.");
                 replicated(template, &format!("{prefix}template"), &format!("{prefix}replicas"))
             })
             .filter_map(Result::transpose)
             .collect::<Result<_, _>>()?,
-        ("ray.io/v1", "RayCluster") => ray_pod_sets(template, "template.spec.")?,
-        ("ray.io/v1", "RayJob") => ray_pod_sets(template, "template.spec.rayClusterSpec.")?,
-        _ => Vec::new(),
+        Some(PodSetsAt::RayCluster { prefix }) => ray_pod_sets(template, &format!("template.spec.{prefix}"))?,
+        Some(PodSetsAt::Declared) | None => Vec::new(),
     };
     for pod_set in &pod_sets {
         if let Err(why) = pod_template_at(template, &pod_set.path) {

@@ -23,11 +23,11 @@ use crate::jobframework::setup::{Setup, jobs_controller};
 const NOT_JOBS: [(&str, &str); 2] = [("", "services"), ("", "configmaps")];
 
 /// The kinds the controller may create and delete for WrappedJobs, `(API group, resource)`:
-/// those of Kueue's integrations marked wrappable, then Services and ConfigMaps. The webhook
+/// those of Kueue's integrations a WrappedJob may wrap, then Services and ConfigMaps. The webhook
 /// asks the API server whether the controller may, so extending the ClusterRole lets a cluster
 /// wrap more kinds; the CRD kinds need their CRDs installed to be used.
 pub fn wrappable() -> impl Iterator<Item = (&'static str, &'static str)> {
-    let jobs = KUEUE_FRAMEWORKS.iter().filter(|f| f.wrappable).map(|f| (f.group, f.resource));
+    let jobs = KUEUE_FRAMEWORKS.iter().filter(|f| f.as_component.is_some()).map(|f| (f.group, f.resource));
     jobs.chain(NOT_JOBS)
 }
 
