@@ -64,12 +64,14 @@ impl Count {
         }
     }
 
-    /// The one field holding the count, where admission can write a new one (partial
-    /// admission); a computed count has none.
+    /// The field where admission writes a new count (partial admission): the count's own, or
+    /// the first term's of a `min`, as Kueue lowers a Job's parallelism whatever its
+    /// completions; a product has none.
     pub fn field(&self) -> Option<&FieldPath> {
         match self {
             Count::Path(path) | Count::Defaulted { path, .. } => Some(path),
-            Count::Product { .. } | Count::Min { .. } => None,
+            Count::Min { min } => min.first()?.field(),
+            Count::Product { .. } => None,
         }
     }
 
@@ -146,6 +148,8 @@ mod tests {
         assert_eq!(rule.field(), None);
         let plain = count("{path: replicas, default: 1}").below(&base);
         assert_eq!(plain.field().map(ToString::to_string).as_deref(), Some("spec.replicatedJobs[1].replicas"));
+        let job = count("{min: [{path: spec.parallelism, default: 1}, spec.completions]}");
+        assert_eq!(job.field().map(ToString::to_string).as_deref(), Some("spec.parallelism"));
     }
 
     #[test]

@@ -213,7 +213,7 @@ impl ConfiguredJob {
         }
         for (pod_set, info) in pod_sets.iter().zip(infos) {
             if let Some(path) = pod_set.count.as_ref().and_then(Count::field).filter(|p| p.in_spec())
-                && self.count_at(Some(path)) != Some(info.count)
+                && self.pods_of(pod_set) != info.count
                 && (path.get(&self.object).is_some() || info.count != 1)
             {
                 changed |= path.set(&mut self.object, Value::from(info.count)).is_ok();

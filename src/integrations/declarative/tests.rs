@@ -63,6 +63,21 @@ fn info(name: &str, count: i32) -> PodSetInfo {
     }
 }
 
+/// Kueue's podsCount: a Job asks for min(parallelism, completions) pods; admitted whole, its
+/// parallelism is left as written, and a partial admission lowers it.
+#[test]
+fn a_job_asks_for_no_more_pods_than_completions_and_whole_admission_keeps_its_spec() {
+    let mut object = batch_job();
+    object["spec"]["parallelism"] = json!(4);
+    let mut job = ConfiguredJob::new(object.clone(), job_kind()).unwrap();
+    assert_eq!(job.pod_sets()[0].count, 2, "completions 2 of parallelism 4");
+    job.run_with_pod_sets_info(&[info("main", 2)]).unwrap();
+    assert_eq!(serde_json::to_value(&job).unwrap()["spec"]["parallelism"], 4);
+    let mut job = ConfiguredJob::new(object, job_kind()).unwrap();
+    job.run_with_pod_sets_info(&[info("main", 1)]).unwrap();
+    assert_eq!(serde_json::to_value(&job).unwrap()["spec"]["parallelism"], 1);
+}
+
 #[test]
 fn a_configured_job_starts_with_the_admission_and_stops_back_to_its_templates() {
     let mut job = ConfiguredJob::new(batch_job(), job_kind()).unwrap();
