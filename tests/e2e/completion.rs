@@ -30,7 +30,7 @@ fn jobs_and_namespaces_come_from_the_sandbox() {
     let sandbox = Sandbox::up(&["--workers", "0"]);
     let samples = concat!(env!("CARGO_MANIFEST_DIR"), "/samples");
     let batch = sandbox.dir.join("batch.yaml");
-    std::fs::write(&batch, crate::common::batch_job("nightly", 1, "1", "5s")).unwrap();
+    std::fs::write(&batch, crate::fixtures::batch_job("nightly", 1, "1", "5s")).unwrap();
     for file in [format!("{samples}/queues.yaml"), format!("{samples}/externaljob-train-small.yaml")] {
         let submitted = sandbox.run("submit", &[&file]);
         assert!(submitted.status.success(), "{}", text(&submitted));

@@ -4,7 +4,8 @@
 
 use std::time::Duration;
 
-use crate::common::{Sandbox, api, apply_yaml, batch_job, condition_is, eventually, text, workloads_owned_by};
+use crate::common::{Sandbox, api, apply_yaml, condition_is, eventually, text, workloads_owned_by};
+use crate::fixtures::batch_job;
 use k8s_openapi::api::core::v1::{ConfigMap, Pod};
 use kube::Client;
 use kube::api::{Api, ListParams};

@@ -15,6 +15,7 @@ use kueue_ext::manifests::MUTATING_WEBHOOK;
 use serde_json::Value;
 
 use crate::common::{BIN, Sandbox, api, apply_yaml, eventually, recorded_process, text};
+use crate::fixtures::external_job;
 
 const REPORT_TIMEOUT: Duration = Duration::from_secs(120);
 
@@ -91,28 +92,7 @@ fn run_fix(finding: &Value) {
 
 /// An ExternalJob that runs ten minutes, queued or not.
 fn long_job(name: &str, queue: Option<&str>) -> String {
-    let labels = queue.map_or(String::new(), |q| format!("\n  labels: {{kueue.x-k8s.io/queue-name: {q}}}"));
-    format!(
-        r#"
-apiVersion: kueue-ext.dev/v1alpha1
-kind: ExternalJob
-metadata:
-  name: {name}
-  namespace: default{labels}
-spec:
-  podSets:
-  - name: main
-    count: 1
-    template:
-      metadata:
-        annotations: {{kueue-ext.dev/run-duration: 10m}}
-      spec:
-        containers:
-        - name: main
-          image: registry.invalid/work
-          resources: {{requests: {{cpu: "1", memory: 1Gi}}}}
-"#
-    )
+    external_job(name).queue(queue).runs_for("10m").yaml()
 }
 
 #[tokio::test(flavor = "multi_thread")]

@@ -7,35 +7,21 @@ use crate::common::{
     Restarts, SMALL_QUEUES, Sandbox, api, apply_yaml, condition_is, controller_process, eventually, text, workloads,
     workloads_owned_by,
 };
+use crate::fixtures::{ExternalJob, external_job};
 use k8s_openapi::api::core::v1::Pod;
 use kube::Client;
 use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams};
 use kueue_ext::jobframework::naming::workload_name;
 use serde_json::{Value, json};
 
-fn external_job(name: &str, pods: u32, cpu: &str, run: &str, priority: &str) -> String {
-    format!(
-        r#"
-apiVersion: kueue-ext.dev/v1alpha1
-kind: ExternalJob
-metadata:
-  name: {name}
-  namespace: default
-  labels: {{kueue.x-k8s.io/queue-name: small, kueue.x-k8s.io/priority-class: {priority}}}
-spec:
-  podSets:
-  - name: main
-    count: {pods}
-    template:
-      metadata:
-        annotations: {{kueue-ext.dev/run-duration: {run}}}
-      spec:
-        containers:
-        - name: main
-          image: registry.invalid/work
-          resources: {{requests: {{cpu: "{cpu}", memory: 1Gi}}}}
-"#
-    )
+/// An ExternalJob on the `small` queue at `priority`: `pods` pods of `cpu` CPU that run for `run`.
+fn priority_job(name: &str, pods: u32, cpu: &str, run: &str, priority: &str) -> ExternalJob {
+    external_job(name)
+        .queue(Some("small"))
+        .label("kueue.x-k8s.io/priority-class", priority)
+        .pods(pods)
+        .requests(cpu, "1Gi")
+        .runs_for(run)
 }
 
 fn external_jobs(client: &Client) -> Api<kube::api::DynamicObject> {
@@ -69,7 +55,7 @@ async fn external_jobs_run_through_kueue_with_the_rust_jobframework() {
     apply_yaml(&client, SMALL_QUEUES).await;
 
     // Admission, exact Workload name, flavor node labels on the pods, completion.
-    let created = apply_yaml(&client, &external_job("first", 2, "1", "3s", "low")).await.remove(0);
+    let created = apply_yaml(&client, &priority_job("first", 2, "1", "3s", "low").yaml()).await.remove(0);
     assert_eq!(created["spec"]["suspend"], true, "our webhook suspends a queued ExternalJob");
     let uid = created["metadata"]["uid"].as_str().unwrap().to_string();
     let expected_name = workload_name("ExternalJob", "kueue-ext.dev", "first", &uid);
@@ -110,7 +96,7 @@ async fn external_jobs_run_through_kueue_with_the_rust_jobframework() {
     assert!(!managers.contains(&"unknown"), "{managers:?}");
 
     // Preemption: a high-priority job takes the quota of a running low-priority one.
-    let low = apply_yaml(&client, &external_job("low", 4, "1", "20s", "low")).await.remove(0);
+    let low = apply_yaml(&client, &priority_job("low", 4, "1", "20s", "low").yaml()).await.remove(0);
     let low_uid = low["metadata"]["uid"].as_str().unwrap().to_string();
     eventually("the low job to run", Duration::from_secs(60), || async {
         let job = get_job(&client, "low").await?;
@@ -118,7 +104,7 @@ async fn external_jobs_run_through_kueue_with_the_rust_jobframework() {
         if job["spec"]["suspend"] == false && active == 4 { Ok(()) } else { Err(format!("{:#}", job["status"])) }
     })
     .await;
-    apply_yaml(&client, &external_job("high", 2, "1", "3s", "high")).await;
+    apply_yaml(&client, &priority_job("high", 2, "1", "3s", "high").yaml()).await;
     eventually(
         "the low job to be preempted: suspended, pods gone, templates restored",
         Duration::from_secs(60),
@@ -146,7 +132,7 @@ async fn external_jobs_run_through_kueue_with_the_rust_jobframework() {
     assert_eq!(low_workloads.len(), 1, "one Workload per job through preemption and requeue");
 
     // A suspended job that changes its pod sets gets a matching Workload; deleting it removes it.
-    let mut parked: Value = serde_saphyr::from_str(&external_job("parked", 1, "8", "1s", "low")).unwrap();
+    let mut parked: Value = priority_job("parked", 1, "8", "1s", "low").value();
     let parked_obj = apply_yaml(&client, &serde_saphyr::to_string(&parked).unwrap()).await.remove(0);
     let parked_uid = parked_obj["metadata"]["uid"].as_str().unwrap().to_string();
     eventually("the too-big job to get a pending Workload", Duration::from_secs(30), || async {
@@ -176,7 +162,7 @@ async fn invalid_external_jobs_are_rejected_with_field_paths() {
     let sandbox = Sandbox::up(&["--workers", "0"]);
     let client = sandbox.client("manager").await;
     let jobs = external_jobs(&client);
-    let base: Value = serde_saphyr::from_str(&external_job("bad", 1, "1", "1s", "low")).unwrap();
+    let base: Value = priority_job("bad", 1, "1", "1s", "low").value();
     let attempt = |change: fn(&mut Value)| {
         let mut job = base.clone();
         change(&mut job);
@@ -248,7 +234,7 @@ spec:
     )
     .await
     .remove(0);
-    let external = apply_yaml(&client, &external_job("parity", 2, "1", "1s", "low")).await.remove(0);
+    let external = apply_yaml(&client, &priority_job("parity", 2, "1", "1s", "low").yaml()).await.remove(0);
     let mut specs = Vec::new();
     for obj in [batch, external] {
         let uid = obj["metadata"]["uid"].as_str().unwrap().to_string();
@@ -273,9 +259,7 @@ async fn killing_the_controller_mid_run_loses_nothing_and_duplicates_nothing() {
     let client = sandbox.client("manager").await;
     let mut uids = Vec::new();
     for i in 0..16 {
-        let job = external_job(&format!("batch-{i}"), 2, "1", "4s", "low")
-            .replace("queue-name: small", "queue-name: user-queue");
-        let job = job.replace(", kueue.x-k8s.io/priority-class: low", "");
+        let job = external_job(&format!("batch-{i}")).pods(2).runs_for("4s").yaml();
         uids.push(apply_yaml(&client, &job).await.remove(0)["metadata"]["uid"].as_str().unwrap().to_string());
     }
     let mut controller = Restarts::controller(&sandbox);
@@ -380,9 +364,7 @@ async fn a_second_replica_takes_over_when_the_leader_dies() {
     for webhook in kueue_ext::manifests::webhooks(&endpoint) {
         kueue_ext::kube_util::apply(&client, &webhook).await.unwrap();
     }
-    let job =
-        external_job("after-failover", 1, "1", "2s", "low").replace("queue-name: small", "queue-name: user-queue");
-    let job = job.replace(", kueue.x-k8s.io/priority-class: low", "");
+    let job = external_job("after-failover").runs_for("2s").yaml();
     eventually("the webhook to answer again", Duration::from_secs(30), || async {
         kueue_ext::kube_util::apply(&client, &serde_saphyr::from_str::<Value>(&job).unwrap())
             .await

@@ -10,34 +10,21 @@ use crate::common::{
     Sandbox, api, apply_yaml, condition_is, eventually, kind_images_built, pod_sets, text, workload_with,
     workloads_owned_by,
 };
+use crate::fixtures::{self, ExternalJob};
 use kube::api::{Api, DynamicObject};
 use serde_json::Value;
 
 /// The job pods' image the node image carries.
 const BUSYBOX: &str = "kueue-ext.local/busybox:1";
 
-fn external_job(name: &str) -> String {
-    format!(
-        r#"
-apiVersion: kueue-ext.dev/v1alpha1
-kind: ExternalJob
-metadata:
-  name: {name}
-  namespace: default
-  labels: {{kueue.x-k8s.io/queue-name: user-queue}}
-spec:
-  podSets:
-  - name: workers
-    count: 2
-    template:
-      spec:
-        containers:
-        - name: work
-          image: {BUSYBOX}
-          command: [sh, -c, "echo working on $HOSTNAME; sleep 2"]
-          resources: {{requests: {{cpu: 100m, memory: 32Mi}}}}
-"#
-    )
+/// An ExternalJob of two busybox pods that really run, two seconds each.
+fn external_job(name: &str) -> ExternalJob {
+    fixtures::external_job(name)
+        .pod_set("workers")
+        .pods(2)
+        .image(BUSYBOX)
+        .command("echo working on $HOSTNAME; sleep 2")
+        .requests("100m", "32Mi")
 }
 
 /// A JobSet of a leader and two workers, each pod a real busybox that exits 0.
@@ -151,7 +138,7 @@ fn wrapped_pytorch_job(name: &str) -> String {
         .filter(|line| !line.trim().is_empty() && !line.contains("namespace:") && !line.contains("queue-name"))
         .map(|line| format!("\n      {line}"))
         .collect();
-    crate::common::wrapped_job(name, "user-queue", "", "", &[format!("\n  - template:{template}")])
+    crate::fixtures::wrapped_job(name, "user-queue", "", "", &[format!("\n  - template:{template}")])
 }
 
 /// A wrapper (`kind` of `api_version`: AppWrapper or WrappedJob) of a Job whose two pods really
@@ -290,7 +277,7 @@ async fn a_kind_sandbox_runs_jobs_through_multikueue_and_down_leaves_nothing() {
     let manager = sandbox.client("manager").await;
     let worker = sandbox.client("worker1").await;
 
-    let job = apply_yaml(&manager, &external_job("kind-external")).await.remove(0);
+    let job = apply_yaml(&manager, &external_job("kind-external").yaml()).await.remove(0);
     assert_eq!(job["spec"]["managedBy"], "kueue.x-k8s.io/multikueue", "our webhook hands it to MultiKueue");
     let externals = api(&manager, "kueue-ext.dev/v1alpha1", "ExternalJob", "externaljobs", Some("default"));
     // Its pods run for real on the worker's node and exit 0; MultiKueue removes the worker's copy
@@ -318,7 +305,7 @@ async fn a_kind_sandbox_runs_jobs_through_multikueue_and_down_leaves_nothing() {
     // An image no registry serves (none answers here): explain names the pull on the worker, the
     // image, and how to load it into a kind cluster.
     let unpullable = "registry.invalid/nothing:1";
-    apply_yaml(&manager, &external_job("kind-unpullable").replace(BUSYBOX, unpullable)).await;
+    apply_yaml(&manager, &external_job("kind-unpullable").image(unpullable).yaml()).await;
     eventually("explain to name the image pull", Duration::from_secs(180), || async {
         let said = text(&sandbox.run("explain", &["externaljob/kind-unpullable"]));
         let named = said.contains(&format!("cannot pull image {unpullable}"))

@@ -6,6 +6,7 @@
 mod common;
 #[path = "../cli/completion_support.rs"]
 mod completion_support;
+mod fixtures;
 
 mod addons;
 mod capture;

@@ -5,9 +5,9 @@
 use std::time::Duration;
 
 use crate::common::{
-    Restarts, Sandbox, api, apply_yaml, batch_job, condition_is, deployment_component, down_leaves_nothing, eventually,
-    job_component, text, workloads_owned_by,
+    Restarts, Sandbox, api, apply_yaml, condition_is, down_leaves_nothing, eventually, text, workloads_owned_by,
 };
+use crate::fixtures::{batch_job, deployment_component, external_job, job_component};
 use k8s_openapi::api::batch::v1::Job;
 use k8s_openapi::api::core::v1::Pod;
 use kube::Client;
@@ -116,7 +116,7 @@ async fn multikueue_dispatches_jobs_to_workers_and_reports_back() {
     }
 
     // An ExternalJob takes the same path through Kueue's generic adapter for external kinds.
-    let external = apply_yaml(&manager, EXTERNAL_JOB).await.remove(0);
+    let external = apply_yaml(&manager, &training_job("ext-train", "10s")).await.remove(0);
     assert_eq!(external["spec"]["managedBy"], "kueue.x-k8s.io/multikueue", "our webhook hands it to MultiKueue");
     let uid = external["metadata"]["uid"].as_str().unwrap().to_string();
     let (workload, worker) = eventually("the ExternalJob to be dispatched", Duration::from_secs(60), || async {
@@ -238,8 +238,7 @@ async fn jobs_of_a_lost_worker_run_elsewhere_once_and_its_copies_are_collected()
     let sandbox = Sandbox::up(&["--worker-lost-timeout", "30s"]);
     let manager = sandbox.client("manager").await;
     let externals = api(&manager, "kueue-ext.dev/v1alpha1", "ExternalJob", "externaljobs", Some("default"));
-    let job =
-        EXTERNAL_JOB.replace("name: ext-train", "name: survivor").replace("run-duration: 10s", "run-duration: 20s");
+    let job = training_job("survivor", "20s");
     let uid = apply_yaml(&manager, &job).await.remove(0)["metadata"]["uid"].as_str().unwrap().to_string();
     let placed = |uid: String| {
         let manager = manager.clone();
@@ -295,26 +294,10 @@ async fn jobs_of_a_lost_worker_run_elsewhere_once_and_its_copies_are_collected()
     .await;
 }
 
-const EXTERNAL_JOB: &str = r#"
-apiVersion: kueue-ext.dev/v1alpha1
-kind: ExternalJob
-metadata:
-  name: ext-train
-  namespace: default
-  labels: {kueue.x-k8s.io/queue-name: user-queue}
-spec:
-  podSets:
-  - name: workers
-    count: 3
-    template:
-      metadata:
-        annotations: {kueue-ext.dev/run-duration: 10s}
-      spec:
-        containers:
-        - name: train
-          image: registry.invalid/train
-          resources: {requests: {cpu: "1", memory: 1Gi}}
-"#;
+/// An ExternalJob of three pods of 1 CPU for `run` each.
+fn training_job(name: &str, run: &str) -> String {
+    external_job(name).pod_set("workers").pods(3).runs_for(run).yaml()
+}
 
 /// A WrappedJob of a 2-pod Job running for `run` and a Deployment serving it.
 fn wrapped_job(name: &str, run: &str) -> String {
@@ -322,5 +305,5 @@ fn wrapped_job(name: &str, run: &str) -> String {
         job_component(&format!("{name}-work"), 2, "1", run, ""),
         deployment_component(&format!("{name}-server"), 1, "500m"),
     ];
-    crate::common::wrapped_job(name, "user-queue", "", "", &components)
+    crate::fixtures::wrapped_job(name, "user-queue", "", "", &components)
 }

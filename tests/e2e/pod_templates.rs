@@ -181,7 +181,7 @@ fn jobs() -> Vec<(String, String)> {
         let name = |kind: &str| format!("{template}-{kind}");
         jobs.push((name("ej"), external_job(&name("ej"), spec)));
         let wrapped = |kind: &str, components: &[String]| {
-            (name(kind), crate::common::wrapped_job(&name(kind), "user-queue", "", "", components))
+            (name(kind), crate::fixtures::wrapped_job(&name(kind), "user-queue", "", "", components))
         };
         jobs.push(wrapped("wj-pod", &[pod_component(&format!("{template}-pod"), spec)]));
         jobs.push(wrapped("wj-job", &[job_component(&format!("{template}-job"), spec)]));

@@ -5,9 +5,8 @@
 
 use std::time::Duration;
 
-use crate::common::{
-    Sandbox, api, apply_yaml, condition_is, eventually, job_component, text, workloads_owned_by, wrapped_job,
-};
+use crate::common::{Sandbox, api, apply_yaml, condition_is, eventually, text, workloads_owned_by};
+use crate::fixtures::{external_job, job_component, wrapped_job};
 use k8s_openapi::api::core::v1::Pod;
 use kube::Client;
 use kube::api::{Api, DynamicObject, ListParams};
@@ -15,27 +14,9 @@ use serde_json::{Value, json};
 
 const ELSEWHERE: &str = "example.com/some-controller";
 
-fn external_job(name: &str) -> String {
-    format!(
-        r#"
-apiVersion: kueue-ext.dev/v1alpha1
-kind: ExternalJob
-metadata:
-  name: {name}
-  namespace: default
-  labels: {{kueue.x-k8s.io/queue-name: user-queue}}
-spec:
-  podSets:
-  - name: main
-    count: 2
-    template:
-      spec:
-        containers:
-        - name: main
-          image: registry.invalid/work
-          resources: {{requests: {{cpu: 500m, memory: 1Gi}}}}
-"#
-    )
+/// An ExternalJob of two pods of 500m.
+fn two_pod_job(name: &str) -> String {
+    external_job(name).pods(2).requests("500m", "1Gi").yaml()
 }
 
 /// `yaml` (one object) with `spec.managedBy` naming another controller.
@@ -76,12 +57,12 @@ async fn jobs_managed_by_another_controller_keep_their_workload_and_get_no_pods_
         let client = client.clone();
         async move { serde_json::to_value(kueue_ext::kube_util::apply(&client, &object).await.unwrap()).unwrap() }
     };
-    let external = apply(managed_elsewhere(&external_job("elsewhere"))).await;
+    let external = apply(managed_elsewhere(&two_pod_job("elsewhere"))).await;
     let components = [job_component("wrapped-elsewhere-work", 2, "500m", "2s", "")];
     let wrapped = apply(managed_elsewhere(&wrapped_job("wrapped-elsewhere", "user-queue", "", "", &components))).await;
     // Ours, beside them: by the time it has run to completion, the runtime has had every
     // chance to run the others too.
-    apply_yaml(&client, &external_job("here")).await;
+    apply_yaml(&client, &two_pod_job("here")).await;
 
     for (api, job) in [(&external_jobs, &external), (&wrapped_jobs, &wrapped)] {
         let name = job["metadata"]["name"].as_str().unwrap();

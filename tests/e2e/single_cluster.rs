@@ -5,9 +5,9 @@
 use std::time::Duration;
 
 use crate::common::{
-    Sandbox, apply_yaml, batch_job, condition_is, down_leaves_nothing, eventually, plain_queues, text,
-    workloads_owned_by,
+    Sandbox, apply_yaml, condition_is, down_leaves_nothing, eventually, plain_queues, text, workloads_owned_by,
 };
+use crate::fixtures::batch_job;
 use k8s_openapi::api::batch::v1::Job;
 use k8s_openapi::api::core::v1::Pod;
 use kube::api::{Api, ListParams};

@@ -10,30 +10,10 @@ use std::process::{Command, Output};
 use std::time::{Duration, Instant};
 
 use crate::common::{BIN, Sandbox, api, apply_yaml, eventually, text};
+use crate::fixtures::external_job;
 use kube::Client;
 use kube::api::{Patch, PatchParams};
 use serde_json::{Value, json};
-
-const EXTERNAL_JOB: &str = r#"
-apiVersion: kueue-ext.dev/v1alpha1
-kind: ExternalJob
-metadata:
-  name: watch-ext
-  namespace: default
-  labels: {kueue.x-k8s.io/queue-name: user-queue}
-spec:
-  podSets:
-  - name: main
-    count: 2
-    template:
-      metadata:
-        annotations: {kueue-ext.dev/run-duration: 20s}
-      spec:
-        containers:
-        - name: main
-          image: registry.invalid/work
-          resources: {requests: {cpu: "1", memory: 1Gi}}
-"#;
 
 /// A batch Job Kueue leaves alone (no queue), suspended: the target of `s` and ctrl-d.
 const PLAIN_JOB: &str = r#"
@@ -171,7 +151,7 @@ async fn watch_follows_jobs_across_clusters_and_restores_the_terminal() {
     })
     .await;
 
-    apply_yaml(&manager, EXTERNAL_JOB).await;
+    apply_yaml(&manager, &external_job("watch-ext").pods(2).runs_for("20s").yaml()).await;
     apply_yaml(&manager, PLAIN_JOB).await;
     let screen = tmux
         .wait_for("watch-ext suspended and blocked", |s| {

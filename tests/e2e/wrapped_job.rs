@@ -7,10 +7,8 @@ const HIGH: &str = ", kueue.x-k8s.io/priority-class: high";
 
 use std::time::Duration;
 
-use crate::common::{
-    Restarts, SMALL_QUEUES, Sandbox, api, apply_yaml, condition_is, deployment_component, eventually, job_component,
-    workloads_owned_by, wrapped_job,
-};
+use crate::common::{Restarts, SMALL_QUEUES, Sandbox, api, apply_yaml, condition_is, eventually, workloads_owned_by};
+use crate::fixtures::{deployment_component, job_component, wrapped_job};
 use k8s_openapi::api::core::v1::Pod;
 use kube::api::{Api, DeleteParams, DynamicObject, ListParams, Patch, PatchParams};
 use kube::{Client, ResourceExt};

@@ -9,7 +9,8 @@ use kube::Client;
 use serde_json::Value;
 
 use super::Rng;
-use crate::common::{batch_job, deployment_component, eventually, job_component, wrapped_job};
+use crate::common::eventually;
+use crate::fixtures::{batch_job, deployment_component, external_job, job_component, wrapped_job};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Kind {
@@ -75,30 +76,7 @@ impl Planned {
     pub fn yaml(&self) -> String {
         let run = format!("{}s", self.run_seconds);
         match self.kind {
-            Kind::External => format!(
-                r#"
-apiVersion: kueue-ext.dev/v1alpha1
-kind: ExternalJob
-metadata:
-  name: {name}
-  namespace: default
-  labels: {{kueue.x-k8s.io/queue-name: user-queue}}
-spec:
-  podSets:
-  - name: main
-    count: {pods}
-    template:
-      metadata:
-        annotations: {{kueue-ext.dev/run-duration: {run}}}
-      spec:
-        containers:
-        - name: main
-          image: registry.invalid/work
-          resources: {{requests: {{cpu: 250m, memory: 256Mi}}}}
-"#,
-                name = self.name,
-                pods = self.pods,
-            ),
+            Kind::External => external_job(&self.name).pods(self.pods).requests("250m", "256Mi").runs_for(&run).yaml(),
             Kind::Wrapped => {
                 let components = [
                     job_component(&format!("{}-work", self.name), self.pods, "250m", &run, ""),
