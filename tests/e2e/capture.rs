@@ -13,33 +13,13 @@ use kube::api::{Api, ListParams, PostParams};
 use serde_json::Value;
 
 use crate::common::{Sandbox, api, apply_yaml, condition, eventually, text, workloads};
+use crate::fixtures::external_job;
 
 const TIMEOUT: Duration = Duration::from_secs(120);
 
 /// An ExternalJob in `default` on `user-queue`: one pod of `cpu` that runs ten minutes.
 fn job(name: &str, cpu: &str) -> String {
-    format!(
-        r#"
-apiVersion: kueue-ext.dev/v1alpha1
-kind: ExternalJob
-metadata:
-  name: {name}
-  namespace: default
-  labels: {{kueue.x-k8s.io/queue-name: user-queue}}
-spec:
-  podSets:
-  - name: main
-    count: 1
-    template:
-      metadata:
-        annotations: {{kueue-ext.dev/run-duration: 10m}}
-      spec:
-        containers:
-        - name: main
-          image: registry.invalid/work
-          resources: {{requests: {{cpu: "{cpu}", memory: 1Gi}}}}
-"#
-    )
+    external_job(name).requests(cpu, "1Gi").runs_for("10m").yaml()
 }
 
 /// The archive's tar stream, decompressed, and its files by path.

@@ -8,6 +8,7 @@ use std::time::Duration;
 use serde_json::Value;
 
 use crate::common::{Sandbox, apply_yaml, condition, eventually, text, workloads};
+use crate::fixtures::external_job;
 
 const TIMEOUT: Duration = Duration::from_secs(60);
 
@@ -38,28 +39,7 @@ spec: {clusterQueue: room-for-one}
 
 /// An ExternalJob of one pod of one CPU that runs ten minutes.
 fn job(name: &str) -> String {
-    format!(
-        r#"
-apiVersion: kueue-ext.dev/v1alpha1
-kind: ExternalJob
-metadata:
-  name: {name}
-  namespace: default
-  labels: {{kueue.x-k8s.io/queue-name: one-at-a-time}}
-spec:
-  podSets:
-  - name: main
-    count: 1
-    template:
-      metadata:
-        annotations: {{kueue-ext.dev/run-duration: 10m}}
-      spec:
-        containers:
-        - name: main
-          image: registry.invalid/work
-          resources: {{requests: {{cpu: "1", memory: 1Gi}}}}
-"#
-    )
+    external_job(name).queue(Some("one-at-a-time")).runs_for("10m").yaml()
 }
 
 /// The Workload of job `name`, once Kueue has set its QuotaReserved condition to `status`; with
