@@ -149,12 +149,18 @@ pub struct Snapshot {
     pub clusters: Vec<ClusterSnapshot>,
 }
 
-/// The job a pod belongs to: a WrappedJob by the label on its components' pods (they are owned
-/// by the component, not by the WrappedJob), otherwise its controller.
+/// The label the JobSet controller puts on each pod of a JobSet (`JobSetNameKey`).
+const JOBSET_NAME_LABEL: &str = "jobset.sigs.k8s.io/jobset-name";
+
+/// The job a pod belongs to: a WrappedJob or a JobSet by the label on their pods (those are
+/// owned by a component or a child Job, not by the job), otherwise its controller.
 pub(super) fn pod_owner(pod: &Pod) -> Option<ObjectKey> {
     let namespace = pod.namespace().unwrap_or_default();
     if let Some(wrapper) = pod.labels().get(WRAPPED_JOB_LABEL) {
         return Some(ObjectKey::new(WrappedJob::kind(&()).as_ref(), &namespace, wrapper));
+    }
+    if let Some(jobset) = pod.labels().get(JOBSET_NAME_LABEL) {
+        return Some(ObjectKey::new("JobSet", &namespace, jobset));
     }
     let owner = pod.owner_references().iter().find(|o| o.controller == Some(true))?;
     Some(ObjectKey::new(&owner.kind, &namespace, &owner.name))
@@ -233,10 +239,12 @@ mod tests {
             pod(json!({}), Some(("ExternalJob", "train")), "Pending"),
             pod(json!({}), Some(("ExternalJob", "train")), "Succeeded"),
             pod(json!({WRAPPED_JOB_LABEL: "wrap"}), Some(("Job", "wrap-0")), "Failed"),
+            pod(json!({JOBSET_NAME_LABEL: "set"}), Some(("Job", "set-workers-0")), "Running"),
             pod(json!({}), None, "Running"),
         ];
         let counts = pod_counts(&pods);
-        assert_eq!(counts.len(), 2, "{counts:?}");
+        assert_eq!(counts.len(), 3, "{counts:?}");
+        assert_eq!(counts[&ObjectKey::new("JobSet", "default", "set")].running, 1, "not its child Job's");
         let train = counts[&ObjectKey::new("ExternalJob", "default", "train")];
         assert_eq!((train.pending, train.running, train.succeeded, train.failed), (1, 1, 1, 0));
         assert_eq!(counts[&ObjectKey::new("WrappedJob", "default", "wrap")].failed, 1);
