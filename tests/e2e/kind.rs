@@ -254,19 +254,19 @@ static KIND_CLUSTERS: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(())
 async fn a_kind_sandbox_runs_jobs_through_multikueue_and_down_leaves_nothing() {
     kind_images_built("jobset,appwrapper,kubeflow,tekton");
     let _alone = KIND_CLUSTERS.lock().await;
+    // Whether kind's network is there is asked in this test's turn: a plain kind cluster of
+    // another test makes it and leaves it.
+    let sandbox = Sandbox::unstarted_on_kind();
     let network_was_there = kind_network_exists();
     // JobSet's, AppWrapper's, Kubeflow's training operator's and Tekton's releases run on both
     // clusters (their own images, built here); Kueue's built-in integrations queue the first
     // three kinds, and the integrations file PipelineRuns.
     let pipelineruns = concat!(env!("CARGO_MANIFEST_DIR"), "/samples/addons/tekton/pipelinerun-integration.yaml");
-    let sandbox = Sandbox::up_on_kind(&[
-        "--workers",
-        "1",
-        "--addons",
-        "jobset,appwrapper,kubeflow,tekton",
-        "--integrations",
-        pipelineruns,
-    ]);
+    let up = sandbox.run(
+        "up",
+        &["--workers", "1", "--addons", "jobset,appwrapper,kubeflow,tekton", "--integrations", pipelineruns],
+    );
+    assert!(up.status.success(), "up failed:\n{}", text(&up));
     let status = sandbox.status_json();
     assert_eq!(status["ready"], true, "{status:#}");
     assert_eq!(status["runtime"], "kind", "{status:#}");
