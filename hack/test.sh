@@ -35,7 +35,7 @@ set -m # the builds get a process group of their own, which the trap below stops
 } >"$builds_log" 2>&1 &
 builds=$!
 set +m
-trap 'kill -- "-$builds" 2>/dev/null; hack/docker.sh down' EXIT
+trap 'kill -- "-$builds" 2>/dev/null || true; hack/docker.sh down' EXIT
 echo "process group $builds, log $builds_log"
 
 step "lints"
