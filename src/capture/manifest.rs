@@ -61,6 +61,25 @@ pub struct ClusterEntry {
     pub events_dropped: usize,
 }
 
+impl ClusterEntry {
+    /// A cluster nothing has been read of yet.
+    pub fn new(name: &str, context: &str, role: Role) -> Self {
+        ClusterEntry {
+            name: name.into(),
+            context: context.into(),
+            role,
+            kueue_version: None,
+            kueue_configuration: None,
+            counts: BTreeMap::new(),
+            files: BTreeMap::new(),
+            not_served: Vec::new(),
+            unread: BTreeMap::new(),
+            truncated_logs: Vec::new(),
+            events_dropped: 0,
+        }
+    }
+}
+
 fn is_zero(n: &usize) -> bool {
     *n == 0
 }
@@ -150,19 +169,7 @@ mod tests {
     use super::*;
 
     fn entry(name: &str) -> ClusterEntry {
-        ClusterEntry {
-            name: name.into(),
-            context: format!("kueue-ext-{name}"),
-            role: Role::Worker,
-            kueue_version: None,
-            kueue_configuration: None,
-            counts: BTreeMap::new(),
-            files: BTreeMap::new(),
-            not_served: Vec::new(),
-            unread: BTreeMap::new(),
-            truncated_logs: Vec::new(),
-            events_dropped: 0,
-        }
+        ClusterEntry::new(name, &format!("kueue-ext-{name}"), Role::Worker)
     }
 
     fn whats(list: &[LeftOut]) -> Vec<&str> {

@@ -100,19 +100,7 @@ pub(super) async fn cluster(
     local: &LocalFiles,
     options: &Options,
 ) -> (ClusterEntry, ClusterCapture) {
-    let entry = ClusterEntry {
-        name: target.name.clone(),
-        context: target.context.clone(),
-        role: target.role,
-        kueue_version: None,
-        kueue_configuration: None,
-        counts: BTreeMap::new(),
-        files: BTreeMap::new(),
-        not_served: Vec::new(),
-        unread: BTreeMap::new(),
-        truncated_logs: Vec::new(),
-        events_dropped: 0,
-    };
+    let entry = ClusterEntry::new(&target.name, &target.context, target.role);
     let out = ClusterCapture { name: target.name.clone(), ..Default::default() };
     let mut reader = Reader { client, options, entry, out, kept: BTreeSet::new() };
     reader.kueue(local).await;
