@@ -35,6 +35,9 @@ pub struct AsComponent {
     /// Whether it ends on its own (`Some(true)`) or runs until deleted (`Some(false)`); `None`:
     /// judged by its pods alone.
     pub ends: Option<bool>,
+    /// The condition types that say it succeeded and that it failed, for a kind that reports
+    /// its end so (the built-in descriptions' `finished:` say the same).
+    pub finished: Option<(&'static str, &'static str)>,
 }
 
 /// Where a component's pod templates are.
@@ -57,7 +60,11 @@ pub enum PodSetsAt {
 }
 
 const fn component(pod_sets: PodSetsAt, ends: Option<bool>) -> Option<AsComponent> {
-    Some(AsComponent { pod_sets, ends })
+    Some(AsComponent { pod_sets, ends, finished: None })
+}
+
+const fn reporting(pod_sets: PodSetsAt, succeeded: &'static str, failed: &'static str) -> Option<AsComponent> {
+    Some(AsComponent { pod_sets, ends: ENDS, finished: Some((succeeded, failed)) })
 }
 
 const ENDS: Option<bool> = Some(true);
@@ -96,9 +103,13 @@ const KUBERAY: (&str, Option<&str>) = ("the KubeRay operator", Some("ray.io/kube
 // How a WrappedJob reads each kind it may wrap.
 const A_POD: Option<AsComponent> = component(PodSetsAt::Itself, ENDS);
 const REPLICAS: Option<AsComponent> = component(PodSetsAt::Replicas, RUNS_UNTIL_DELETED);
-const A_JOB: Option<AsComponent> = component(PodSetsAt::JobTemplate, ENDS);
-const PYTORCH_REPLICAS: Option<AsComponent> =
-    component(PodSetsAt::ReplicaSpecs { field: "pytorchReplicaSpecs", roles: &["Master", "Worker"] }, ENDS);
+const A_JOB: Option<AsComponent> = reporting(PodSetsAt::JobTemplate, "Complete", "Failed");
+const REPLICATED_JOBS: Option<AsComponent> = reporting(PodSetsAt::ReplicatedJobs, "Completed", "Failed");
+const PYTORCH_REPLICAS: Option<AsComponent> = reporting(
+    PodSetsAt::ReplicaSpecs { field: "pytorchReplicaSpecs", roles: &["Master", "Worker"] },
+    "Succeeded",
+    "Failed",
+);
 const RAY_CLUSTER: Option<AsComponent> = component(PodSetsAt::RayCluster { prefix: "" }, RUNS_UNTIL_DELETED);
 // A RayJob ends, but AppWrapper judges it by its pods.
 const RAY_JOB: Option<AsComponent> = component(PodSetsAt::RayCluster { prefix: "rayClusterSpec." }, None);
@@ -116,7 +127,7 @@ pub const KUEUE_FRAMEWORKS: &[KueueFramework] = &[
         ("jobset.x-k8s.io", "v1alpha2", "JobSet", "jobsets"),
         ("the JobSet controller", Some("jobset.sigs.k8s.io/jobset-controller")),
         true,
-        component(PodSetsAt::ReplicatedJobs, ENDS),
+        REPLICATED_JOBS,
     ),
     framework(
         "kubeflow.org/mpijob",

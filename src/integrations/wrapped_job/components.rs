@@ -14,6 +14,7 @@ use super::lifecycle::{
 use super::podsets;
 use super::watched::Caches;
 use crate::api::wrapped_job::{COMPONENT_INDEX_ANNOTATION, ComponentFailure, WRAPPED_JOB_LABEL, WrappedJob};
+use crate::integrations::kueue_frameworks;
 use crate::jobframework::api_error;
 use crate::jobframework::field_manager::post_params;
 use crate::jobframework::served_kinds::{Served, ServedKinds};
@@ -112,13 +113,7 @@ pub fn classify(api_version: &str, kind: &str, object: &Value) -> (Completion, C
         reason: c["reason"].as_str().unwrap_or_default().to_string(),
         message: c["message"].as_str().unwrap_or_default().to_string(),
     };
-    // Conditions that report success and failure, by kind.
-    let reported = match (group, kind) {
-        ("batch", "Job") => Some(("Complete", "Failed")),
-        ("jobset.x-k8s.io", "JobSet") => Some(("Completed", "Failed")),
-        ("kubeflow.org", "PyTorchJob") => Some(("Succeeded", "Failed")),
-        _ => None,
-    };
+    let reported = kueue_frameworks::of_kind(group, kind).and_then(|f| f.as_component?.finished);
     let outcome = match (group, kind, reported) {
         (_, _, Some((succeeded, failed))) => match (condition(succeeded), condition(failed)) {
             (Some(_), _) => ComponentOutcome::Succeeded,
