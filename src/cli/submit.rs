@@ -168,7 +168,7 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
 
 /// The sandbox's add-on that serves a group's job kind, and how to start a sandbox with it.
 fn addon_serving(group: &str) -> Option<String> {
-    let addon = Addon::value_variants().iter().find(|addon| addon.spec().job_kind.group == group)?;
+    let addon = Addon::value_variants().iter().find(|addon| addon.spec().job_kind().group == group)?;
     let name = addon.spec().name;
     Some(format!("in a sandbox, `kubectl kueue-ext up --addons {name}` runs its controller (see samples/addons/)"))
 }

@@ -1,5 +1,6 @@
-//! The job each check creates: a built-in sample for the built-in kinds, or the user's
-//! `--sample FILE`. Every check puts its own copy in its own namespace and queue.
+//! The job each check creates: a built-in sample for the built-in kinds (a compiled kind brings
+//! its own; Kueue's table of its kinds has the others), or the user's `--sample FILE`. Every
+//! check puts its own copy in its own namespace and queue.
 
 use std::path::Path;
 
@@ -7,17 +8,7 @@ use serde_json::{Value, json};
 
 use crate::api::kueue::{PREBUILT_WORKLOAD_LABEL, QUEUE_NAME_LABEL};
 use crate::integrations::declarative::config::Integration;
-use crate::integrations::registry;
-
-/// Built-in samples: pods that run 20 s, long enough to be stopped while they run and short
-/// enough to wait for their end. They ask for 10m–20m CPU, so that the pods of every check at
-/// once fit beside Kueue on a kind node of a 2-core machine. Each compiled kind brings its own;
-/// the kinds Kueue integrates itself have these.
-const KUEUE_KINDS: [(&str, &str); 3] = [
-    ("Job.v1.batch", include_str!("samples/job.yaml")),
-    ("JobSet.v1alpha2.jobset.x-k8s.io", include_str!("samples/jobset.yaml")),
-    ("PyTorchJob.v1.kubeflow.org", include_str!("samples/pytorchjob.yaml")),
-];
+use crate::integrations::{kueue_frameworks, registry};
 
 #[derive(Clone, Debug)]
 pub struct Sample {
@@ -77,12 +68,12 @@ pub enum SampleError {
 /// The sample for `integration`: `file` when given, else the built-in one.
 pub fn load(integration: &Integration, file: Option<&Path>) -> Result<Sample, SampleError> {
     let Some(file) = file else {
-        let compiled = registry::compiled().into_iter().map(|(description, kind)| (description.kind, kind.sample));
-        let text = compiled
-            .chain(KUEUE_KINDS.map(|(kind, text)| (kind.to_string(), text)))
-            .find(|(kind, _)| *kind == integration.kind)
-            .map(|(_, text)| text)
-            .ok_or_else(|| SampleError::Missing { kind: integration.kind.clone() })?;
+        let compiled = registry::compiled().into_iter().find(|(description, _)| description.kind == integration.kind);
+        let text = match compiled {
+            Some((_, kind)) => Some(kind.sample),
+            None => kueue_frameworks::of(integration).and_then(|f| f.sample),
+        }
+        .ok_or_else(|| SampleError::Missing { kind: integration.kind.clone() })?;
         return parse(integration, "built-in", text);
     };
     let name = file.display().to_string();

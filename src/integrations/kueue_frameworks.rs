@@ -25,6 +25,10 @@ pub struct KueueFramework {
     pub multikueue_adapter: bool,
     /// How a WrappedJob reads a component of the kind; `None`: it may not wrap one.
     pub as_component: Option<AsComponent>,
+    /// The job `conformance` creates of the kind, where it has one: pods that run 20 s, long
+    /// enough to be stopped while they run and short enough to wait for their end, asking for
+    /// 10m–20m CPU so that the pods of every check at once fit on a kind node of a 2-core machine.
+    pub sample: Option<&'static str>,
 }
 
 /// How a WrappedJob reads a component of a kind, as AppWrapper v1.2.2 reads its components.
@@ -79,6 +83,10 @@ impl KueueFramework {
         }
     }
 
+    const fn with_sample(self, sample: &'static str) -> Self {
+        KueueFramework { sample: Some(sample), ..self }
+    }
+
     /// Whether `integration` describes this kind (the same group, version and kind).
     pub fn describes(&self, integration: &Integration) -> bool {
         let gvk = integration.gvk();
@@ -93,7 +101,18 @@ const fn framework(
     multikueue_adapter: bool,
     as_component: Option<AsComponent>,
 ) -> KueueFramework {
-    KueueFramework { name, group, version, kind, resource, runner, managed_by, multikueue_adapter, as_component }
+    KueueFramework {
+        name,
+        group,
+        version,
+        kind,
+        resource,
+        runner,
+        managed_by,
+        multikueue_adapter,
+        as_component,
+        sample: None,
+    }
 }
 
 const KUBE: &str = "kube-controller-manager";
@@ -114,6 +133,31 @@ const RAY_CLUSTER: Option<AsComponent> = component(PodSetsAt::RayCluster { prefi
 // A RayJob ends, but AppWrapper judges it by its pods.
 const RAY_JOB: Option<AsComponent> = component(PodSetsAt::RayCluster { prefix: "rayClusterSpec." }, None);
 
+// The rows other tables name (the sandbox's add-ons run these kinds).
+pub const JOBSET: KueueFramework = framework(
+    "jobset.x-k8s.io/jobset",
+    ("jobset.x-k8s.io", "v1alpha2", "JobSet", "jobsets"),
+    ("the JobSet controller", Some("jobset.sigs.k8s.io/jobset-controller")),
+    true,
+    REPLICATED_JOBS,
+)
+.with_sample(include_str!("kueue_samples/jobset.yaml"));
+pub const PYTORCHJOB: KueueFramework = framework(
+    "kubeflow.org/pytorchjob",
+    ("kubeflow.org", "v1", "PyTorchJob", "pytorchjobs"),
+    TRAINING_OPERATOR,
+    true,
+    PYTORCH_REPLICAS,
+)
+.with_sample(include_str!("kueue_samples/pytorchjob.yaml"));
+pub const APPWRAPPER: KueueFramework = framework(
+    "workload.codeflare.dev/appwrapper",
+    ("workload.codeflare.dev", "v1beta2", "AppWrapper", "appwrappers"),
+    ("the AppWrapper controller", Some("workload.codeflare.dev/appwrapper-controller")),
+    true,
+    None,
+);
+
 /// Kueue v0.19.2's built-in integrations. Core and apps kinds first, then by group; the
 /// order is that of the RBAC rules generated from it.
 #[rustfmt::skip]
@@ -121,14 +165,9 @@ pub const KUEUE_FRAMEWORKS: &[KueueFramework] = &[
     framework("pod", ("", "v1", "Pod", "pods"), ("the kubelet", None), true, A_POD),
     framework("deployment", ("apps", "v1", "Deployment", "deployments"), (KUBE, None), false, REPLICAS),
     framework("statefulset", ("apps", "v1", "StatefulSet", "statefulsets"), (KUBE, None), true, REPLICAS),
-    framework("batch/job", ("batch", "v1", "Job", "jobs"), (KUBE, Some("kubernetes.io/job-controller")), true, A_JOB),
-    framework(
-        "jobset.x-k8s.io/jobset",
-        ("jobset.x-k8s.io", "v1alpha2", "JobSet", "jobsets"),
-        ("the JobSet controller", Some("jobset.sigs.k8s.io/jobset-controller")),
-        true,
-        REPLICATED_JOBS,
-    ),
+    framework("batch/job", ("batch", "v1", "Job", "jobs"), (KUBE, Some("kubernetes.io/job-controller")), true, A_JOB)
+        .with_sample(include_str!("kueue_samples/job.yaml")),
+    JOBSET,
     framework(
         "kubeflow.org/mpijob",
         ("kubeflow.org", "v2beta1", "MPIJob", "mpijobs"),
@@ -137,13 +176,7 @@ pub const KUEUE_FRAMEWORKS: &[KueueFramework] = &[
         None,
     ),
     framework("kubeflow.org/paddlejob", ("kubeflow.org", "v1", "PaddleJob", "paddlejobs"), TRAINING_OPERATOR, true, None),
-    framework(
-        "kubeflow.org/pytorchjob",
-        ("kubeflow.org", "v1", "PyTorchJob", "pytorchjobs"),
-        TRAINING_OPERATOR,
-        true,
-        PYTORCH_REPLICAS,
-    ),
+    PYTORCHJOB,
     framework("kubeflow.org/tfjob", ("kubeflow.org", "v1", "TFJob", "tfjobs"), TRAINING_OPERATOR, true, None),
     framework("kubeflow.org/xgboostjob", ("kubeflow.org", "v1", "XGBoostJob", "xgboostjobs"), TRAINING_OPERATOR, true, None),
     framework("kubeflow.org/jaxjob", ("kubeflow.org", "v1", "JAXJob", "jaxjobs"), TRAINING_OPERATOR, true, None),
@@ -157,13 +190,7 @@ pub const KUEUE_FRAMEWORKS: &[KueueFramework] = &[
     framework("ray.io/raycluster", ("ray.io", "v1", "RayCluster", "rayclusters"), KUBERAY, true, RAY_CLUSTER),
     framework("ray.io/rayjob", ("ray.io", "v1", "RayJob", "rayjobs"), KUBERAY, true, RAY_JOB),
     framework("ray.io/rayservice", ("ray.io", "v1", "RayService", "rayservices"), KUBERAY, true, None),
-    framework(
-        "workload.codeflare.dev/appwrapper",
-        ("workload.codeflare.dev", "v1beta2", "AppWrapper", "appwrappers"),
-        ("the AppWrapper controller", Some("workload.codeflare.dev/appwrapper-controller")),
-        true,
-        None,
-    ),
+    APPWRAPPER,
     framework(
         "leaderworkerset.x-k8s.io/leaderworkerset",
         ("leaderworkerset.x-k8s.io", "v1", "LeaderWorkerSet", "leaderworkersets"),

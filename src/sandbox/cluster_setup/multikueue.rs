@@ -19,7 +19,7 @@ const TOKEN_SECONDS: i64 = 7 * 24 * 3600;
 /// add-ons'.
 fn worker_kinds(integrations: &[Integration], addons: &[Addon]) -> Vec<JobResource> {
     let configured = integrations.iter().map(JobResource::of);
-    let added = addons.iter().map(|a| JobResource::new(a.spec().job_kind.group, a.spec().job_kind.plural));
+    let added = addons.iter().map(|a| a.spec().job_kind()).map(|kind| JobResource::new(kind.group, kind.plural));
     configured.chain(added).collect()
 }
 

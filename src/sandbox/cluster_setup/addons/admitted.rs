@@ -12,7 +12,7 @@ use crate::kube_util;
 /// A dry-run create of an empty job of the add-on's kind: refused by validation (an answer) or
 /// let through, but not failed because a webhook could not be called.
 pub async fn admits(client: &Client, addon: Addon) -> Result<(), kube::Error> {
-    let kind = &addon.spec().job_kind;
+    let kind = addon.spec().job_kind();
     let probe = json!({
         "apiVersion": kind.api_version(), "kind": kind.kind,
         "metadata": {"name": "kueue-ext-webhook-probe"}, "spec": {},

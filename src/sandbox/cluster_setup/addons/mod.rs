@@ -13,6 +13,7 @@ use std::path::PathBuf;
 use serde::{Deserialize, Serialize};
 
 use super::kustomize::{Kustomization, ManifestError};
+use crate::integrations::kueue_frameworks::{self, KueueFramework};
 use crate::sandbox::toolchain::ToolchainError;
 
 pub use admitted::{admits, wait_until_admitted};
@@ -52,10 +53,7 @@ pub struct AddonSpec {
     pub release: Release,
     pub kustomization: Kustomization,
     /// The job kind it runs, which Kueue queues and MultiKueue copies to the workers.
-    pub job_kind: JobKindRef,
-    /// Kueue's built-in integration of that kind, if it has one: on while no integrations file
-    /// configures the kind. A kind without one is queued only by an integrations file.
-    pub kueue_framework: Option<&'static str>,
+    pub job_kind: AddonJobKind,
     /// Its Deployment, as `config/default` names it (in-cluster installs).
     pub deployment: &'static str,
     /// Its release's other Deployments (on kind), which `up` waits for and `status` lists too.
@@ -125,6 +123,23 @@ pub enum GoBuild {
 }
 
 impl AddonSpec {
+    pub fn job_kind(&self) -> JobKindRef {
+        match &self.job_kind {
+            AddonJobKind::Kueues(f) => {
+                JobKindRef { group: f.group, version: f.version, kind: f.kind, plural: f.resource }
+            }
+            AddonJobKind::Configured(kind) => *kind,
+        }
+    }
+
+    /// Kueue's built-in integration of its kind, if it has one.
+    pub fn kueue_framework(&self) -> Option<&'static str> {
+        match &self.job_kind {
+            AddonJobKind::Kueues(f) => Some(f.name),
+            AddonJobKind::Configured(_) => None,
+        }
+    }
+
     /// The module's top directory of manifests (`config`, `manifests`), copied into the build's
     /// cache entry: the components and the release kustomization both lie under it.
     pub fn manifests_dir(&self) -> &'static str {
@@ -133,7 +148,16 @@ impl AddonSpec {
     }
 }
 
+/// The job kind an add-on runs.
+pub enum AddonJobKind {
+    /// One of Kueue's built-in integrations: on while no integrations file configures the kind.
+    Kueues(&'static KueueFramework),
+    /// A kind Kueue does not integrate, queued only by an integrations file.
+    Configured(JobKindRef),
+}
+
 /// A job kind by group, version, kind and resource.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct JobKindRef {
     pub group: &'static str,
     pub version: &'static str,
@@ -177,8 +201,7 @@ const JOBSET: AddonSpec = AddonSpec {
     components: "config/components",
     release: Release::Kustomization("config/default"),
     kustomization: Kustomization { namespace: "jobset-system", name_prefix: "jobset-" },
-    job_kind: JobKindRef { group: "jobset.x-k8s.io", version: "v1alpha2", kind: "JobSet", plural: "jobsets" },
-    kueue_framework: Some("jobset.x-k8s.io/jobset"),
+    job_kind: AddonJobKind::Kueues(&kueue_frameworks::JOBSET),
     deployment: "jobset-controller-manager",
     other_deployments: &[],
     not_a_local_process: None,
@@ -195,13 +218,7 @@ const APPWRAPPER: AddonSpec = AddonSpec {
     components: "config",
     release: Release::Kustomization("config/default"),
     kustomization: Kustomization { namespace: "appwrapper-system", name_prefix: "appwrapper-" },
-    job_kind: JobKindRef {
-        group: "workload.codeflare.dev",
-        version: "v1beta2",
-        kind: "AppWrapper",
-        plural: "appwrappers",
-    },
-    kueue_framework: Some("workload.codeflare.dev/appwrapper"),
+    job_kind: AddonJobKind::Kueues(&kueue_frameworks::APPWRAPPER),
     deployment: "appwrapper-controller-manager",
     other_deployments: &[],
     not_a_local_process: Some(
@@ -221,8 +238,7 @@ const KUBEFLOW: AddonSpec = AddonSpec {
     components: "manifests/base",
     release: Release::Kustomization("manifests/overlays/standalone"),
     kustomization: Kustomization { namespace: "kubeflow", name_prefix: "" },
-    job_kind: JobKindRef { group: "kubeflow.org", version: "v1", kind: "PyTorchJob", plural: "pytorchjobs" },
-    kueue_framework: Some("kubeflow.org/pytorchjob"),
+    job_kind: AddonJobKind::Kueues(&kueue_frameworks::PYTORCHJOB),
     deployment: "training-operator",
     other_deployments: &[],
     not_a_local_process: Some(
@@ -255,8 +271,12 @@ const TEKTON: AddonSpec = AddonSpec {
     // optional parts of the release that a sandbox does without.
     release: Release::Files { dir: "config", skip: &["resolvers", "events.yaml", "webhook-hpa.yaml"] },
     kustomization: Kustomization { namespace: "tekton-pipelines", name_prefix: "tekton-pipelines-" },
-    job_kind: JobKindRef { group: "tekton.dev", version: "v1", kind: "PipelineRun", plural: "pipelineruns" },
-    kueue_framework: None,
+    job_kind: AddonJobKind::Configured(JobKindRef {
+        group: "tekton.dev",
+        version: "v1",
+        kind: "PipelineRun",
+        plural: "pipelineruns",
+    }),
     deployment: "tekton-pipelines-controller",
     other_deployments: &["tekton-pipelines-webhook"],
     not_a_local_process: Some(
@@ -322,28 +342,5 @@ impl AddonError {
 /// Kueue's built-in frameworks the add-ons bring: an add-on's kind is queued by Kueue's own
 /// integration unless an integrations file configures it (then ours replaces Kueue's).
 pub fn kueue_frameworks(addons: &[Addon]) -> Vec<&'static str> {
-    addons.iter().filter_map(|addon| addon.spec().kueue_framework).collect()
-}
-
-#[cfg(test)]
-mod tests {
-    use clap::ValueEnum;
-
-    use super::*;
-    use crate::integrations::kueue_frameworks;
-
-    /// An add-on's kind, where Kueue integrates it, is the kind of Kueue's row.
-    #[test]
-    fn an_add_ons_kueue_framework_is_of_its_job_kind() {
-        for spec in Addon::value_variants().iter().map(|a| a.spec()) {
-            let Some(name) = spec.kueue_framework else { continue };
-            let kueues = kueue_frameworks::by_name(name).unwrap_or_else(|| panic!("{name} is one of Kueue's"));
-            let kind = &spec.job_kind;
-            assert_eq!(
-                (kind.group, kind.version, kind.kind, kind.plural),
-                (kueues.group, kueues.version, kueues.kind, kueues.resource),
-                "{name}"
-            );
-        }
-    }
+    addons.iter().filter_map(|addon| addon.spec().kueue_framework()).collect()
 }
