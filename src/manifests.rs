@@ -174,21 +174,41 @@ fn named_rule(group: &str, resources: &[&str], names: &[&str], verbs: &[&str]) -
     rule
 }
 
-const CERT_VERBS: [&str; 5] = ["get", "list", "watch", "update", "patch"];
-
-pub fn rbac() -> Vec<Value> {
-    rbac_for_kueue(KUEUE_SERVICE_ACCOUNT)
+/// Who writes the webhook's serving pair into [`WEBHOOK_CERT_SECRET`] and its CA into the
+/// `caBundle` of our webhook configurations.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum CertWriter {
+    /// The controller's leader, into the Secret an install makes empty.
+    #[default]
+    Controller,
+    /// cert-manager (`install --cert-manager`): the controller only reads both.
+    CertManager,
 }
 
-/// [`rbac`] with Kueue running as `kueue` (namespace, ServiceAccount): what an install finds on
-/// the cluster.
-pub fn rbac_for_kueue(kueue: (&str, &str)) -> Vec<Value> {
+impl CertWriter {
+    /// The controller's verbs on the Secret and on our webhook configurations: reading them
+    /// tells a replica what to serve and whether the API server trusts it.
+    fn verbs(self) -> &'static [&'static str] {
+        match self {
+            CertWriter::Controller => &["get", "list", "watch", "update", "patch"],
+            CertWriter::CertManager => &READ,
+        }
+    }
+}
+
+pub fn rbac() -> Vec<Value> {
+    rbac_for_kueue(KUEUE_SERVICE_ACCOUNT, CertWriter::Controller)
+}
+
+/// [`rbac`] with Kueue running as `kueue` (namespace, ServiceAccount) and the certificate
+/// written by `writer`: what an install finds on the cluster, and what it is asked to do.
+pub fn rbac_for_kueue(kueue: (&str, &str), writer: CertWriter) -> Vec<Value> {
     let role = |name: &str, rules: Value| json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole", "metadata": {"name": name}, "rules": rules});
     let webhook_configurations = named_rule(
         "admissionregistration.k8s.io",
         &["mutatingwebhookconfigurations", "validatingwebhookconfigurations"],
         &WEBHOOK_CONFIGURATIONS,
-        &CERT_VERBS,
+        writer.verbs(),
     );
     let mut objects = vec![
         namespace(),
@@ -207,7 +227,8 @@ pub fn rbac_for_kueue(kueue: (&str, &str)) -> Vec<Value> {
         vec![rule(&["coordination.k8s.io"], &["leases"], &["get", "list", "watch", "create", "update", "patch"])],
     ));
     // Its own certificate Secret, which the install creates (create cannot be limited by name).
-    objects.extend(namespaced_role(CERT_ROLE, vec![named_rule("", &["secrets"], &[WEBHOOK_CERT_SECRET], &CERT_VERBS)]));
+    objects
+        .extend(namespaced_role(CERT_ROLE, vec![named_rule("", &["secrets"], &[WEBHOOK_CERT_SECRET], writer.verbs())]));
     objects
 }
 
@@ -513,74 +534,5 @@ fn parts() -> Vec<(&'static str, Vec<Value>)> {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::integrations::registry::KindRegistry;
-
-    #[test]
-    fn manifests_dir_matches_the_code() {
-        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("manifests");
-        for (name, text) in files() {
-            let on_disk = std::fs::read_to_string(dir.join(name)).unwrap_or_default();
-            assert!(on_disk == text, "manifests/{name} is stale: run `cargo run -- manifests --write manifests`");
-        }
-    }
-
-    #[test]
-    fn controller_rbac_is_least_privilege() {
-        for rules in [controller_rules(), kueue_rules()] {
-            for rule in rules.as_array().unwrap() {
-                for field in ["apiGroups", "resources", "verbs"] {
-                    assert!(!rule[field].as_array().unwrap().contains(&json!("*")), "wildcard {field} in {rule}");
-                }
-                assert!(!rule["resources"].as_array().unwrap().contains(&json!("secrets")), "{rule}");
-            }
-        }
-    }
-
-    #[test]
-    fn webhooks_fail_closed_and_point_at_the_endpoint() {
-        let hooks = webhooks(&Endpoint::Url { base: "https://127.0.0.1:9".into(), ca_bundle_b64: "Q0E=" });
-        let mutating = &hooks[0]["webhooks"][0];
-        assert_eq!(mutating["failurePolicy"], "Fail");
-        assert_eq!(mutating["clientConfig"]["url"], "https://127.0.0.1:9/mutate-kueue-ext-dev-v1alpha1-externaljob");
-        assert_eq!(hooks[1]["webhooks"][0]["rules"][0]["operations"], json!(["CREATE", "UPDATE"]));
-        let in_cluster = webhooks(&Endpoint::Service { ca_bundle_b64: Some("Q0E=") });
-        let config = &in_cluster[1]["webhooks"][1]["clientConfig"];
-        assert_eq!(config["caBundle"], "Q0E=");
-        assert_eq!(config["service"]["name"], WEBHOOK_SERVICE);
-        assert_eq!(service()["spec"]["ports"][0]["port"], config["service"]["port"]);
-    }
-
-    #[test]
-    fn a_deployment_with_integrations_mounts_and_reads_the_file() {
-        let mut deployment = deployment("example/controller:v1");
-        read_integrations(&mut deployment);
-        let pod = &deployment["spec"]["template"]["spec"];
-        let args = pod["containers"][0]["args"].as_array().unwrap();
-        assert_eq!(args.last().unwrap(), "--integrations=/config/integrations.yaml");
-        assert_eq!(pod["containers"][0]["volumeMounts"][0]["mountPath"], "/config");
-        let integrations: Vec<Integration> =
-            KindRegistry::built_in().kinds().iter().map(|k| k.description().as_ref().clone()).collect();
-        let config_map = integrations_config_map(&integrations).unwrap();
-        assert_eq!(pod["volumes"][0]["configMap"]["name"], config_map["metadata"]["name"]);
-        let file = config_map["data"]["integrations.yaml"].as_str().unwrap();
-        let read = config::IntegrationConfig::parse("integrations.yaml", file).unwrap();
-        assert_eq!(read.integrations, integrations, "the ConfigMap holds the file the controller reads");
-    }
-
-    #[test]
-    fn the_deployment_runs_unprivileged_behind_its_service() {
-        let deployment = deployment("example/controller:v1");
-        let pod = &deployment["spec"]["template"]["spec"];
-        let container = &pod["containers"][0];
-        assert_eq!(container["image"], "example/controller:v1");
-        assert_eq!(pod["serviceAccountName"], SERVICE_ACCOUNT);
-        assert_eq!(container["readinessProbe"]["httpGet"]["path"], "/readyz");
-        assert!(container["resources"]["requests"]["cpu"].is_string());
-        assert_eq!(container["securityContext"]["readOnlyRootFilesystem"], true);
-        assert!(container["args"].as_array().unwrap().contains(&json!("--cert-secret=kueue-ext-webhook-cert")));
-        assert_eq!(service()["spec"]["selector"], deployment["spec"]["selector"]["matchLabels"]);
-        assert_eq!(deployment["spec"]["template"]["metadata"]["labels"], deployment["spec"]["selector"]["matchLabels"]);
-    }
-}
+#[path = "manifests_tests.rs"]
+mod tests;

@@ -3,7 +3,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
 
-use crate::controller::certs::{SecretSource, parse_validity};
+use crate::controller::certs::{Renewal, SecretSource, parse_validity};
 use crate::controller::{self, Options, ServingCertificate};
 use crate::integrations::declarative::config::IntegrationConfig;
 use crate::jobframework::reconciler::Config;
@@ -35,6 +35,10 @@ pub struct Args {
     /// two thirds of the way through.
     #[arg(long, value_name = "DURATION", default_value = "8760h", value_parser = parse_validity)]
     pub cert_validity: Duration,
+    /// cert-manager keeps --cert-secret and the webhook configurations' caBundle (`install
+    /// --cert-manager`): serve what the Secret holds, reloading it on renewal, and write neither.
+    #[arg(long, requires = "cert_secret", conflicts_with = "cert_validity")]
+    pub cert_manager: bool,
     /// Manage jobs that name no queue too (Kueue's manageJobsWithoutQueueName).
     #[arg(long)]
     pub manage_jobs_without_queue_name: bool,
@@ -83,7 +87,11 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
         (None, Some(name)) => ServingCertificate::Secret(SecretSource {
             namespace: args.cert_namespace.unwrap_or(args.leader_elect_namespace),
             name,
-            validity: args.cert_validity,
+            renewal: if args.cert_manager {
+                Renewal::ByCertManager
+            } else {
+                Renewal::ByLeader { validity: args.cert_validity }
+            },
         }),
         (None, None) => anyhow::bail!("give --cert-dir or --cert-secret"),
     };

@@ -11,10 +11,10 @@ use serde_json::{Value, json};
 
 use super::output::{self, Output};
 use super::submit::DryRun;
-use crate::install::{self, KueueChange, Options, Plan, UninstallOptions};
+use crate::install::{self, InstallError, KueueChange, Options, Plan, UninstallOptions};
 use crate::integrations::declarative::config::IntegrationConfig;
 use crate::kube_util;
-use crate::manifests;
+use crate::manifests::{self, CertWriter};
 use crate::sandbox;
 use crate::sandbox::progress::Progress;
 
@@ -54,10 +54,14 @@ pub struct Args {
     /// Integrations file: further job kinds (their CRDs must be installed), as `up` takes.
     #[arg(long, value_name = "FILE")]
     pub integrations: Option<PathBuf>,
-    /// How long the webhook's serving certificate lasts; the controller renews it at 2/3 of that
-    /// (Go duration) [default: 8760h]
+    /// How long the webhook's serving certificate lasts; the controller (or cert-manager) renews
+    /// it at 2/3 of that (Go duration) [default: 8760h; with --cert-manager, cert-manager's 2160h]
     #[arg(long, value_name = "DURATION", value_parser = go_duration)]
     pub cert_validity: Option<String>,
+    /// Have cert-manager issue the webhook's certificate (a Certificate from an Issuer chain in
+    /// kueue-ext-system) and inject its CA, instead of the controller. cert-manager must be installed.
+    #[arg(long)]
+    pub cert_manager: bool,
     /// Leave Kueue's Configuration alone and print the entries to add to it instead.
     #[arg(long)]
     pub no_kueue_config: bool,
@@ -123,10 +127,16 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
         image: image(&args, &client, &context).await?,
         integrations,
         cert_validity: args.cert_validity.clone(),
+        cert_writer: if args.cert_manager { CertWriter::CertManager } else { CertWriter::Controller },
         kueue_config: !args.no_kueue_config,
         dry_run: args.dry_run == DryRun::Server,
     };
-    let plan = install::plan(&client, &options).await?;
+    let plan = install::plan(&client, &options).await.map_err(|e| match e {
+        refused @ (InstallError::Preflight(_) | InstallError::SwitchingCertWriter { .. }) => {
+            anyhow::Error::from(refused).context(format!("nothing was written to {context}"))
+        }
+        e => e.into(),
+    })?;
     if args.dry_run == DryRun::Client {
         print_plan(&plan, args.output.unwrap_or(Output::Yaml))?;
         return Ok(ExitCode::SUCCESS);

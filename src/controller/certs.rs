@@ -6,6 +6,9 @@
 //!
 //! Only the leader writes, and it writes the bundles before the Secret: the API server trusts a
 //! pair before any replica can serve it.
+//!
+//! Under cert-manager (`install --cert-manager`) no replica writes: every one serves and reloads
+//! what a Certificate keeps in the Secret, ready once cert-manager's CA injector made it trusted.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -58,12 +61,21 @@ const RETRY: Duration = Duration::from_secs(5);
 const SHORTEST: Duration = Duration::from_secs(60);
 const LONGEST: Duration = Duration::from_secs(100 * 365 * 24 * 3600);
 
-/// Where the controller keeps its serving certificate, and for how long each one is valid.
+/// The Secret the controller serves its certificate from, and who renews it.
 #[derive(Clone, Debug)]
 pub struct SecretSource {
     pub namespace: String,
     pub name: String,
-    pub validity: Duration,
+    pub renewal: Renewal,
+}
+
+/// Who writes the serving pair into the Secret and its CA into the webhook configurations.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Renewal {
+    /// The leader, each pair valid for `validity`.
+    ByLeader { validity: Duration },
+    /// cert-manager: a Certificate into the Secret, its CA injector into the `caBundle`s.
+    ByCertManager,
 }
 
 /// `--cert-validity`: a Go duration from a minute to a century.
@@ -125,15 +137,31 @@ impl ServingPair {
     /// The pair `secret` holds, if it is whole and valid at `now`: the certificate matches the
     /// key and its own bundle trusts it. Otherwise why not, for the log.
     pub fn from_secret(secret: &Secret, now: OffsetDateTime) -> Result<ServingPair, String> {
+        Self::read(secret, now, |_| Ok((annotated_time(secret, NOT_BEFORE)?, annotated_time(secret, NOT_AFTER)?)))
+    }
+
+    /// As [`Self::from_secret`], for a Secret cert-manager wrote: it annotates no dates, so they
+    /// are read from the certificate.
+    pub fn from_cert_manager_secret(secret: &Secret, now: OffsetDateTime) -> Result<ServingPair, String> {
+        Self::read(secret, now, validity_of)
+    }
+
+    fn read(
+        secret: &Secret,
+        now: OffsetDateTime,
+        dates: impl FnOnce(&str) -> Result<(OffsetDateTime, OffsetDateTime), String>,
+    ) -> Result<ServingPair, String> {
         if secret.data.as_ref().is_none_or(|data| data.is_empty()) {
             return Err("it holds no certificate yet".into());
         }
+        let cert_pem = text(secret, CERT).ok_or(format!("it has no {CERT}"))?;
+        let (not_before, not_after) = dates(&cert_pem)?;
         let pair = ServingPair {
-            cert_pem: text(secret, CERT).ok_or(format!("it has no {CERT}"))?,
+            cert_pem,
             key_pem: text(secret, KEY).ok_or(format!("it has no {KEY}"))?,
             ca_bundle: text(secret, CA).ok_or(format!("it has no {CA}"))?,
-            not_before: annotated_time(secret, NOT_BEFORE)?,
-            not_after: annotated_time(secret, NOT_AFTER)?,
+            not_before,
+            not_after,
         };
         pair.certified_key().map_err(|e| format!("its {CERT} and {KEY} do not make a pair: {e}"))?;
         if !pair.trusted_by(pair.ca_bundle.as_bytes(), now) {
@@ -228,6 +256,14 @@ fn annotated_time(secret: &Secret, key: &str) -> Result<OffsetDateTime, String> 
     let value = secret.annotations().get(key).ok_or(format!("it has no annotation {key}"))?;
     OffsetDateTime::parse(value, &Rfc3339)
         .map_err(|e| format!("its annotation {key}={value:?} is no RFC 3339 time: {e}"))
+}
+
+/// The validity of the first certificate of `cert_pem`.
+fn validity_of(cert_pem: &str) -> Result<(OffsetDateTime, OffsetDateTime), String> {
+    let unreadable = |e: String| format!("its {CERT} is not a PEM certificate: {e}");
+    let (_, pem) = x509_parser::pem::parse_x509_pem(cert_pem.as_bytes()).map_err(|e| unreadable(e.to_string()))?;
+    let cert = pem.parse_x509().map_err(|e| unreadable(e.to_string()))?;
+    Ok((cert.validity().not_before.to_datetime(), cert.validity().not_after.to_datetime()))
 }
 
 /// The certificates of a PEM bundle, each as its own PEM text.
@@ -430,12 +466,17 @@ impl Keeper {
     /// Publishes the Secret's pair, renews it or repairs the bundles if this replica leads, and
     /// says whether the API server trusts the pair served. Returns how long to wait at most.
     async fn pass(&self, seen: &Seen, leads: bool, now: OffsetDateTime) -> Result<Duration, KeepError> {
+        let secret_ref = format!("{}/{}", self.source.namespace, self.source.name);
+        let by_cert_manager = self.source.renewal == Renewal::ByCertManager;
         let secret = match seen {
             Seen::Unlisted => return Ok(CHECK_EVERY),
+            Seen::Missing if by_cert_manager => {
+                info!(secret = %secret_ref, "waiting for cert-manager to issue the webhook certificate into its Secret");
+                return Ok(CHECK_EVERY);
+            }
             Seen::Missing => {
-                let (namespace, name) = (&self.source.namespace, &self.source.name);
                 warn!(
-                    secret = %format!("{namespace}/{name}"),
+                    secret = %secret_ref,
                     "the install is incomplete: the Secret for the webhook certificate is missing, and the \
                      controller may not create it (`kubectl kueue-ext install` does); waiting for it"
                 );
@@ -443,22 +484,30 @@ impl Keeper {
             }
             Seen::Found(secret) => secret,
         };
-        let stored = ServingPair::from_secret(secret, now);
+        // Under cert-manager, the leader writes no more than the other replicas: nothing.
+        let renews = match self.source.renewal {
+            Renewal::ByLeader { validity } if leads => Some(validity),
+            _ => None,
+        };
+        let read = if by_cert_manager { ServingPair::from_cert_manager_secret } else { ServingPair::from_secret };
+        let stored = read(secret, now);
         if let Ok(pair) = &stored {
             self.publish(pair);
         }
         let mut configurations = self.read_configurations().await?;
         let wait = match stored {
             Ok(pair) if !pair.renewal_due(now) => {
-                if leads {
+                if renews.is_some() {
                     self.repair(&mut configurations, &pair, now).await?;
                 }
                 CHECK_EVERY.min((pair.renewal_at() - now).try_into().unwrap_or_default())
             }
             stale => {
-                if leads {
-                    let why = stale.map_or_else(|why| why, |pair| format!("due since {}", rfc3339(pair.renewal_at())));
-                    self.renew(secret, &mut configurations, &why, now).await?;
+                let why = stale.map_or_else(|why| why, |pair| format!("due since {}", rfc3339(pair.renewal_at())));
+                match renews {
+                    Some(validity) => self.renew(secret, &mut configurations, validity, &why, now).await?,
+                    None if by_cert_manager => info!(secret = %secret_ref, reason = why, "waiting for cert-manager"),
+                    None => {}
                 }
                 CHECK_EVERY
             }
@@ -513,11 +562,12 @@ impl Keeper {
         &self,
         secret: &Secret,
         configurations: &mut [Configuration],
+        validity: Duration,
         why: &str,
         now: OffsetDateTime,
     ) -> Result<(), KeepError> {
         let current_bundle = text(secret, CA);
-        let fresh = ServingPair::issue(&webhook_dns_names(), self.source.validity, now, current_bundle.as_deref())?;
+        let fresh = ServingPair::issue(&webhook_dns_names(), validity, now, current_bundle.as_deref())?;
         for configuration in configurations.iter_mut() {
             set_bundle(configuration, &fresh.ca_bundle).await?;
         }

@@ -97,6 +97,18 @@ fn a_bundle_trusts_the_pairs_its_cas_signed_while_they_are_valid() {
 }
 
 #[test]
+fn a_pair_cert_manager_wrote_is_read_with_the_dates_of_its_certificate() {
+    let pair = issue(at(0), HOUR, None);
+    let mut written = pair.written_into(empty_secret());
+    written.metadata.annotations = None;
+    assert!(ServingPair::from_secret(&written, at(60)).unwrap_err().contains(NOT_BEFORE), "not ours");
+    assert_eq!(ServingPair::from_cert_manager_secret(&written, at(60)), Ok(pair));
+    let data = written.data.as_mut().unwrap();
+    data.insert(CERT.into(), ByteString(b"not PEM".to_vec()));
+    assert!(ServingPair::from_cert_manager_secret(&written, at(60)).unwrap_err().contains("not a PEM certificate"));
+}
+
+#[test]
 fn a_pair_round_trips_through_the_secret_keeping_the_rest() {
     let pair = issue(at(0), HOUR, None);
     let mut secret = empty_secret();
@@ -218,7 +230,8 @@ fn cluster(mutating: Value, validating: Value, patched: Option<Value>) -> (Keepe
         (Method::PUT, SECRET_PATH) => Ok(serde_json::to_value(empty_secret()).unwrap()),
         _ => Err(500),
     });
-    let source = SecretSource { namespace: NAMESPACE.into(), name: "kueue-ext-webhook-cert".into(), validity: HOUR };
+    let renewal = Renewal::ByLeader { validity: HOUR };
+    let source = SecretSource { namespace: NAMESPACE.into(), name: "kueue-ext-webhook-cert".into(), renewal };
     let (pairs, published) = watch::channel(None);
     let trusted = Arc::new(AtomicBool::new(false));
     let keeper = Keeper {

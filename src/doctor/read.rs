@@ -19,6 +19,7 @@ use super::facts::{
 use crate::api::condition::{self, Condition};
 use crate::api::kueue::{ADMITTED, FINISHED, MULTIKUEUE_ORIGIN_LABEL, QUEUE_NAME_LABEL, Role};
 use crate::api::wrapped_job::WRAPPED_JOB_LABEL;
+use crate::install::cert_manager::CERTIFICATE_NAME_ANNOTATION;
 use crate::install::kueue_config::{self, KueueConfigError, KueueDeployment, List, edit};
 use crate::install::preflight::{self, PreflightError};
 use crate::integrations::registry::{JobKind, KindRegistry, Origin};
@@ -193,6 +194,9 @@ async fn controller(
         facts.webhook_refusal = kube_util::webhooks_answer(client, &probe).await.err().map(|e| in_words(&e));
     }
     match Api::<Secret>::namespaced(client.clone(), NAMESPACE).get_opt(WEBHOOK_CERT_SECRET).await {
+        // cert-manager's Secret (`install --cert-manager`) has no dates of ours: its Certificate
+        // says when it renews, and cert-manager renews it, not our leader.
+        Ok(Some(secret)) if secret.annotations().contains_key(CERTIFICATE_NAME_ANNOTATION) => {}
         Ok(Some(secret)) => {
             let annotation = |key: &str| secret.annotations().get(key).cloned();
             facts.certificate =

@@ -4,6 +4,7 @@
 //! the webhook answers. `uninstall` takes out the same objects and entries. The kind sandbox
 //! installs through here too.
 
+pub mod cert_manager;
 pub mod kueue_config;
 pub mod preflight;
 mod uninstall;
@@ -19,7 +20,7 @@ use k8s_openapi::api::core::v1::ConfigMap;
 
 use crate::integrations::declarative::config::{self, Integration, IntegrationConfig};
 use crate::kube_util::{self, Applied, ApplyError, wait};
-use crate::manifests::{self, Endpoint};
+use crate::manifests::{self, CertWriter, Endpoint};
 pub use kueue_config::{KueueConfigError, KueueDeployment};
 pub use preflight::PreflightError;
 pub use uninstall::{UninstallError, UninstallOptions, uninstall};
@@ -35,6 +36,8 @@ pub struct Options {
     pub integrations: Vec<Integration>,
     /// How long the controller's serving certificate lasts (Go duration), when not its default.
     pub cert_validity: Option<String>,
+    /// Who keeps that certificate: the controller, or cert-manager (`--cert-manager`).
+    pub cert_writer: CertWriter,
     /// Add our kinds to Kueue's Configuration and restart Kueue (else only say what to add).
     pub kueue_config: bool,
     /// Ask the API server to check every write without making it.
@@ -57,6 +60,19 @@ pub enum InstallError {
     Rollout(#[from] wait::TimedOut<wait::Unavailable>),
     #[error(transparent)]
     Webhook(#[from] wait::TimedOut<kube::Error>),
+    #[error("{0}")]
+    CertValidity(String),
+    #[error("reading Deployment {}/{}: {source}", manifests::NAMESPACE, manifests::DEPLOYMENT)]
+    ReadingDeployment {
+        #[source]
+        source: kube::Error,
+    },
+    #[error(
+        "kueue-ext is installed with {}; switching in place to {} would have the API server refuse jobs of our kinds while the replicas roll: `uninstall` first (with --force while jobs of our kinds exist: they stay, and the new install manages them again), then install",
+        cert_manager::describe(*installed),
+        cert_manager::describe(*asked)
+    )]
+    SwitchingCertWriter { installed: CertWriter, asked: CertWriter },
 }
 
 impl From<KueueConfigError> for InstallError {
@@ -86,25 +102,38 @@ pub enum KueueChange {
 }
 
 /// The objects of an install for Kueue running as `kueue`: definitions first, the webhook
-/// configurations before the controller (which fills in their `caBundle` as it starts), every
-/// object labelled as ours.
+/// configurations before the controller (which, or cert-manager's injector, fills in their
+/// `caBundle`), every object labelled as ours.
 pub fn objects(options: &Options, kueue: &KueueDeployment) -> Result<Vec<Value>, InstallError> {
     let mut objects = manifests::crds();
-    objects.extend(manifests::rbac_for_kueue((&kueue.namespace, &kueue.service_account)));
+    objects.extend(manifests::rbac_for_kueue((&kueue.namespace, &kueue.service_account), options.cert_writer));
     objects.extend(manifests::configured_rbac(&options.integrations));
     let mut deployment = manifests::deployment(&options.image);
     if !options.integrations.is_empty() {
         objects.push(manifests::integrations_config_map(&options.integrations).map_err(InstallError::Render)?);
         manifests::read_integrations(&mut deployment);
     }
-    if let Some(validity) = &options.cert_validity {
-        let args = &mut deployment["spec"]["template"]["spec"]["containers"][0]["args"];
-        args.as_array_mut().into_iter().for_each(|args| args.push(format!("--cert-validity={validity}").into()));
-    }
-    objects.push(manifests::cert_secret());
     let endpoint = Endpoint::Service { ca_bundle_b64: None };
-    objects.extend(manifests::webhooks(&endpoint));
-    objects.extend(manifests::configured_webhooks(&endpoint, &options.integrations));
+    let mut webhooks = manifests::webhooks(&endpoint);
+    webhooks.extend(manifests::configured_webhooks(&endpoint, &options.integrations));
+    match options.cert_writer {
+        CertWriter::Controller => {
+            if let Some(validity) = &options.cert_validity {
+                let args = &mut deployment["spec"]["template"]["spec"]["containers"][0]["args"];
+                args.as_array_mut()
+                    .into_iter()
+                    .for_each(|args| args.push(format!("--cert-validity={validity}").into()));
+            }
+            objects.push(manifests::cert_secret());
+        }
+        // cert-manager makes the Secret: an install that made it too would own a field of it.
+        CertWriter::CertManager => {
+            cert_manager::serving_only(&mut deployment);
+            objects.extend(cert_manager::objects(options.cert_validity.as_deref()));
+            webhooks = webhooks.into_iter().map(cert_manager::injected).collect();
+        }
+    }
+    objects.extend(webhooks);
     objects.extend([deployment, manifests::service(), manifests::disruption_budget()]);
     Ok(objects.into_iter().map(manifests::labelled).collect())
 }
@@ -112,6 +141,17 @@ pub fn objects(options: &Options, kueue: &KueueDeployment) -> Result<Vec<Value>,
 /// Checks the cluster and works out what an install would write, writing nothing.
 pub async fn plan(client: &Client, options: &Options) -> Result<Plan, InstallError> {
     preflight::check(client, &options.integrations).await?;
+    if options.cert_writer == CertWriter::CertManager {
+        preflight::check_cert_manager(client).await?;
+        if let Some(validity) = &options.cert_validity {
+            cert_manager::check_validity(validity).map_err(InstallError::CertValidity)?;
+        }
+    }
+    let installed =
+        cert_manager::installed_writer(client).await.map_err(|source| InstallError::ReadingDeployment { source })?;
+    if let Some(installed) = installed.filter(|installed| *installed != options.cert_writer) {
+        return Err(InstallError::SwitchingCertWriter { installed, asked: options.cert_writer });
+    }
     let kueue = kueue_config::locate(client).await?;
     let frameworks = manifests::external_frameworks(&options.integrations);
     let kueue_change = if options.kueue_config {

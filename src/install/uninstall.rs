@@ -11,8 +11,8 @@ use kube::{Api, Client};
 use serde_json::Value;
 
 use super::{
-    InstallError, IntegrationsUnreadable, KueueDeployment, Options, installed_integrations, jobs_of, kueue_config,
-    objects,
+    InstallError, IntegrationsUnreadable, KueueDeployment, Options, cert_manager, installed_integrations, jobs_of,
+    kueue_config, objects,
 };
 use crate::integrations::declarative::config::Integration;
 use crate::integrations::registry;
@@ -90,7 +90,18 @@ pub async fn uninstall(
     // The objects' names do not depend on Kueue's ServiceAccount or the image.
     let any_kueue =
         KueueDeployment { namespace: String::new(), name: String::new(), service_account: String::new(), config: None };
-    let plan = Options { image: String::new(), integrations, cert_validity: None, kueue_config: false, dry_run: false };
+    // cert-manager's Issuers and Certificates only where it issued ours: elsewhere their kinds
+    // may not even be served.
+    let cert_writer =
+        cert_manager::installed_writer(client).await.map_err(|source| InstallError::ReadingDeployment { source })?;
+    let plan = Options {
+        image: String::new(),
+        integrations,
+        cert_validity: None,
+        cert_writer: cert_writer.unwrap_or_default(),
+        kueue_config: false,
+        dry_run: false,
+    };
     let ours = objects(&plan, &any_kueue)?;
     let (crds, rest): (Vec<Value>, Vec<Value>) =
         ours.into_iter().partition(|o| o["kind"] == "CustomResourceDefinition");

@@ -424,6 +424,7 @@ impl<K: KindTool, D: Docker> ClusterRuntime for KindRuntime<K, D> {
             image: prepared.image.clone(),
             integrations: plan.integrations.to_vec(),
             cert_validity: None,
+            cert_writer: Default::default(),
             kueue_config: false,
             dry_run: false,
         };

@@ -3,6 +3,7 @@
 //! as Kueue's documentation says, queues made by hand — then this project's commands for a
 //! user's own clusters.
 
+mod cert_manager;
 mod connect;
 mod install;
 
