@@ -11,6 +11,7 @@ mod pods;
 mod quota;
 #[cfg(test)]
 mod tests;
+mod workers;
 
 use serde::Serialize;
 
@@ -18,7 +19,7 @@ use crate::api::condition::Condition;
 use crate::api::kueue::{FINISHED, MULTIKUEUE_CONTROLLER, PODS_READY, QUOTA_RESERVED};
 use crate::jobframework::managed_by::Runner;
 use crate::model::snapshot::PodCounts;
-use crate::model::{JobRow, Mirror, Model, PodProblem, WorkloadFacts, WorkloadState, message_or_reason};
+use crate::model::{JobRow, Mirror, Model, PodProblem, WorkloadFacts, WorkloadState, capacity, message_or_reason};
 
 /// How a next step reads among the reasons.
 pub const NEXT: &str = "next: ";
@@ -52,6 +53,12 @@ impl Explanation {
 
     fn extend(&mut self, reasons: impl IntoIterator<Item = String>) {
         self.lines.extend(reasons.into_iter().map(Line::Reason));
+    }
+
+    fn extend_next(&mut self, step: Option<String>) {
+        if let Some(step) = step {
+            self.next(step);
+        }
     }
 
     /// A next step, said once: two reasons may call for the same.
@@ -149,6 +156,13 @@ fn unfinished(row: &JobRow, model: &Model, out: &mut Explanation) {
     if wl.state() == WorkloadState::Admitted {
         admitted(row, wl, model, out);
     } else {
+        // Kueue writes what the pod sets ask (`status.resourceRequests`) until it admits them.
+        if !wl.requests.is_empty() && through_multikueue(wl, queue, row, model) {
+            let fits = capacity::on_workers(model, &row.key.namespace, queue, &wl.requests);
+            let (sentence, step) = workers::sentences(&fits);
+            out.extend(sentence);
+            out.extend_next(step);
+        }
         for mirror in &row.mirrors {
             mirror_waiting(row, mirror, model, out);
         }
@@ -158,6 +172,19 @@ fn unfinished(row: &JobRow, model: &Model, out: &mut Explanation) {
             );
         }
     }
+}
+
+/// Whether the job's ClusterQueue on its cluster sends it to workers (a MultiKueue check).
+fn through_multikueue(wl: &WorkloadFacts, queue: &str, row: &JobRow, model: &Model) -> bool {
+    let cluster = &row.key.cluster;
+    let cq = match wl.cluster_queue() {
+        Some(name) => Some(name.to_string()),
+        None => model.local_queue(cluster, &row.key.namespace, queue).map(|lq| lq.cluster_queue.clone()),
+    };
+    let Some(cq) = cq.and_then(|name| model.cluster_queue(cluster, &name)) else { return false };
+    cq.admission_checks
+        .iter()
+        .any(|check| model.admission_check(cluster, check).is_some_and(|ac| ac.controller == MULTIKUEUE_CONTROLLER))
 }
 
 /// The LocalQueue the job names and the ClusterQueue behind it, when either keeps it out.

@@ -4,6 +4,7 @@
 //! [`Snapshot`], so every state has a fixture test and the TUI, `watch --once` and `explain`
 //! agree by construction.
 
+pub mod capacity;
 #[cfg(test)]
 pub mod fixtures;
 mod join;
@@ -112,7 +113,8 @@ pub struct WorkloadFacts {
     /// The worker MultiKueue chose (`status.clusterName`).
     pub cluster_name: Option<String>,
     pub nominated: Vec<String>,
-    /// What the pod sets ask in total, by resource, while not admitted (`status.resourceRequests`).
+    /// What the pod sets ask in total, by resource: `status.resourceRequests` until quota is
+    /// reserved, then the admission's `resourceUsage`.
     pub requests: BTreeMap<String, f64>,
     pub requeue_count: Option<i32>,
     pub requeue_at: Option<String>,
@@ -342,6 +344,8 @@ pub struct ClusterRow {
     pub kind_cluster: Option<String>,
     pub jobs: usize,
     pub workloads: usize,
+    /// Its ClusterQueues' quota and reservations, summed per flavor and resource.
+    pub quota: Vec<FlavorQuota>,
 }
 
 #[derive(Clone, Debug, Default, Serialize)]

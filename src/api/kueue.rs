@@ -112,6 +112,9 @@ pub struct PodSetAssignment {
     pub flavors: BTreeMap<String, String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub count: Option<i32>,
+    /// What the pod set holds of each resource, as a quantity.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub resource_usage: BTreeMap<String, String>,
 }
 
 #[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq)]

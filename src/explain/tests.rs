@@ -414,3 +414,44 @@ fn a_job_another_controller_manages_is_said_to_be_run_by_it() {
         )
     );
 }
+
+#[test]
+fn a_waiting_multikueue_job_names_the_workers_that_could_take_it() {
+    let mut snapshot = sandbox();
+    snapshot.clusters[1].cluster_queues = vec![object(cluster_queue("cluster-queue", "32", "128Gi", "30", None))];
+    for (name, cpu) in [("fits-one", "8"), ("fits-none", "100")] {
+        dispatched(
+            &mut snapshot,
+            &built_in_kind("ExternalJob"),
+            name,
+            |_, w| pending(w, "Pending", "couldn't assign flavors to pod set main", cpu),
+            None,
+        );
+    }
+    let lines = explain_job(&snapshot, "fits-one");
+    assert!(
+        lines.contains(
+            &"Workers: worker1 cannot now (8 cpu asked, 2 free in ClusterQueue cluster-queue); worker2 can fit it now \
+              (ClusterQueue cluster-queue)."
+                .to_string()
+        ),
+        "{lines:?}"
+    );
+    // Once the manager reserves quota, the admission says what the job holds.
+    dispatched(
+        &mut snapshot,
+        &built_in_kind("ExternalJob"),
+        "dispatching",
+        |_, w| {
+            reserved(w);
+            w["status"]["admission"]["podSetAssignments"][0]["resourceUsage"] = json!({"cpu": "8"});
+            check(w, "multikueue", "Pending", "");
+        },
+        None,
+    );
+    let lines = explain_job(&snapshot, "dispatching");
+    assert!(lines.iter().any(|l| l.starts_with("Workers: worker1 cannot now (8 cpu asked")), "{lines:?}");
+    let lines = explain_job(&snapshot, "fits-none");
+    assert!(lines.iter().any(|l| l.starts_with("No worker can ever admit it: it asks 100 cpu")), "{lines:?}");
+    assert!(lines.iter().any(|l| l.starts_with("next: ask for at most 32 cpu")), "{lines:?}");
+}

@@ -50,6 +50,7 @@ pub fn workload(job: &ExternalJob, admitted: bool) -> Workload {
             name: "workers".into(),
             flavors: [("cpu".to_string(), FLAVOR.to_string())].into(),
             count: Some(1),
+            resource_usage: Default::default(),
         }],
     });
     wl.status = Some(WorkloadStatus { conditions, admission, ..Default::default() });

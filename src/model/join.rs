@@ -6,6 +6,7 @@ use std::collections::{BTreeMap, HashMap, HashSet};
 use kube::ResourceExt;
 use kube::api::DynamicObject;
 
+use super::capacity;
 use super::queue_order::ClusterOrders;
 use super::{
     AdmissionCheckFacts, ClusterRow, JobCopy, JobEvent, JobKey, JobRow, LocalQueueFacts, Mirror, Model, QueueRow,
@@ -165,7 +166,7 @@ pub fn join(snapshot: &Snapshot) -> Model {
     let mut slots: Vec<Option<JobRow>> = jobs.into_iter().map(Some).collect();
     let jobs = order.into_iter().filter_map(|i| slots[i].take()).collect();
     let (queues, local_queues, admission_checks) = queues(snapshot);
-    Model { clusters: clusters(snapshot, manager_at), jobs, queues, local_queues, admission_checks }
+    Model { clusters: clusters(snapshot, manager_at, &queues), jobs, queues, local_queues, admission_checks }
 }
 
 fn manager_row(
@@ -336,7 +337,7 @@ fn kind_cluster(provider_ids: &[String]) -> Option<String> {
     names.all(|name| name == Some(first)).then(|| first.to_string())
 }
 
-fn clusters(snapshot: &Snapshot, manager_at: usize) -> Vec<ClusterRow> {
+fn clusters(snapshot: &Snapshot, manager_at: usize, queues: &[QueueRow]) -> Vec<ClusterRow> {
     let connections: BTreeMap<String, Option<Condition>> = snapshot
         .clusters
         .get(manager_at)
@@ -355,6 +356,7 @@ fn clusters(snapshot: &Snapshot, manager_at: usize) -> Vec<ClusterRow> {
             kind_cluster: kind_cluster(&c.provider_ids),
             jobs: c.jobs.iter().filter(|j| !is_component(j)).count(),
             workloads: c.workloads.len(),
+            quota: capacity::of_cluster(queues.iter().filter(|q| q.cluster == c.name)),
         })
         .collect();
     for (name, connection) in connections {
@@ -372,6 +374,7 @@ fn clusters(snapshot: &Snapshot, manager_at: usize) -> Vec<ClusterRow> {
                 kind_cluster: None,
                 jobs: 0,
                 workloads: 0,
+                quota: Vec::new(),
             });
         }
     }

@@ -63,11 +63,12 @@ struct RequeueState {
 
 pub fn workload(cluster: &str, object: &DynamicObject) -> WorkloadFacts {
     let status = WorkloadStatusFields::deserialize(&object.data["status"]).unwrap_or_default();
+    // Kueue empties resourceRequests once it reserves quota: the admission then says the same.
+    let asked = status.resource_requests.iter().map(|p| &p.resources);
+    let held = status.admission.iter().flat_map(|a| &a.pod_set_assignments).map(|p| &p.resource_usage);
     let mut requests = BTreeMap::new();
-    for pod_set in &status.resource_requests {
-        for (resource, amount) in &pod_set.resources {
-            *requests.entry(resource.clone()).or_insert(0.0) += quantity::parse(amount).unwrap_or_default();
-        }
+    for (resource, amount) in asked.chain(held).flatten() {
+        *requests.entry(resource.clone()).or_insert(0.0) += quantity::parse(amount).unwrap_or_default();
     }
     let shortfalls = condition::find(&status.conditions, QUOTA_RESERVED)
         .filter(|c| !c.is_true())

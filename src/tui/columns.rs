@@ -99,7 +99,28 @@ pub fn queue_cells(queue: &QueueRow) -> [String; 7] {
     ]
 }
 
-pub const CLUSTER_HEADERS: [&str; 7] = ["NAME", "ROLE", "CONTEXT", "WATCH", "MULTIKUEUE", "JOBS", "PROBLEMS"];
+pub const CLUSTER_HEADERS: [&str; 8] =
+    ["NAME", "ROLE", "CONTEXT", "WATCH", "MULTIKUEUE", "JOBS", "FREE/QUOTA", "PROBLEMS"];
+
+/// `cpu 2/32, memory 120Gi/128Gi`: what the cluster's ClusterQueues have free (nominal quota
+/// less reservations, never below 0) against their nominal quota; each flavor named where
+/// there are several (`spot cpu 2/8, on-demand cpu 0/4`).
+pub fn free(cluster: &ClusterRow) -> String {
+    let mut parts: Vec<String> = Vec::new();
+    let one_flavor = cluster.quota.windows(2).all(|w| w[0].flavor == w[1].flavor);
+    let mut flavor = one_flavor.then(|| cluster.quota.first().map(|q| &q.flavor)).flatten();
+    for q in &cluster.quota {
+        let amount = |v: f64| quantity::format(&q.resource, v);
+        let pair = format!("{} {}/{}", q.resource, amount((q.nominal - q.reserved).max(0.0)), amount(q.nominal));
+        if flavor == Some(&q.flavor) {
+            parts.push(pair);
+        } else {
+            parts.push(format!("{} {pair}", q.flavor));
+            flavor = Some(&q.flavor);
+        }
+    }
+    if parts.is_empty() { "-".into() } else { parts.join(", ") }
+}
 
 /// Whether the manager's MultiKueue reaches the cluster: `Active`, `ClientConnectionFailed`.
 pub fn connection(cluster: &ClusterRow) -> String {
@@ -110,7 +131,7 @@ pub fn connection(cluster: &ClusterRow) -> String {
     }
 }
 
-pub fn cluster_cells(cluster: &ClusterRow) -> [String; 7] {
+pub fn cluster_cells(cluster: &ClusterRow) -> [String; 8] {
     let role = match cluster.role {
         crate::model::snapshot::Role::Manager => "manager",
         crate::model::snapshot::Role::Worker => "worker",
@@ -127,6 +148,7 @@ pub fn cluster_cells(cluster: &ClusterRow) -> [String; 7] {
         },
         connection(cluster),
         cluster.jobs.to_string(),
+        free(cluster),
         if problems.is_empty() { "-".into() } else { problems.join("; ") },
     ]
 }
@@ -134,6 +156,7 @@ pub fn cluster_cells(cluster: &ClusterRow) -> [String; 7] {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::model::FlavorQuota;
 
     #[test]
     fn ages_read_like_kubectl() {
@@ -148,6 +171,37 @@ mod tests {
             assert_eq!(age(created, now), expected);
         }
     }
+
+    #[test]
+    fn free_quota_names_flavors_only_where_there_are_several() {
+        let quota = |flavor: &str, resource: &str, nominal: f64, reserved: f64| FlavorQuota {
+            flavor: flavor.into(),
+            resource: resource.into(),
+            nominal,
+            borrowing_limit: None,
+            reserved,
+            used: reserved,
+        };
+        let cluster = |quota: Vec<FlavorQuota>| ClusterRow {
+            name: "worker1".into(),
+            context: Some("ctx".into()),
+            role: crate::model::snapshot::Role::Worker,
+            reachable: true,
+            problems: Default::default(),
+            connection: None,
+            kind_cluster: None,
+            jobs: 0,
+            workloads: 0,
+            quota,
+        };
+        let one = cluster(vec![quota("default", "cpu", 32.0, 30.0), quota("default", "memory", 2.0 * GI, 3.0 * GI)]);
+        assert_eq!(free(&one), "cpu 2/32, memory 0/2Gi");
+        let two = cluster(vec![quota("on-demand", "cpu", 4.0, 4.0), quota("spot", "cpu", 8.0, 0.5)]);
+        assert_eq!(free(&two), "on-demand cpu 0/4, spot cpu 7500m/8");
+        assert_eq!(free(&cluster(Vec::new())), "-");
+    }
+
+    const GI: f64 = (1u64 << 30) as f64;
 
     #[test]
     fn pods_read_pending_running_succeeded_failed() {

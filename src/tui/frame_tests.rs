@@ -78,7 +78,7 @@ fn clusters_view() {
     app.update(join(&snapshot));
     keys(&mut app, &typed(":clusters"));
     keys(&mut app, &[KeyCode::Enter]);
-    insta::assert_snapshot!(frame(&app, 130, 9));
+    insta::assert_snapshot!(frame(&app, 140, 9));
 }
 
 #[test]

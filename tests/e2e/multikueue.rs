@@ -219,6 +219,66 @@ async fn multikueue_dispatches_jobs_to_workers_and_reports_back() {
     })
     .await;
 
+    // A job that waits is told which worker could take it, from the workers' quota: worker1
+    // full of a job of its own, worker2 free. One that no worker's quota can ever hold is
+    // admitted on the manager all the same (its 64 CPU are the workers' sum) and named so.
+    let worker1 = sandbox.client("worker1").await;
+    let local = apply_yaml(&worker1, &external_job("local-filler").requests("30", "1Gi").runs_for("10m").yaml()).await;
+    let uid = local[0]["metadata"]["uid"].as_str().unwrap().to_string();
+    eventually("worker1's own job to hold 30 of its 32 CPU", Duration::from_secs(60), || async {
+        match workloads_owned_by(&worker1, "default", &uid).await?.as_slice() {
+            [w] if condition_is(w, "QuotaReserved", "True") => Ok(()),
+            other => Err(format!("{other:?}")),
+        }
+    })
+    .await;
+    let never = apply_yaml(&manager, &external_job("never-fits").requests("50", "1Gi").yaml()).await.remove(0);
+    let uid = never["metadata"]["uid"].as_str().unwrap().to_string();
+    eventually("never-fits to hold 50 of the manager's 64 CPU", Duration::from_secs(60), || async {
+        match workloads_owned_by(&manager, "default", &uid).await?.as_slice() {
+            [w] if condition_is(w, "QuotaReserved", "True") => Ok(()),
+            other => Err(format!("{other:?}")),
+        }
+    })
+    .await;
+    let waits = apply_yaml(&manager, &external_job("waits").requests("16", "1Gi").yaml()).await.remove(0);
+    let uid = waits["metadata"]["uid"].as_str().unwrap().to_string();
+    eventually("waits to wait for the manager's quota", Duration::from_secs(60), || async {
+        match workloads_owned_by(&manager, "default", &uid).await?.as_slice() {
+            [w] if condition_is(w, "QuotaReserved", "False") && w["status"]["resourceRequests"].is_array() => Ok(()),
+            other => Err(format!("{other:?}")),
+        }
+    })
+    .await;
+    let explained = text(&sandbox.run("explain", &["externaljob/waits"]));
+    assert!(
+        explained.contains(
+            "Workers: worker1 cannot now (16 cpu asked, 2 free in ClusterQueue cluster-queue); worker2 can fit it now \
+             (ClusterQueue cluster-queue)."
+        ),
+        "{explained}"
+    );
+    let explained = text(&sandbox.run("explain", &["externaljob/never-fits"]));
+    assert!(
+        explained.contains(
+            "No worker can ever admit it: it asks 50 cpu, more than any worker's ClusterQueue can give (the most: \
+             worker1's ClusterQueue cluster-queue 32, worker2's ClusterQueue cluster-queue 32)"
+        ),
+        "{explained}"
+    );
+    let watched = sandbox.run("watch", &["--once", "-o", "json"]);
+    let watched: Value = serde_json::from_slice(&watched.stdout).unwrap_or_else(|e| panic!("{e}: {}", text(&watched)));
+    let free_cpu = |cluster: &str| {
+        let row = watched["clusters"].as_array().unwrap().iter().find(|c| c["name"] == cluster).cloned().unwrap();
+        let cpu = row["quota"].as_array().unwrap().iter().find(|q| q["resource"] == "cpu").cloned().unwrap();
+        cpu["nominal"].as_f64().unwrap() - cpu["reserved"].as_f64().unwrap()
+    };
+    assert_eq!(
+        (free_cpu("worker1"), free_cpu("worker2")),
+        (2.0, 32.0),
+        "watch --once -o json has each worker's free quota"
+    );
+
     // A worker that loses one of our CRDs is named, with what it lacks.
     let crds: Api<k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition> =
         Api::all(sandbox.client("worker2").await);
