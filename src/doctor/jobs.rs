@@ -5,28 +5,8 @@
 
 use super::{ClusterFacts, Facts, Finding, ObjectRef, Workload};
 use crate::api::kueue::MULTIKUEUE_CONTROLLER;
-use crate::model::QueueRow;
+use crate::model::{QueueRow, capacity};
 use crate::quantity;
-
-/// The most of `resource` one Workload can get from `queue` on its cluster: per flavor, its
-/// nominal quota and what the rest of its cohort could lend (up to its borrowing limit); the
-/// best flavor counts, since a pod set takes each resource from one flavor.
-fn most_of(cluster: &ClusterFacts, queue: &QueueRow, resource: &str) -> f64 {
-    let flavors = queue.quotas.iter().filter(|q| q.resource == resource);
-    let each = flavors.map(|own| {
-        let lent: f64 = match &queue.cohort {
-            Some(cohort) => {
-                let others =
-                    cluster.cluster_queues.iter().filter(|q| q.name != queue.name && q.cohort.as_ref() == Some(cohort));
-                let quotas = others.flat_map(|q| &q.quotas);
-                quotas.filter(|q| q.flavor == own.flavor && q.resource == resource).map(|q| q.nominal).sum()
-            }
-            None => 0.0,
-        };
-        own.nominal + own.borrowing_limit.map_or(lent, |limit| limit.min(lent))
-    });
-    each.fold(0.0, f64::max)
-}
 
 /// `worker`'s ClusterQueue that takes copies of jobs queued to `namespace/queue`.
 fn queue_on<'a>(worker: &'a ClusterFacts, namespace: &str, queue: &str) -> Option<&'a QueueRow> {
@@ -58,7 +38,7 @@ pub fn never_fits(facts: &Facts) -> Vec<Finding> {
         }
         for (resource, &asked) in &workload.requests {
             let most: Vec<(&ClusterFacts, &QueueRow, f64)> =
-                queues.iter().map(|(w, q)| (*w, *q, most_of(w, q, resource))).collect();
+                queues.iter().map(|(w, q)| (*w, *q, capacity::most_of(q, &w.cluster_queues, resource))).collect();
             if asked <= 0.0 || most.iter().any(|(_, _, m)| asked <= *m) {
                 continue;
             }

@@ -61,10 +61,11 @@ pub fn on_workers(model: &Model, namespace: &str, queue: &str, requests: &BTreeM
             let cq = model
                 .local_queue(&worker.name, namespace, queue)
                 .and_then(|lq| model.cluster_queue(&worker.name, &lq.cluster_queue));
+            let queues = model.queues.iter().filter(|q| q.cluster == worker.name);
             WorkerFit {
                 worker: worker.name.clone(),
                 cluster_queue: cq.map(|q| q.name.clone()),
-                fit: cq.map_or(Fit::NoQueue, |cq| fit(cq, requests)),
+                fit: cq.map_or(Fit::NoQueue, |cq| fit(cq, queues, requests)),
             }
         })
         .collect()
@@ -73,15 +74,19 @@ pub fn on_workers(model: &Model, namespace: &str, queue: &str, requests: &BTreeM
 /// Resource by resource: never where no flavor could ever hold it, else not now where none
 /// holds it free. Kueue gives each resource group one flavor; resources are judged apart here,
 /// which can only say "fits" too early, never "never" too soon.
-pub fn fit(queue: &QueueRow, requests: &BTreeMap<String, f64>) -> Fit {
+pub fn fit<'a>(
+    queue: &QueueRow,
+    cluster_queues: impl IntoIterator<Item = &'a QueueRow> + Clone,
+    requests: &BTreeMap<String, f64>,
+) -> Fit {
     let mut not_now = None;
     for (resource, &asked) in requests.iter().filter(|(_, asked)| **asked > 0.0) {
-        let flavors: Vec<&FlavorQuota> = queue.quotas.iter().filter(|q| &q.resource == resource).collect();
-        let most = flavors.iter().map(|q| most_of(queue, q)).fold(0.0, f64::max);
+        let most = most_of(queue, cluster_queues.clone(), resource);
         if asked > most {
             return Fit::Never { resource: resource.clone(), asked, most };
         }
-        let free = flavors.iter().map(|q| (q.nominal - q.reserved).max(0.0)).fold(0.0, f64::max);
+        let flavors = queue.quotas.iter().filter(|q| &q.resource == resource);
+        let free = flavors.map(|q| (q.nominal - q.reserved).max(0.0)).fold(0.0, f64::max);
         if asked > free && not_now.is_none() {
             not_now = Some(Fit::NotNow { resource: resource.clone(), asked, free });
         }
@@ -89,14 +94,23 @@ pub fn fit(queue: &QueueRow, requests: &BTreeMap<String, f64>) -> Fit {
     not_now.unwrap_or(Fit::Now)
 }
 
-/// The most a flavor can ever give: its nominal quota, plus what it may borrow in a cohort
-/// (without a limit, the cohort is the limit, which one ClusterQueue does not tell: unbounded).
-fn most_of(queue: &QueueRow, quota: &FlavorQuota) -> f64 {
-    match (&queue.cohort, quota.borrowing_limit) {
-        (None, _) => quota.nominal,
-        (Some(_), Some(limit)) => quota.nominal + limit,
-        (Some(_), None) => f64::INFINITY,
-    }
+/// The most of `resource` one Workload can get from `queue`, among its cluster's
+/// `cluster_queues`: per flavor, its nominal quota and what the rest of its cohort could lend
+/// (up to its borrowing limit); the best flavor counts, since a pod set takes each resource from
+/// one flavor.
+pub fn most_of<'a>(queue: &QueueRow, cluster_queues: impl IntoIterator<Item = &'a QueueRow>, resource: &str) -> f64 {
+    let mates: Vec<&QueueRow> = match &queue.cohort {
+        Some(cohort) => {
+            cluster_queues.into_iter().filter(|q| q.name != queue.name && q.cohort.as_ref() == Some(cohort)).collect()
+        }
+        None => Vec::new(),
+    };
+    let each = queue.quotas.iter().filter(|q| q.resource == resource).map(|own| {
+        let quotas = mates.iter().flat_map(|q| &q.quotas);
+        let lent: f64 = quotas.filter(|q| q.flavor == own.flavor && q.resource == resource).map(|q| q.nominal).sum();
+        own.nominal + own.borrowing_limit.map_or(lent, |limit| limit.min(lent))
+    });
+    each.fold(0.0, f64::max)
 }
 
 #[cfg(test)]
@@ -145,7 +159,7 @@ mod tests {
             (asks(&[("cpu", 0.0), ("memory", 0.0)]), Fit::Now),
         ];
         for (requests, expected) in cases {
-            assert_eq!(fit(&two_flavors, &requests), expected, "{requests:?}");
+            assert_eq!(fit(&two_flavors, [&two_flavors], &requests), expected, "{requests:?}");
         }
     }
 
@@ -153,28 +167,34 @@ mod tests {
     fn never_wins_over_not_now_whatever_the_order_of_resources() {
         let full = queue(None, vec![quota("f", "cpu", 4.0, 4.0), quota("f", "memory", 8.0, 0.0)]);
         let requests = asks(&[("cpu", 1.0), ("memory", 16.0)]);
-        assert_eq!(fit(&full, &requests), Fit::Never { resource: "memory".into(), asked: 16.0, most: 8.0 });
+        assert_eq!(fit(&full, [&full], &requests), Fit::Never { resource: "memory".into(), asked: 16.0, most: 8.0 });
     }
 
-    /// In a cohort a queue may borrow up to its limit, or without one as far as the cohort
-    /// goes, which one ClusterQueue cannot tell: never "never" then.
+    /// In a cohort a queue may borrow what the others hold, up to its limit.
     #[test]
     fn borrowing_moves_never_to_not_now() {
         let mut limited = quota("f", "cpu", 4.0, 4.0);
         limited.borrowing_limit = Some(2.0);
         let in_cohort = queue(Some("team"), vec![limited]);
+        let mut lender = queue(Some("team"), vec![quota("f", "cpu", 8.0, 0.0)]);
+        lender.name = "lender".into();
+        let cluster = [&in_cohort, &lender];
         assert_eq!(
-            fit(&in_cohort, &asks(&[("cpu", 7.0)])),
+            fit(&in_cohort, cluster, &asks(&[("cpu", 7.0)])),
             Fit::Never { resource: "cpu".into(), asked: 7.0, most: 6.0 }
         );
         assert_eq!(
-            fit(&in_cohort, &asks(&[("cpu", 5.0)])),
+            fit(&in_cohort, cluster, &asks(&[("cpu", 5.0)])),
             Fit::NotNow { resource: "cpu".into(), asked: 5.0, free: 0.0 }
         );
         let unlimited = queue(Some("team"), vec![quota("f", "cpu", 4.0, 0.0)]);
         assert_eq!(
-            fit(&unlimited, &asks(&[("cpu", 100.0)])),
-            Fit::NotNow { resource: "cpu".into(), asked: 100.0, free: 4.0 }
+            fit(&unlimited, [&unlimited, &lender], &asks(&[("cpu", 12.0)])),
+            Fit::NotNow { resource: "cpu".into(), asked: 12.0, free: 4.0 }
+        );
+        assert_eq!(
+            fit(&unlimited, [&unlimited, &lender], &asks(&[("cpu", 13.0)])),
+            Fit::Never { resource: "cpu".into(), asked: 13.0, most: 12.0 }
         );
     }
 
