@@ -108,8 +108,8 @@ pub fn left_out(namespace: Option<&str>, selector: Option<&str>, clusters: &[Clu
             "never read; the manifest names each cluster's context only",
         ),
         left(
-            "ConfigMaps other than Kueue's Configuration",
-            "never read into the capture (the kinds of kueue-ext's integrations ConfigMap are listed as the job kinds captured)",
+            "ConfigMaps other than Kueue's Configuration and kueue-ext's integrations",
+            "never read; kueue-ext's integrations ConfigMap holds kinds and field paths only",
         ),
         left(
             "values of containers' inline environment variables",
@@ -180,7 +180,10 @@ mod tests {
     fn secrets_are_always_said_to_be_left_out() {
         let list = left_out(None, None, &[]);
         assert_eq!(list[0].what, "Secrets");
-        assert!(whats(&list).contains(&"ConfigMaps other than Kueue's Configuration"), "{list:#?}");
+        assert!(
+            whats(&list).contains(&"ConfigMaps other than Kueue's Configuration and kueue-ext's integrations"),
+            "{list:#?}"
+        );
         assert!(
             whats(&list).iter().any(|w| w.starts_with("pod logs beyond the last 2000 lines or 1 MiB")),
             "{list:#?}"

@@ -1,12 +1,14 @@
 //! `capture`: a multi-cluster Kueue setup in one archive, for a maintainer to read or for the
 //! sandbox to replay: per cluster, Kueue's Configuration and version, its queue objects,
 //! Workloads, the jobs of every integrated kind, nodes' labels, taints and resources, recent
-//! events of those objects, and bounded logs of Kueue and our controller. Never a Secret: none
-//! is read. [`read`] asks the clusters; what each object keeps ([`scrub`]), what the manifest
-//! says was left out ([`manifest`]) and the summary ([`summary`]) are pure and tested alone.
+//! events of those objects, kueue-ext's integrations file, and bounded logs of Kueue and our
+//! controller. Never a Secret: none is read. [`read`] asks the clusters; what each object keeps ([`scrub`]), what the manifest
+//! says was left out ([`manifest`]) and the summary ([`summary`]) are pure and tested alone;
+//! [`open`] reads an archive back for `up --from`.
 
 mod archive;
 mod manifest;
+mod open;
 mod read;
 mod scrub;
 mod summary;
@@ -21,11 +23,18 @@ use crate::kube_util::{KubeconfigError, Unreachable};
 
 pub use archive::{archive, write_atomically};
 pub use manifest::{ClusterEntry, FORMAT, LeftOut, Manifest};
+pub use open::{CapturedCluster, OpenError, Opened, open};
 pub use read::capture;
 pub use summary::{PendingGroup, Summary, summarize};
 
 /// The manifest's file name, first in the archive.
 pub const MANIFEST_FILE: &str = "capture.json";
+
+/// Where a cluster's Kueue Configuration is, in its directory.
+pub const CONFIGURATION_FILE: &str = "kueue/configuration.yaml";
+
+/// Where a cluster's kueue-ext integrations file (its ConfigMap's content) is, in its directory.
+pub const INTEGRATIONS_FILE: &str = "kueue-ext/integrations.yaml";
 
 /// Logs are kept to their last lines, and to at most this many bytes, per container or file.
 pub const LOG_LINES: usize = 2000;

@@ -1,7 +1,8 @@
 //! Asking each cluster, once, for what a capture holds. Every cluster must answer (a capture
 //! without one of them would mislead); within a cluster, a kind it does not serve or may not be
 //! read is recorded in the manifest and the rest is read all the same. Secrets are never asked
-//! for, nor any ConfigMap but the one Kueue's Deployment mounts as its Configuration.
+//! for, nor any ConfigMap but the one Kueue's Deployment mounts as its Configuration and
+//! kueue-ext's integrations ConfigMap (kinds and field paths, never a credential).
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
@@ -13,9 +14,13 @@ use kube::{Client, ResourceExt};
 use serde_json::{Value, json};
 
 use super::manifest::{self, ClusterEntry, Manifest};
-use super::{Capture, CaptureError, ClusterCapture, LOG_BYTES, LOG_LINES, LocalFiles, MAX_EVENTS, Options, scrub};
+use super::{
+    CONFIGURATION_FILE, Capture, CaptureError, ClusterCapture, INTEGRATIONS_FILE, LOG_BYTES, LOG_LINES, LocalFiles,
+    MAX_EVENTS, Options, scrub,
+};
 use crate::api::kueue::{Role, untyped_resource as kueue};
 use crate::install::kueue_config::{self, KueueConfigError};
+use crate::integrations::declarative::config::{CONFIG_MAP, CONFIG_MAP_KEY};
 use crate::integrations::registry::KindRegistry;
 use crate::jobframework::api_error::{self, in_words};
 use crate::kube_util;
@@ -104,6 +109,7 @@ pub(super) async fn cluster(
     let out = ClusterCapture { name: target.name.clone(), ..Default::default() };
     let mut reader = Reader { client, options, entry, out, kept: BTreeSet::new() };
     reader.kueue(local).await;
+    reader.integrations().await;
     let job_uids = reader.jobs(registry).await;
     reader.kueue_objects(&job_uids).await;
     reader.nodes().await;
@@ -218,6 +224,21 @@ impl Reader<'_> {
         }
         for deployment in pods_of {
             self.pod_logs(&deployment).await;
+        }
+    }
+
+    /// kueue-ext's integrations file: which kinds our controller runs, which `up --from` gives
+    /// the replaying sandbox's controller.
+    async fn integrations(&mut self) {
+        let what = format!("ConfigMap {}/{CONFIG_MAP}", manifests::NAMESPACE);
+        match Api::<ConfigMap>::namespaced(self.client.clone(), manifests::NAMESPACE).get_opt(CONFIG_MAP).await {
+            Ok(Some(found)) => {
+                if let Some(text) = found.data.and_then(|mut data| data.remove(CONFIG_MAP_KEY)) {
+                    self.put(INTEGRATIONS_FILE, format!("kueue-ext's integrations ({what})"), text.into_bytes());
+                }
+            }
+            Ok(None) => {}
+            Err(e) => self.unread(format!("kueue-ext's integrations ({what})"), &e),
         }
     }
 
@@ -361,9 +382,6 @@ impl Reader<'_> {
         self.put_list("Event", "events.json", &items);
     }
 }
-
-/// Where a cluster's Kueue Configuration is, in its directory.
-const CONFIGURATION_FILE: &str = "kueue/configuration.yaml";
 
 /// A listed object with its `apiVersion` and `kind` (a list's items come without).
 fn typed(object: DynamicObject, resource: &ApiResource) -> Value {

@@ -45,6 +45,11 @@ fn answer(_: &Method, path: &str) -> Result<Value, u16> {
              "involvedObject": {"kind": "Pod", "namespace": "team", "name": "p"}},
         ]))),
         path if path.contains("/namespaces/kueue-ext-system/deployments/") => Err(404),
+        "/api/v1/namespaces/kueue-ext-system/configmaps/kueue-ext-integrations" => Ok(json!({
+            "apiVersion": "v1", "kind": "ConfigMap",
+            "metadata": {"name": "kueue-ext-integrations", "namespace": "kueue-ext-system"},
+            "data": {"integrations.yaml": "integrations: []\n"},
+        })),
         _ => Ok(list(json!([]))),
     }
 }
@@ -66,7 +71,9 @@ async fn a_cluster_is_read_without_secrets_and_scrubbed() {
     let (entry, captured) = cluster(&target, client, &KindRegistry::built_in(), &local, &options).await;
 
     let asked = requested(&requests);
-    assert!(!asked.iter().any(|r| r.contains("secrets") || r.contains("configmaps")), "{asked:#?}");
+    assert!(!asked.iter().any(|r| r.contains("secrets")), "{asked:#?}");
+    let config_maps: Vec<&String> = asked.iter().filter(|r| r.contains("configmaps")).collect();
+    assert_eq!(config_maps, ["GET /api/v1/namespaces/kueue-ext-system/configmaps/kueue-ext-integrations"]);
     assert!(asked.contains(&"GET /apis/kueue.x-k8s.io/v1beta2/namespaces/team/localqueues".to_string()), "{asked:#?}");
     assert!(asked.contains(&"GET /apis/kueue.x-k8s.io/v1beta2/resourceflavors".to_string()), "cluster-scoped: all");
 
@@ -81,6 +88,7 @@ async fn a_cluster_is_read_without_secrets_and_scrubbed() {
     let events = json_of("events.json");
     assert_eq!(events["items"].as_array().unwrap().len(), 1, "only the ClusterQueue's: {events:#}");
     assert_eq!(files["kueue/configuration.yaml"], b"apiVersion: config.kueue.x-k8s.io/v1beta2\nkind: Configuration\n");
+    assert_eq!(files["kueue-ext/integrations.yaml"], b"integrations: []\n", "the kinds our controller ran");
     let log = String::from_utf8_lossy(files["logs/kueue.log"]).into_owned();
     assert_eq!((log.lines().count(), log.lines().next()), (2000, Some("line 1000")));
 
@@ -125,7 +133,7 @@ fn installed(_: &Method, path: &str) -> Result<Value, u16> {
             "spec": {"containers": [{"name": "manager"}]},
         }]))),
         "/api/v1/namespaces/kueue-system/pods/kueue-abc/log" => Ok(json!("started")),
-        path if path.contains("/namespaces/kueue-ext-system/deployments/") => Err(404),
+        path if path.contains("/namespaces/kueue-ext-system/") => Err(404),
         _ => Ok(list(json!([]))),
     }
 }
@@ -139,7 +147,13 @@ async fn an_installed_kueue_gives_its_configuration_version_and_bounded_logs() {
 
     let asked = requested(&requests);
     let config_maps: Vec<&String> = asked.iter().filter(|r| r.contains("configmaps")).collect();
-    assert_eq!(config_maps, ["GET /api/v1/namespaces/kueue-system/configmaps/kueue-manager-config"]);
+    assert_eq!(
+        config_maps,
+        [
+            "GET /api/v1/namespaces/kueue-system/configmaps/kueue-manager-config",
+            "GET /api/v1/namespaces/kueue-ext-system/configmaps/kueue-ext-integrations",
+        ]
+    );
     let log = asked.iter().find(|r| r.contains("/pods/kueue-abc/log")).expect("the pod's log is asked for");
     assert!(
         log.contains("container=manager") && log.contains("limitBytes=1048576") && log.contains("tailLines=2000"),

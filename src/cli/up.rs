@@ -1,5 +1,6 @@
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
+use std::sync::Arc;
 use std::time::Duration;
 
 use clap::ValueEnum;
@@ -8,6 +9,7 @@ use serde_json::Value;
 use crate::go_duration::parse_go_duration;
 use crate::integrations::declarative::config::{Integration, IntegrationConfig};
 use crate::integrations::declarative::schema;
+use crate::sandbox::from_capture::{self, Replay, ReplayError, ReplayOptions, STAND_IN};
 use crate::sandbox::progress::{Progress, human_duration};
 use crate::sandbox::{self, Addon, KindOptions, NodePool, RuntimeKind, UpOptions, UpOutcome};
 use crate::submit::documents;
@@ -18,6 +20,19 @@ use super::SandboxArgs;
 pub struct Args {
     #[command(flatten)]
     pub sandbox: SandboxArgs,
+    /// A capture to reproduce (`capture -o FILE`): as many workers as it holds, Kueue's settings,
+    /// queues, MultiKueue and nodes as captured, and our controller's integrations (process
+    /// runtime). What the sandbox cannot run is listed and replaced by a stand-in.
+    #[arg(long, value_name = "FILE", conflicts_with_all = ["workers", "integrations", "nodes", "node_cpu", "node_memory"])]
+    pub from: Option<PathBuf>,
+    /// With --from: the fraction of each group of identical captured nodes to create (at
+    /// least one per group).
+    #[arg(long, value_name = "FRACTION", requires = "from", value_parser = parse_scale)]
+    pub scale: Option<f64>,
+    /// With --from: create the captured jobs again (MultiKueue's copies on workers excepted),
+    /// suspended as they were.
+    #[arg(long, requires = "from")]
+    pub with_jobs: bool,
     /// Number of worker clusters (0: a single cluster that admits and runs jobs itself).
     #[arg(long, default_value_t = 2)]
     pub workers: u32,
@@ -185,6 +200,29 @@ fn not_through_multikueue(file: &str, integrations: &[Integration]) -> Vec<Strin
     integrations.iter().enumerate().filter_map(elsewhere).collect()
 }
 
+fn parse_scale(text: &str) -> Result<f64, String> {
+    match text.parse::<f64>() {
+        Ok(scale) if scale > 0.0 && scale <= 1.0 => Ok(scale),
+        _ => Err(format!("{text:?} is not a fraction in (0, 1], such as 0.1")),
+    }
+}
+
+/// The sandbox `up --from` plans from the capture `file`, every problem of the archive found
+/// before anything starts.
+fn replay_of(file: &Path, args: &Args) -> Result<Replay, ReplayError> {
+    let opened = crate::capture::open(file)?;
+    let options = ReplayOptions { scale: args.scale.unwrap_or(1.0), with_jobs: args.with_jobs };
+    let replay = from_capture::plan(&opened, options, &args.addons)?;
+    eprintln!(
+        "reproducing {} (captured {} from {}): {} cluster(s)",
+        file.display(),
+        opened.manifest.captured_at,
+        opened.manifest.origin,
+        replay.clusters.len()
+    );
+    Ok(replay)
+}
+
 fn parse_component_arg(text: &str) -> Result<(String, String), String> {
     let (component, flag) = text.split_once('=').ok_or("expected COMPONENT=FLAG, e.g. kube-apiserver=--v=4")?;
     let addons = Addon::value_variants().iter().map(|addon| addon.name());
@@ -197,9 +235,21 @@ fn parse_component_arg(text: &str) -> Result<(String, String), String> {
 
 pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
     // Checked before anything starts: a mistake in the file is the first thing to hear about.
-    let integrations = match &args.integrations {
-        Some(file) => IntegrationConfig::load(file)?.integrations,
-        None => Vec::new(),
+    let replay = match &args.from {
+        Some(file) => match replay_of(file, &args) {
+            Ok(replay) => Some(replay),
+            Err(e) => {
+                eprintln!("error: {e}");
+                eprintln!("nothing was started");
+                return Ok(ExitCode::FAILURE);
+            }
+        },
+        None => None,
+    };
+    let integrations = match (&args.integrations, &replay) {
+        (Some(file), _) => IntegrationConfig::load(file)?.integrations,
+        (None, Some(replay)) => replay.integrations.clone(),
+        (None, None) => Vec::new(),
     };
     let crds = match read_crds(&args.crds) {
         Ok(crds) => crds,
@@ -235,7 +285,7 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
     let options = UpOptions {
         name: args.sandbox.name.clone().unwrap_or_else(|| sandbox::DEFAULT_NAME.to_string()),
         state_dir: args.sandbox.dir(),
-        workers: args.workers,
+        workers: replay.as_ref().map_or(args.workers, Replay::workers),
         api_server_port: args.api_server_port,
         nodes: NodePool { count: args.nodes, cpu: args.node_cpu, memory: args.node_memory },
         component_args: args.component_args,
@@ -249,6 +299,7 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
         crds,
         addons: args.addons,
         worker_lost_timeout: args.worker_lost_timeout,
+        replay: replay.map(Arc::new),
     };
     let outcome = match sandbox::up(&options, &Progress::stderr()).await {
         Err(err @ sandbox::SandboxError::Interrupted) => {
@@ -266,8 +317,21 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
             println!("sandbox at {}: restarted {}", options.state_dir.display(), restarted.join(", "));
             println!("kubeconfig: {}", state.kubeconfig.display());
         }
-        UpOutcome::Started { state, elapsed } => {
+        UpOutcome::Started { state, elapsed, not_as_captured } => {
             println!("sandbox up in {} ({} cluster(s))", human_duration(elapsed), state.clusters.len());
+            if let Some(replay) = &options.replay {
+                let said: Vec<&String> = replay.not_as_captured.iter().chain(&not_as_captured).collect();
+                match said.as_slice() {
+                    [] => println!("reproduced:  {}, all of it", replay.source.display()),
+                    _ => {
+                        println!(
+                            "reproduced:  {}, but not as captured (stand-ins say so in {STAND_IN}):",
+                            replay.source.display()
+                        );
+                        said.iter().for_each(|line| println!("  - {line}"));
+                    }
+                }
+            }
             println!("kubeconfig: {}", state.kubeconfig.display());
             let contexts: Vec<&str> = state.clusters.iter().map(|c| c.context.as_str()).collect();
             println!("contexts:   {}", contexts.join(", "));

@@ -90,7 +90,7 @@ pub fn joined_clusters(before: &[String], workers: &[&str]) -> Vec<String> {
 
 /// The admission checks a ClusterQueue's spec names, in `admissionChecksStrategy` (or the
 /// older `admissionChecks` list).
-fn admission_checks(spec: &Value) -> Vec<String> {
+pub fn admission_checks(spec: &Value) -> Vec<String> {
     let strategy = spec["admissionChecksStrategy"]["admissionChecks"].as_array().into_iter().flatten();
     let plain = spec["admissionChecks"].as_array().into_iter().flatten();
     strategy.map(|rule| &rule["name"]).chain(plain).filter_map(Value::as_str).map(String::from).collect()

@@ -26,7 +26,7 @@ use crate::install::{self, IntegrationsUnreadable, KueueConfigError, kueue_confi
 use crate::kube_util::{self, ApplyError, FIELD_MANAGER};
 use crate::manifests;
 pub use kinds::{JobResource, for_workers, with_multikueue_adapter};
-pub use manager::{ADMISSION_CHECK, CONFIG, CONTROLLER_NAME, Names, secret_name};
+pub use manager::{ADMISSION_CHECK, CONFIG, CONTROLLER_NAME, Names, admission_checks, secret_name};
 pub use server::{ChosenServer, choose as choose_server, kind_cluster_of, kind_control_plane};
 pub use status::{ClusterConnection, Connections, connections};
 pub use undo::{DisconnectError, disconnect};

@@ -7,6 +7,7 @@
 
 mod chosen_runtime;
 pub mod cluster_setup;
+pub mod from_capture;
 pub mod fsutil;
 mod kind_runtime;
 pub mod kubeconfig;

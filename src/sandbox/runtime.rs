@@ -35,6 +35,8 @@ pub struct ClusterPlan {
     pub crds: Arc<[Value]>,
     /// Third-party controllers run beside Kueue (`up --addons`).
     pub addons: Arc<[Addon]>,
+    /// Settings of a captured Kueue Configuration laid over the sandbox's own (`up --from`).
+    pub kueue_settings: Option<Value>,
 }
 
 /// Shape of the fake nodes of a cluster: kwok's on the process runtime; on kind, what sizes the
@@ -80,6 +82,7 @@ impl ClusterPlan {
             integrations: Arc::from([]),
             crds: Arc::from([]),
             addons: Arc::from([]),
+            kueue_settings: None,
         }];
         for i in 1..=workers {
             plans.push(ClusterPlan {
@@ -92,6 +95,7 @@ impl ClusterPlan {
                 integrations: Arc::from([]),
                 crds: Arc::from([]),
                 addons: Arc::from([]),
+                kueue_settings: None,
             });
         }
         plans

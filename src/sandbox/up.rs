@@ -13,6 +13,7 @@ use super::chosen_runtime::ChosenRuntime;
 use super::cluster_setup::addons::Addon;
 use super::cluster_setup::{multikueue, queues};
 use super::error::SandboxError;
+use super::from_capture::{self, Replay};
 use super::kind_runtime::{self, BollardDocker, KindCli, KindError, KindOptions, KindRuntime};
 use super::kubeconfig::{self, Credentials, Entry};
 use super::process_runtime::{ProcessRuntime, revive};
@@ -50,6 +51,9 @@ pub struct UpOptions {
     pub addons: Vec<Addon>,
     /// MultiKueue's workerLostTimeout on the manager.
     pub worker_lost_timeout: Duration,
+    /// A capture to reproduce (`up --from`): its clusters, Kueue settings, objects and nodes
+    /// instead of the default queues and nodes; `workers` and `integrations` follow from it.
+    pub replay: Option<Arc<Replay>>,
 }
 
 #[derive(Debug)]
@@ -57,6 +61,8 @@ pub enum UpOutcome {
     Started {
         state: SandboxState,
         elapsed: Duration,
+        /// What of a replayed capture is not as captured, found as it was applied.
+        not_as_captured: Vec<String>,
     },
     AlreadyUp(SandboxState),
     /// It was up, but these components (`component of cluster`) had stopped and were restarted.
@@ -83,6 +89,13 @@ pub async fn up(options: &UpOptions, progress: &Progress) -> Result<UpOutcome, S
     let docker = BollardDocker::connect();
     let selection = kind_runtime::select(options.runtime, &docker).await?;
     let runtime = match selection.runtime {
+        RuntimeKind::Kind if options.replay.is_some() => {
+            return Err(SandboxError::Usage(
+                "`up --from` runs on the process runtime only (it replays the captured nodes as kwok nodes): pass \
+                 --runtime process"
+                    .into(),
+            ));
+        }
         RuntimeKind::Kind => {
             if !options.component_args.is_empty() {
                 return Err(SandboxError::Usage("--component-arg applies to the process runtime only".into()));
@@ -132,6 +145,11 @@ fn plans(options: &UpOptions, integrations: Arc<[Integration]>) -> Vec<ClusterPl
         if let Some(manager) = plan.multikueue_manager.as_mut() {
             manager.worker_lost_timeout = options.worker_lost_timeout;
         }
+        if let Some(replay) = &options.replay {
+            // The captured nodes are created with the rest of the capture, once Kueue runs.
+            plan.nodes = None;
+            plan.kueue_settings = replay.cluster(&plan.name).map(|c| c.kueue_settings.clone());
+        }
     }
     plans
 }
@@ -162,9 +180,9 @@ async fn up_with(
         _ = interrupt.recv() => Err(SandboxError::Interrupted),
     };
     match result {
-        Ok(()) => {
+        Ok(not_as_captured) => {
             let state = record.finish()?;
-            Ok(UpOutcome::Started { state, elapsed: started.elapsed() })
+            Ok(UpOutcome::Started { state, elapsed: started.elapsed(), not_as_captured })
         }
         Err(err) => {
             progress.line(match err {
@@ -252,6 +270,10 @@ async fn already_there(
         crds: &crd_names(&options.crds),
         addons: &options.addons,
     };
+    if let Some(replay) = &options.replay {
+        let mismatch = format!("is already up; `up --from {}` starts a sandbox of its own", replay.source.display());
+        return Err(SandboxError::SettingsMismatch { dir: dir.to_path_buf(), mismatch });
+    }
     if let Some(mismatch) = settings_mismatch(&existing, &asked) {
         return Err(SandboxError::SettingsMismatch { dir: dir.to_path_buf(), mismatch });
     }
@@ -286,18 +308,25 @@ async fn ready_again(dir: &Path) -> Result<status::StatusReport, SandboxError> {
     }
 }
 
+/// Starts every cluster and wires them; returns what of a replayed capture is not as captured.
 async fn start_all(
     runtime: &impl ClusterRuntime,
     options: &UpOptions,
     record: &SandboxRecord,
     progress: &Progress,
-) -> Result<(), SandboxError> {
+) -> Result<Vec<String>, SandboxError> {
     let plans = plans(options, options.integrations.clone().into());
     // Clusters do not depend on each other: start them side by side.
     let started = try_join_all(plans.iter().map(|plan| runtime.start_cluster(plan, record, progress))).await?;
-    let step = progress.step(if options.workers > 0 { "MultiKueue and default queues" } else { "default queues" });
-    connect_clusters(options, &started).await?;
+    let queues = if options.replay.is_some() { "the captured queues and nodes" } else { "default queues" };
+    let step = progress.step(if options.workers > 0 { format!("MultiKueue and {queues}") } else { queues.to_string() });
+    let mut not_as_captured = connect_clusters(options, &started).await?;
     step.done();
+    if let Some(replay) = options.replay.as_deref().filter(|r| r.clusters.iter().any(|c| !c.jobs.is_empty())) {
+        let step = progress.step("the captured jobs");
+        not_as_captured.extend(replay_jobs(replay, &started).await?);
+        step.done();
+    }
     let ours = write_user_kubeconfig(&record.dir, &options.name, &started)?;
     if let Some(path) = &options.merge_kubeconfig {
         // Recorded first: if the merge fails half-way, `down` still cleans the file.
@@ -305,19 +334,28 @@ async fn start_all(
         kubeconfig::merge_into(path, &ours).map_err(SandboxError::io(path))?;
         progress.line(format!("merged contexts into {}", path.display()));
     }
-    Ok(())
+    Ok(not_as_captured)
 }
 
-/// Wires MultiKueue (with workers), creates the default queues, and waits until the manager's
-/// Kueue reports every worker connection Active.
-async fn connect_clusters(options: &UpOptions, started: &[StartedCluster]) -> Result<(), SandboxError> {
+/// Wires MultiKueue (with workers), creates the default queues or a capture's objects and
+/// nodes, and waits until the manager's Kueue reports every worker connection Active. Returns
+/// what of a replayed capture is not as captured.
+async fn connect_clusters(options: &UpOptions, started: &[StartedCluster]) -> Result<Vec<String>, SandboxError> {
     let manager = started.iter().find(|c| c.role == Role::Manager).expect("the manager is always planned");
     let workers: Vec<&StartedCluster> = started.iter().filter(|c| c.role == Role::Worker).collect();
+    let replay = options.replay.as_deref();
+    // A replayed worker's MultiKueueCluster keeps its captured name.
+    let captured_names = replay.and_then(|r| r.cluster("manager")).map(|m| m.multikueue_clusters.clone());
+    let names: Vec<&str> = match &captured_names {
+        Some(names) => names.iter().map(String::as_str).collect(),
+        None => workers.iter().map(|w| w.name.as_str()).collect(),
+    };
     if !workers.is_empty() {
         let remote: Vec<multikueue::Worker<'_>> = workers
             .iter()
-            .map(|w| multikueue::Worker {
-                name: &w.name,
+            .zip(&names)
+            .map(|(w, name)| multikueue::Worker {
+                name,
                 client: &w.client,
                 server: w.internal_server.clone(),
                 ca_pem: &w.admin.ca_pem,
@@ -342,7 +380,13 @@ async fn connect_clusters(options: &UpOptions, started: &[StartedCluster]) -> Re
         Role::Manager if workers.is_empty() => pool.count,
         Role::Manager => pool.count * workers.len() as u32,
     };
+    let mut not_as_captured = Vec::new();
     for cluster in started {
+        if let Some(replayed) = replay.and_then(|r| r.cluster(&cluster.name)) {
+            let applied = from_capture::apply_setup(&cluster.client, replayed).await;
+            not_as_captured.extend(applied.map_err(|e| SandboxError::step(&cluster.name, "replaying the capture", e))?);
+            continue;
+        }
         let nodes = per_cluster_nodes(cluster.role);
         let quota =
             |q: &str| queues::scale_quantity(q, nodes).map_err(|e| SandboxError::step(&cluster.name, "quota", e));
@@ -354,13 +398,13 @@ async fn connect_clusters(options: &UpOptions, started: &[StartedCluster]) -> Re
         }
     }
     if workers.is_empty() {
-        return Ok(());
+        return Ok(not_as_captured);
     }
     let deadline = Instant::now() + READY_TIMEOUT;
     loop {
         let seen = multikueue::connections(&manager.client).await;
         match &seen {
-            Ok(connections) if connections.all_active(workers.len()) => return Ok(()),
+            Ok(connections) if connections.all_active(workers.len()) => return Ok(not_as_captured),
             _ if Instant::now() >= deadline => {
                 let detail = match seen {
                     Ok(c) => c.in_words(workers.len()),
@@ -371,6 +415,18 @@ async fn connect_clusters(options: &UpOptions, started: &[StartedCluster]) -> Re
             _ => tokio::time::sleep(Duration::from_millis(250)).await,
         }
     }
+}
+
+/// Creates a capture's jobs again, the manager's first, once MultiKueue is connected: a job
+/// queued before that would wait for a worker and say so.
+async fn replay_jobs(replay: &Replay, started: &[StartedCluster]) -> Result<Vec<String>, SandboxError> {
+    let mut said = Vec::new();
+    for cluster in started {
+        let Some(replayed) = replay.cluster(&cluster.name) else { continue };
+        let applied = from_capture::apply_jobs(&cluster.client, replayed).await;
+        said.extend(applied.map_err(|e| SandboxError::step(&cluster.name, "creating the captured jobs", e))?);
+    }
+    Ok(said)
 }
 
 /// The user's kubeconfig: one admin context per cluster, the manager current.

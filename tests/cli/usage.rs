@@ -157,3 +157,55 @@ fn a_missing_entry_of_a_kubeconfig_list_is_skipped_as_kubectl_does() {
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert!(stderr.contains("(context stopped) cannot be reached"), "{stderr}");
 }
+
+/// A tar.gz of `files` (path, content).
+fn tar_gz(files: &[(&str, &str)]) -> Vec<u8> {
+    let mut tar = tar::Builder::new(flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default()));
+    for (path, content) in files {
+        let mut header = tar::Header::new_gnu();
+        header.set_size(content.len() as u64);
+        header.set_mode(0o644);
+        tar.append_data(&mut header, path, content.as_bytes()).unwrap();
+    }
+    tar.into_inner().unwrap().finish().unwrap()
+}
+
+#[test]
+fn up_from_a_bad_capture_names_the_file_and_what_is_wrong_and_starts_nothing() {
+    let manifest = |format: &str| {
+        format!(
+            r#"{{"format": "{format}", "capturedAt": "2026-01-01T00:00:00Z", "pluginVersion": "0.1.0", "origin": "test",
+                 "clusters": [{{"name": "manager", "context": "m", "role": "manager", "counts": {{}},
+                               "files": {{"clusterqueues.json": "ClusterQueue objects"}}}}],
+                 "leftOut": []}}"#
+        )
+    };
+    let current = manifest("kueue-ext.dev/capture/v1alpha1");
+    let cases: [(&str, Vec<u8>, &str); 4] = [
+        ("plain.yaml", b"kind: Configuration\n".to_vec(), "not a gzip-compressed archive"),
+        ("empty.tgz", tar_gz(&[]), "capture.json: missing: not a capture archive"),
+        (
+            "future.tgz",
+            tar_gz(&[("capture.json", &manifest("kueue-ext.dev/capture/v2"))]),
+            "capture.json: format is \"kueue-ext.dev/capture/v2\"; this plugin reads \"kueue-ext.dev/capture/v1alpha1\"",
+        ),
+        (
+            "partial.tgz",
+            tar_gz(&[("capture.json", &current)]),
+            "manager/clusterqueues.json: listed in capture.json but not in the archive",
+        ),
+    ];
+    for (name, bytes, expected) in cases {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join(name);
+        std::fs::write(&file, bytes).unwrap();
+        let state = dir.path().join("state");
+        let output = run_alone(&["up", "--from", file.to_str().unwrap(), "--state-dir", state.to_str().unwrap()]);
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert_eq!(output.status.code(), Some(1), "{name}: {}", text(&output));
+        let first = format!("error: {}: {expected}", file.display());
+        assert!(stderr.starts_with(&first), "{name}: expected {first}\n{stderr}");
+        assert!(stderr.contains("nothing was started"), "{name}: {stderr}");
+        assert!(!state.exists(), "{name}: a state dir was made");
+    }
+}

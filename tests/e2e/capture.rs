@@ -23,7 +23,7 @@ fn job(name: &str, cpu: &str) -> String {
 }
 
 /// The archive's tar stream, decompressed, and its files by path.
-fn unpack(path: &std::path::Path) -> (Vec<u8>, BTreeMap<String, Vec<u8>>) {
+pub fn unpack(path: &std::path::Path) -> (Vec<u8>, BTreeMap<String, Vec<u8>>) {
     let compressed = std::fs::read(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
     let mut raw = Vec::new();
     flate2::read::GzDecoder::new(compressed.as_slice()).read_to_end(&mut raw).expect("a gzip stream");
@@ -38,7 +38,7 @@ fn unpack(path: &std::path::Path) -> (Vec<u8>, BTreeMap<String, Vec<u8>>) {
     (raw, files)
 }
 
-fn json(files: &BTreeMap<String, Vec<u8>>, path: &str) -> Value {
+pub fn json(files: &BTreeMap<String, Vec<u8>>, path: &str) -> Value {
     let bytes = files.get(path).unwrap_or_else(|| panic!("{path} missing; files: {:?}", files.keys()));
     serde_json::from_slice(bytes).unwrap_or_else(|e| panic!("{path}: {e}"))
 }

@@ -26,6 +26,7 @@ mod own_cluster;
 mod pod_templates;
 mod published_manifests;
 mod queue_position;
+mod replay;
 mod sandbox_robustness;
 mod security;
 mod single_cluster;

@@ -15,6 +15,7 @@ use crate::kube_util;
 use crate::sandbox::cluster_setup::addons::Addon;
 use crate::sandbox::cluster_setup::kueue::{configure_for_sandbox, frameworks, manifests};
 use crate::sandbox::cluster_setup::kustomize;
+use crate::sandbox::from_capture::overlay_kueue_settings;
 use crate::sandbox::fsutil::write_private;
 use crate::sandbox::kubeconfig::{self, Credentials, Entry};
 use crate::sandbox::runtime::MultiKueueManager;
@@ -62,12 +63,14 @@ fn io(path: &Path) -> impl FnOnce(std::io::Error) -> KueueError + '_ {
     move |source| KueueError::Io { path: path.to_path_buf(), source }
 }
 
-/// Kueue's Configuration for one process-runtime cluster.
+/// Kueue's Configuration for one process-runtime cluster; `replayed` holds a capture's
+/// settings (`up --from`), laid over the sandbox's before what every sandbox needs is set.
 pub fn configuration(
     layout: &Layout,
     multikueue_manager: Option<MultiKueueManager>,
     integrations: &[Integration],
     addons: &[Addon],
+    replayed: Option<&Value>,
 ) -> Value {
     let mut config = json!({
         "apiVersion": "config.kueue.x-k8s.io/v1beta2",
@@ -90,6 +93,9 @@ pub fn configuration(
         "clientConnection": {"qps": 300, "burst": 500},
         "integrations": {"frameworks": frameworks(addons)},
     });
+    if let Some(settings) = replayed {
+        overlay_kueue_settings(&mut config, settings);
+    }
     configure_for_sandbox(&mut config, multikueue_manager, integrations);
     config
 }
@@ -102,6 +108,7 @@ pub async fn install(
     multikueue_manager: Option<MultiKueueManager>,
     integrations: &[Integration],
     addons: &[Addon],
+    replayed: Option<&Value>,
 ) -> Result<(), KueueError> {
     kube_util::apply_crds(client, &kustomize::crds(components)?).await?;
     let namespace = json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": manifests::NAMESPACE}});
@@ -132,7 +139,7 @@ pub async fn install(
     let kubeconfig_path = dir.join("kubeconfig");
     kubeconfig::write(&kubeconfig_path, &kubeconfig::render(&[entry])).map_err(io(&kubeconfig_path))?;
     let config_path = layout.kueue_config();
-    let config = serde_saphyr::to_string(&configuration(layout, multikueue_manager, integrations, addons))
+    let config = serde_saphyr::to_string(&configuration(layout, multikueue_manager, integrations, addons, replayed))
         .map_err(|e| io(&config_path)(std::io::Error::other(e)))?;
     std::fs::write(&config_path, config).map_err(io(&config_path))?;
     let certs = dir.join("certs");

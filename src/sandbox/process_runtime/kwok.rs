@@ -47,31 +47,44 @@ pub fn config(stage_dir: &Path) -> std::io::Result<String> {
     Ok(out)
 }
 
-/// Node objects kwok will manage (selected by its annotation).
+/// Node objects kwok will manage, `pool.count` alike.
 pub fn nodes(pool: &NodePool) -> Vec<Value> {
     (0..pool.count)
         .map(|i| {
             let name = format!("kwok-node-{i}");
             let resources = json!({"cpu": pool.cpu, "memory": pool.memory, "pods": "110"});
-            json!({
-                "apiVersion": "v1",
-                "kind": "Node",
-                "metadata": {
-                    "name": name,
-                    "annotations": {"kwok.x-k8s.io/node": "fake", "node.alpha.kubernetes.io/ttl": "0"},
-                    "labels": {
-                        "type": "kwok",
-                        (SANDBOX_NODE_LABEL.0): SANDBOX_NODE_LABEL.1,
-                        "kubernetes.io/hostname": name,
-                        "kubernetes.io/os": "linux",
-                        "kubernetes.io/arch": "amd64",
-                    },
-                },
-                "spec": {"podCIDR": format!("10.244.{i}.0/24")},
-                "status": {"allocatable": resources, "capacity": resources},
-            })
+            let labels = json!({
+                "type": "kwok",
+                (SANDBOX_NODE_LABEL.0): SANDBOX_NODE_LABEL.1,
+                "kubernetes.io/hostname": name,
+                "kubernetes.io/os": "linux",
+                "kubernetes.io/arch": "amd64",
+            });
+            let mut node = node(&name, &labels, &Value::Null, &resources, &resources);
+            node["spec"]["podCIDR"] = json!(format!("10.244.{i}.0/24"));
+            node
         })
         .collect()
+}
+
+/// A node kwok manages (selected by its annotation) with these labels, taints (`null`: none)
+/// and resources.
+pub fn node(name: &str, labels: &Value, taints: &Value, allocatable: &Value, capacity: &Value) -> Value {
+    let mut node = json!({
+        "apiVersion": "v1",
+        "kind": "Node",
+        "metadata": {
+            "name": name,
+            "annotations": {"kwok.x-k8s.io/node": "fake", "node.alpha.kubernetes.io/ttl": "0"},
+            "labels": labels,
+        },
+        "spec": {},
+        "status": {"allocatable": allocatable, "capacity": capacity},
+    });
+    if taints.is_array() {
+        node["spec"]["taints"] = taints.clone();
+    }
+    node
 }
 
 #[cfg(test)]

@@ -206,6 +206,7 @@ async fn start_cluster(
         plan.multikueue_manager,
         &plan.integrations,
         &plan.addons,
+        plan.kueue_settings.as_ref(),
     )
     .await
     .map_err(|e| SandboxError::step(name, "installing Kueue", e))?;

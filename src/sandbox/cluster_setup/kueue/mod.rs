@@ -21,6 +21,12 @@ pub fn frameworks(addons: &[Addon]) -> Vec<&'static str> {
     SANDBOX_FRAMEWORKS.into_iter().chain(addons::kueue_frameworks(addons)).collect()
 }
 
+/// Whether a sandbox with `addons` runs Kueue's built-in integration `name` (the idle one
+/// included, which it may enable itself).
+pub fn runs_framework(addons: &[Addon], name: &str) -> bool {
+    name == IDLE_FRAMEWORK.0 || frameworks(addons).contains(&name)
+}
+
 /// What every sandbox's Kueue is told, whatever runs it: our kinds as external frameworks (and
 /// MultiKueue's generic adapter for them, which is gated), and on a manager of workers
 /// MultiKueue with sandbox timings.
@@ -47,9 +53,13 @@ pub fn configure_for_sandbox(
     config["featureGates"]["MultiKueueAdaptersForCustomJobs"] = json!(true);
     if let Some(manager) = multikueue_manager {
         // Orphaned remote objects are collected every 30s (default 1m): a sandbox is watched.
+        // Key by key: how MultiKueue dispatches, replayed from a capture, stays.
         let external: Vec<Value> = frameworks.iter().map(|name| json!({"name": name})).collect();
         let lost = format!("{}s", manager.worker_lost_timeout.as_secs());
-        config["multiKueue"] = json!({"gcInterval": "30s", "workerLostTimeout": lost, "externalFrameworks": external});
+        let multikueue = &mut config["multiKueue"];
+        multikueue["gcInterval"] = json!("30s");
+        multikueue["workerLostTimeout"] = json!(lost);
+        multikueue["externalFrameworks"] = json!(external);
     }
 }
 
