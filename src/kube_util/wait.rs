@@ -3,9 +3,10 @@
 use std::future::Future;
 use std::time::{Duration, Instant};
 
-use k8s_openapi::api::apps::v1::Deployment;
+use k8s_openapi::api::apps::v1::{Deployment, DeploymentSpec};
+use k8s_openapi::api::core::v1::Pod;
 use kube::Client;
-use kube::api::Api;
+use kube::api::{Api, ListParams};
 
 /// Something that did not happen in time, with the last reason it had not.
 #[derive(Debug, thiserror::Error)]
@@ -82,8 +83,12 @@ pub async fn deployment_rolled_out(client: &Client, namespace: &str, name: &str)
     } else if status.updated_replicas.unwrap_or(0) < wanted {
         Some(format!("{} of {wanted} replicas updated", status.updated_replicas.unwrap_or(0)))
     } else if status.replicas.unwrap_or(0) > wanted {
+        let why = match unschedulable(client, namespace, deployment.spec.as_ref()).await {
+            Some(said) => format!("the scheduler says: {said}"),
+            None => format!("`kubectl -n {namespace} describe pods` says why"),
+        };
         Some(format!(
-            "{} old replicas still run: a new one is not available yet (`kubectl -n {namespace} describe pods` says why)",
+            "{} old replicas still run: a new one is not available yet ({why})",
             status.replicas.unwrap_or(0) - wanted
         ))
     } else if status.available_replicas.unwrap_or(0) < wanted {
@@ -97,9 +102,58 @@ pub async fn deployment_rolled_out(client: &Client, namespace: &str, name: &str)
     }
 }
 
+/// Why a pod of the Deployment cannot be placed, as the scheduler wrote it (`0/1 nodes are
+/// available: 1 Insufficient cpu.`): a roll on a full node never ends, and says so here.
+async fn unschedulable(client: &Client, namespace: &str, spec: Option<&DeploymentSpec>) -> Option<String> {
+    let labels = spec?.selector.match_labels.as_ref()?;
+    let selector: Vec<String> = labels.iter().map(|(k, v)| format!("{k}={v}")).collect();
+    let pods = Api::<Pod>::namespaced(client.clone(), namespace)
+        .list(&ListParams::default().labels(&selector.join(",")))
+        .await
+        .ok()?;
+    pods.items.into_iter().find_map(|pod| {
+        let conditions = pod.status?.conditions?;
+        let scheduled = conditions.into_iter().find(|c| c.type_ == "PodScheduled" && c.status == "False")?;
+        scheduled.message
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A roll whose new pod no node can take names the scheduler's words, not just "not yet".
+    #[tokio::test]
+    async fn a_roll_stuck_on_a_full_node_says_what_the_scheduler_said() {
+        use serde_json::json;
+
+        let (client, _) = crate::test_api_server::scripted_client(|_, path| match path {
+            "/apis/apps/v1/namespaces/kueue-system/deployments/kueue" => Ok(json!({
+                "apiVersion": "apps/v1", "kind": "Deployment",
+                "metadata": {"name": "kueue", "namespace": "kueue-system", "generation": 2},
+                "spec": {"replicas": 1, "selector": {"matchLabels": {"app": "kueue"}},
+                         "template": {"spec": {"containers": []}}},
+                "status": {"observedGeneration": 2, "replicas": 2, "updatedReplicas": 1, "availableReplicas": 1},
+            })),
+            "/api/v1/namespaces/kueue-system/pods" => Ok(json!({
+                "apiVersion": "v1", "kind": "PodList", "metadata": {},
+                "items": [
+                    {"metadata": {"name": "old"}, "status": {"conditions": [{"type": "PodScheduled", "status": "True"}]}},
+                    {"metadata": {"name": "new"}, "status": {"conditions": [{"type": "PodScheduled", "status": "False",
+                        "reason": "Unschedulable", "message": "0/1 nodes are available: 1 Insufficient cpu."}]}},
+                ],
+            })),
+            _ => Err(404),
+        });
+        let err = deployment_rolled_out(&client, "kueue-system", "kueue").await.unwrap_err();
+        assert!(
+            err.to_string().contains(
+                "1 old replicas still run: a new one is not available yet (the scheduler says: 0/1 nodes are \
+                 available: 1 Insufficient cpu.)"
+            ),
+            "{err}"
+        );
+    }
 
     #[tokio::test]
     async fn until_reports_the_last_answer() {
