@@ -7,6 +7,7 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::Instant;
 
+use super::SandboxArgs;
 use super::watch::{Clusters, aligned};
 use crate::capture::{self, LocalFiles, Options, Summary};
 use crate::model::source::Targets;
@@ -72,9 +73,20 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
+/// The whole sandbox of `sandbox`, jobs included, into `file`, as `capture -o FILE` writes it.
+pub async fn snapshot(sandbox: &SandboxArgs, file: &Path) -> anyhow::Result<()> {
+    let clusters = Clusters { sandbox: sandbox.clone(), kubeconfig: None, context: None, worker_contexts: Vec::new() };
+    let targets = clusters.targets()?;
+    let local = sandbox_files(&sandbox.dir(), &targets);
+    let captured = capture::capture(&targets, &local, &Options::default()).await?;
+    let mtime = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs());
+    capture::write_atomically(file, &capture::archive(&captured, mtime)?)?;
+    Ok(())
+}
+
 /// What a process sandbox keeps in files for the clusters of `targets` it runs: Kueue's
 /// Configuration, its pinned version, and the logs of Kueue and our controller.
-fn sandbox_files(state_dir: &Path, targets: &Targets) -> BTreeMap<String, LocalFiles> {
+pub(super) fn sandbox_files(state_dir: &Path, targets: &Targets) -> BTreeMap<String, LocalFiles> {
     let Ok(Some(state)) = SandboxState::load(state_dir) else { return BTreeMap::new() };
     if state.runtime != RuntimeKind::Process {
         return BTreeMap::new();

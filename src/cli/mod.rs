@@ -90,7 +90,7 @@ pub enum Command {
     Up(up::Args),
     /// Stop every process of the sandbox and remove its state.
     #[command(after_help = examples::DOWN)]
-    Down(SandboxArgs),
+    Down(down::Args),
     /// Show each cluster and component of the sandbox, ready or not.
     #[command(after_help = examples::STATUS)]
     Status(status::Args),
@@ -149,7 +149,7 @@ pub enum LogFormat {
 }
 
 /// Which sandbox, and where it keeps its state.
-#[derive(Debug, clap::Args)]
+#[derive(Clone, Debug, clap::Args)]
 pub struct SandboxArgs {
     /// Sandbox name, as kind's --name: its contexts and kind clusters are NAME-manager,
     /// NAME-worker1 …, so sandboxes of different names run side by side [default: kueue-ext]

@@ -2,8 +2,9 @@
 //! ResourceFlavors, a Cohort whose ClusterQueues borrow from each other, a priority class, a
 //! ClusterQueue whose ProvisioningRequest check the sandbox cannot run, labelled and tainted
 //! nodes, and three jobs: one running on the worker, one its worker queue keeps waiting, one too
-//! big for any quota. Captured, replayed with `--with-jobs` into another state dir, and
-//! compared: the queue objects (spec and labels), the nodes, and why each Workload waits.
+//! big for any quota. Captured as `down --keep-snapshot` leaves it, replayed with `--with-jobs`
+//! into another state dir, and compared: the queue objects (spec and labels), the nodes, and why
+//! each Workload waits.
 
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
@@ -236,15 +237,14 @@ async fn up_from_a_capture_reproduces_its_queues_nodes_and_why_jobs_wait() {
     eventually("the huge job to wait on the manager", TIMEOUT, || waiting(manager.clone(), &["externaljob-huge"]))
         .await;
 
+    // `down --keep-snapshot` captures the sandbox before it goes. The replay is compared with
+    // the archive alone: two sandboxes on 2 cores would only slow each other.
     let archive = original.dir.parent().expect("the test's temp dir").join("capture.tgz");
-    let captured = original.run("capture", &["-o", archive.to_str().expect("utf-8")]);
-    assert!(captured.status.success(), "capture failed:\n{}", text(&captured));
+    let down = original.run("down", &["--keep-snapshot", archive.to_str().expect("utf-8")]);
+    assert!(down.status.success(), "down --keep-snapshot: {}", text(&down));
+    assert!(text(&down).contains("snapshot written to"), "{}", text(&down));
     let (_, files) = unpack(&archive);
     let set_up = started.elapsed();
-    // The replay is compared with the archive alone: the original may go, and two sandboxes
-    // on 2 cores would only slow each other.
-    let down = original.run("down", &[]);
-    assert!(down.status.success(), "down: {}", text(&down));
 
     let replay = original.beside();
     let replay_started = Instant::now();
