@@ -2,7 +2,8 @@
 # A Docker daemon for the kind runtime, on machines that have none running.
 #
 #   hack/docker.sh up     installs Debian's docker.io when dockerd is missing, starts dockerd
-#                         unless one already answers, and records the pid it started
+#                         unless one already answers, and records the pid it started; raises
+#                         the inotify limits that several clusters at once need
 #   hack/docker.sh down   stops the dockerd this script started (by its recorded pid), nothing else
 #
 # Where the host's capability bounding set lacks CAP_SYS_RESOURCE (some CI sandboxes), runc
@@ -77,7 +78,26 @@ EOF
   echo "$wrapper"
 }
 
+# Each kind node runs systemd, containerd and a kubelet, and each process-runtime cluster a
+# kube-apiserver and Kueue, all holding inotify instances: a few clusters at once exhaust the
+# kernel's default 128 per user, and the next one fails with "too many open files" (a known kind
+# issue). Raised, never lowered; a host that refuses is said so and left as it is.
+raise_inotify_limits() {
+  local key want have
+  for pair in max_user_instances=512 max_user_watches=524288; do
+    key="fs.inotify.${pair%=*}" want="${pair#*=}"
+    have=$(sysctl -n "$key")
+    (( have >= want )) && continue
+    if sysctl -qw "$key=$want" 2>/dev/null; then
+      echo "$key: $have -> $want"
+    else
+      echo "$key is $have and cannot be raised here: many clusters at once may run out of it" >&2
+    fi
+  done
+}
+
 up() {
+  raise_inotify_limits
   if answers; then
     echo "a Docker daemon answers already: using it"
     return
