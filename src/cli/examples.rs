@@ -15,7 +15,10 @@ Examples:
 pub const DOWN: &str = "\
 Examples:
   # Stop every process and cluster the sandbox started, and remove its state
-  kubectl kueue-ext down";
+  kubectl kueue-ext down
+
+  # Capture it first, jobs included; `up --from snap.tgz --with-jobs` brings it back
+  kubectl kueue-ext down --keep-snapshot snap.tgz";
 
 pub const STATUS: &str = "\
 Examples:
@@ -135,6 +138,14 @@ Examples:
 
   # What is in an archive, and what it left out
   tar -xzOf capture.tgz capture.json";
+
+pub const SIMULATE: &str = "\
+Examples:
+  # Would this job be admitted on the running sandbox, and where? Exit 1 if not
+  kubectl kueue-ext simulate train.yaml
+
+  # Against a capture, as JSON, giving Kueue two minutes
+  kubectl kueue-ext simulate train.yaml eval.yaml --from capture.tgz --timeout 2m -o json";
 
 pub const VERSION: &str = "\
 Examples:

@@ -13,6 +13,7 @@ mod explain;
 mod install;
 mod manifests;
 mod output;
+mod simulate;
 mod status;
 mod submit;
 mod targets;
@@ -134,6 +135,10 @@ pub enum Command {
     /// Capture the manager and its workers in one archive: Kueue's setup, jobs, Workloads, nodes, events, logs; never a Secret.
     #[command(after_help = examples::CAPTURE)]
     Capture(capture::Args),
+    /// Would these jobs be admitted, and where? Kueue's own scheduler answers, in a throwaway
+    /// sandbox that replays a capture with its jobs; nothing is written to the real clusters
+    #[command(after_help = examples::SIMULATE)]
+    Simulate(simulate::Args),
     /// Print the plugin's version and every version the sandbox pins.
     #[command(after_help = examples::VERSION)]
     Version(version::Args),
@@ -201,6 +206,7 @@ pub async fn run(command: Command) -> anyhow::Result<ExitCode> {
         Command::Conformance(args) => conformance::run(args).await,
         Command::Doctor(args) => doctor::run(args).await,
         Command::Capture(args) => capture::run(args).await,
+        Command::Simulate(args) => simulate::run(args).await,
         Command::Version(args) => version::run(args).await,
         Command::Completion(args) => completion::run(args),
     }

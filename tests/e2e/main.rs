@@ -28,6 +28,7 @@ mod published_manifests;
 mod queue_position;
 mod replay;
 mod sandbox_robustness;
+mod simulate;
 mod security;
 mod single_cluster;
 mod submit;
