@@ -28,8 +28,18 @@ pub async fn run(command: Command) -> anyhow::Result<ExitCode> {
             let progress = Progress::stderr();
             let toolchain = toolchain::ensure(&progress).await?;
             if args.kind {
-                let images = sandbox::prepare_kind_images(&args.addons, &progress).await?;
+                let (images, addons) = sandbox::prepare_kind_images(&args.addons, &progress).await?;
                 eprintln!("kind node image: {}", images.node_image);
+                for addon in addons {
+                    eprintln!(
+                        "{}: image {}; on a kind cluster of your own: kind load image-archive {} --name CLUSTER && \
+                         kubectl apply --server-side -f {}",
+                        addon.built.addon.name(),
+                        addon.image,
+                        addon.archive.display(),
+                        addon.release.display()
+                    );
+                }
             } else {
                 sandbox::build_addons(&toolchain, &args.addons, &progress).await?;
             }

@@ -26,8 +26,8 @@ pub use cluster_setup::addons::{Addon, ensure_built as build_addons};
 pub use down::{DownOutcome, down};
 pub use error::SandboxError;
 pub use kind_runtime::{
-    ImageSource, KIND_VERSION, KUEUE_MANIFESTS_SHA256, KUEUE_MANIFESTS_URL, KindError, KindOptions, NODE_IMAGE,
-    kind_config, load_controller_image, local_images::LocalImages, local_images::ensure_kind_cli,
+    ImageSource, KIND_VERSION, KUEUE_MANIFESTS_SHA256, KUEUE_MANIFESTS_URL, KindAddon, KindError, KindOptions,
+    NODE_IMAGE, kind_config, load_controller_image, local_images::LocalImages, local_images::ensure_kind_cli,
     local_images::kind_cli_path, local_kind_images, prepare_kind_images,
 };
 pub use record::RuntimeKind;

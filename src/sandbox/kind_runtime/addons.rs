@@ -23,12 +23,16 @@ use crate::sandbox::toolchain::{self, Toolchain};
 /// Pulling nothing but issuing and injecting its own certificate takes a while on a cold node.
 const READY_TIMEOUT: Duration = Duration::from_secs(300);
 
-/// An add-on ready for kind clusters: the image archive to load and the documents to apply.
+/// An add-on ready for kind clusters: the image archive to load and the documents to apply,
+/// also written out for a kind cluster of the user's own (`kind load image-archive`, then
+/// `kubectl apply --server-side -f`).
 #[derive(Clone, Debug)]
 pub struct KindAddon {
     pub built: BuiltAddon,
     pub image: String,
     pub archive: PathBuf,
+    /// The release's documents as one YAML file.
+    pub release: PathBuf,
     docs: Vec<Value>,
 }
 
@@ -80,7 +84,18 @@ pub async fn prepare(
             add_argument(&mut docs, spec.deployment, &format!("{flag}={file}"));
         }
     }
-    Ok(KindAddon { built: built.clone(), image, archive, docs })
+    let release = built.entry.join("kind-release.yaml");
+    write_release(&release, &docs).map_err(local_images::LocalImageError::io(&release))?;
+    Ok(KindAddon { built: built.clone(), image, archive, release, docs })
+}
+
+fn write_release(path: &Path, docs: &[Value]) -> std::io::Result<()> {
+    let mut text = String::new();
+    for doc in docs {
+        text.push_str("---\n");
+        text.push_str(&serde_saphyr::to_string(doc).map_err(std::io::Error::other)?);
+    }
+    std::fs::write(path, text)
 }
 
 /// Whether `file` exists and was written after `than`.

@@ -31,7 +31,7 @@ pub use error::KindError;
 pub use local_images::{LocalImages, ensure_kind_cli};
 pub use select::select;
 
-use addons::KindAddon;
+pub use addons::KindAddon;
 use local_images::LocalImageError;
 
 use super::cluster_setup::addons::{self as sandbox_addons, Addon};
@@ -174,16 +174,20 @@ pub async fn local_kind_images(progress: &Progress) -> Result<LocalImages, KindE
 /// Everything a kind sandbox with `addons` builds on this machine, built now so that a later `up`
 /// (or a cluster of the user's own) needs neither the network nor the build time: the kind CLI,
 /// the node image with the images it carries, and each add-on's image.
-pub async fn prepare_kind_images(addons: &[Addon], progress: &Progress) -> Result<LocalImages, KindError> {
+pub async fn prepare_kind_images(
+    addons: &[Addon],
+    progress: &Progress,
+) -> Result<(LocalImages, Vec<KindAddon>), KindError> {
     ensure_kind_cli(progress).await?;
     let docker = BollardDocker::connect();
     docker.ping().await?;
     let images = local_images::ensure(&docker, progress).await?;
     let toolchain = toolchain::ensure(progress).await.map_err(LocalImageError::from)?;
+    let mut prepared = Vec::new();
     for built in sandbox_addons::ensure_built(&toolchain, addons, progress).await? {
-        addons::prepare(&docker, &toolchain, &built, progress).await?;
+        prepared.push(addons::prepare(&docker, &toolchain, &built, progress).await?);
     }
-    Ok(images)
+    Ok((images, prepared))
 }
 
 /// kind's own kubeconfig of a cluster, kept in the cluster's dir so the user's is never touched.

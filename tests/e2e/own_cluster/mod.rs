@@ -11,6 +11,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
 use kube::Client;
+use kueue_ext::sandbox::KindAddon;
 use kueue_ext::sandbox::progress::Progress;
 
 use crate::common::{BIN, ensure_toolchain, one_kind_test_at_a_time, plain_queues, text};
@@ -65,6 +66,42 @@ impl PlainKindClusters {
             assert!(created.status.success(), "kind create cluster: {}", text(&created));
         }
         clusters
+    }
+
+    /// An add-on's release on cluster `name`, as the air-gapped user of `toolchain install --kind
+    /// --addons` does it: its image archive loaded into the nodes, its release applied with
+    /// kubectl, until its Deployments are available.
+    pub fn install_addon(&self, name: &str, addon: &KindAddon) {
+        let loaded = Command::new(&self.kind)
+            .args(["load", "image-archive"])
+            .arg(&addon.archive)
+            .args(["--name", name])
+            .output()
+            .unwrap();
+        ok(&loaded, "kind load image-archive");
+        let cluster = self.cluster(name);
+        let release = addon.release.to_str().unwrap();
+        ok(&cluster.kubectl(&["apply", "--server-side", "-f", release]), "kubectl apply the add-on's release");
+        let namespace = addon.built.addon.spec().kustomization.namespace;
+        let wait = ["-n", namespace, "wait", "--for=condition=Available", "deploy", "--all", "--timeout=300s"];
+        ok(&cluster.kubectl(&wait), "waiting for the add-on");
+    }
+
+    /// Only the CustomResourceDefinitions of an add-on's release, as Kueue's MultiKueue guide
+    /// has a manager hold a kind whose jobs run on the workers.
+    pub fn install_addon_crds(&self, name: &str, addon: &KindAddon) {
+        let release = std::fs::read_to_string(&addon.release).unwrap();
+        let docs: Vec<serde_json::Value> = serde_saphyr::from_multiple(&release).unwrap();
+        let crds: Vec<String> = docs
+            .iter()
+            .filter(|d| d["kind"] == "CustomResourceDefinition")
+            .map(|d| serde_saphyr::to_string(d).unwrap())
+            .collect();
+        assert!(!crds.is_empty(), "the release has CRDs");
+        let file = tempfile::NamedTempFile::new().unwrap();
+        std::fs::write(file.path(), format!("---\n{}", crds.join("---\n"))).unwrap();
+        let applied = self.cluster(name).kubectl(&["apply", "--server-side", "-f", file.path().to_str().unwrap()]);
+        ok(&applied, "kubectl apply the add-on's CRDs");
     }
 
     pub fn cluster(&self, name: &str) -> PlainKindCluster<'_> {
