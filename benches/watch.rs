@@ -4,7 +4,8 @@
 //!
 //! Measured, each against a reference in the same run:
 //! 1. one frame of the jobs table with N jobs, against the same frame with 100 jobs (drawing
-//!    is meant to cost what is on screen, not what is in the model: ratio ≈ 1);
+//!    is meant to cost what is on screen, not what is in the model: ratio ≈ 1), and one frame
+//!    of the pending view of one of the 50 ClusterQueues the pending jobs wait in;
 //! 2. a filter keystroke over N jobs;
 //! 3. the join of a snapshot into the model (time);
 //! 4. the model's memory (bytes held after the join, and the peak during it), against the
@@ -82,14 +83,25 @@ fn condition(type_: &str, status: &str, reason: &str, message: &str) -> Value {
     json!({"type": type_, "status": status, "reason": reason, "message": message, "lastTransitionTime": CREATED})
 }
 
+/// ClusterQueues the jobs are spread over, each fed by a LocalQueue of the same number in
+/// every namespace.
+const QUEUES: usize = 50;
+const NAMESPACES: usize = 7;
+
+/// Job `train-NNNNN`'s LocalQueue: by its number, so every ClusterQueue gets pending jobs.
+fn queue_of(name: &str) -> String {
+    let number: usize = name.rsplit('-').next().and_then(|n| n.parse().ok()).unwrap_or_default();
+    format!("lq-{}", number % QUEUES)
+}
+
 fn job(kind: &JobKind, name: &str, origin: bool) -> Value {
-    let mut labels = json!({"kueue.x-k8s.io/queue-name": "user-queue", "team": "ml"});
+    let mut labels = json!({"kueue.x-k8s.io/queue-name": queue_of(name), "team": "ml"});
     if origin {
         labels["kueue.x-k8s.io/multikueue-origin"] = json!("multikueue");
     }
     json!({
         "apiVersion": kind.api_resource().api_version, "kind": kind.name(),
-        "metadata": {"name": name, "namespace": format!("team-{}", name.len() % 7), "uid": format!("uid-{name}"),
+        "metadata": {"name": name, "namespace": format!("team-{}", name.len() % NAMESPACES), "uid": format!("uid-{name}"),
                      "creationTimestamp": CREATED, "labels": labels, "resourceVersion": "12345", "generation": 2},
         "spec": {"suspend": !origin, "managedBy": "kueue.x-k8s.io/multikueue", "podSets": [{"name": "main", "count": 4,
                  "template": {"spec": {"restartPolicy": "Never", "containers": [{"name": "main", "image": "registry.example/train:v1",
@@ -126,13 +138,19 @@ fn workload(job: &Value, state: usize) -> Value {
                      "namespace": job["metadata"]["namespace"], "creationTimestamp": CREATED,
                      "ownerReferences": [{"apiVersion": job["apiVersion"], "kind": job["kind"], "name": job["metadata"]["name"],
                                           "uid": job["metadata"]["uid"], "controller": true}]},
-        "spec": {"queueName": "user-queue"},
+        "spec": {"queueName": job["metadata"]["labels"]["kueue.x-k8s.io/queue-name"]},
         "status": status,
     })
 }
 
-fn queue() -> Value {
-    json!({"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "ClusterQueue", "metadata": {"name": "cluster-queue"},
+fn local_queue(namespace: usize, n: usize) -> Value {
+    json!({"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "LocalQueue",
+           "metadata": {"name": format!("lq-{n}"), "namespace": format!("team-{namespace}")},
+           "spec": {"clusterQueue": format!("cq-{n}")}})
+}
+
+fn queue(name: &str) -> Value {
+    json!({"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "ClusterQueue", "metadata": {"name": name},
            "spec": {"resourceGroups": [{"coveredResources": ["cpu", "memory"], "flavors": [{"name": "default-flavor",
                     "resources": [{"name": "cpu", "nominalQuota": "64"}, {"name": "memory", "nominalQuota": "256Gi"}]}]}]},
            "status": {"conditions": [condition("Active", "True", "Ready", "Can admit new workloads")],
@@ -144,9 +162,13 @@ fn queue() -> Value {
 fn snapshot(n: usize) -> Snapshot {
     let mut manager = ClusterSnapshot::empty("manager", "kueue-ext-manager", Role::Manager);
     let mut worker = ClusterSnapshot::empty("worker1", "kueue-ext-worker1", Role::Worker);
-    for c in [&mut manager, &mut worker] {
-        c.cluster_queues.push(object(queue()));
+    for n in 0..QUEUES {
+        manager.cluster_queues.push(object(queue(&format!("cq-{n}"))));
+        for namespace in 0..NAMESPACES {
+            manager.local_queues.push(object(local_queue(namespace, n)));
+        }
     }
+    worker.cluster_queues.push(object(queue("cluster-queue")));
     let registry = KindRegistry::built_in();
     for i in 0..n {
         let kind = registry.kinds()[i % 3].clone();
@@ -190,7 +212,7 @@ fn app_with(model: Model) -> App {
     app
 }
 
-/// Milliseconds per frame of the jobs table, `runs` times, on a 200×50 terminal.
+/// Milliseconds per frame of the current view, `runs` times, on a 200×50 terminal.
 fn frames(app: &App, runs: usize) -> Vec<f64> {
     let mut terminal = Terminal::new(TestBackend::new(200, 50)).expect("test terminal");
     (0..runs)
@@ -232,6 +254,15 @@ fn main() {
     let mut app = app_with(model);
     let mut big_frames = frames(&app, runs);
     let mut small_frames = frames(&app_with(join(&snapshot(100))), runs);
+    let lines = app.model.pending.len();
+    let longest = app.model.pending.iter().map(|l| l.workloads.len()).max().unwrap_or(0);
+    for key in ":pending".chars().map(KeyCode::Char).chain([KeyCode::Enter]) {
+        app.handle_key(KeyEvent::new(key, KeyModifiers::NONE));
+    }
+    let mut pending_frames = frames(&app, runs);
+    for key in ":jobs".chars().map(KeyCode::Char).chain([KeyCode::Enter]) {
+        app.handle_key(KeyEvent::new(key, KeyModifiers::NONE));
+    }
     let mut filter_ms: Vec<f64> = (0..runs.min(10))
         .map(|_| {
             app.handle_key(KeyEvent::new(KeyCode::Char('/'), KeyModifiers::NONE));
@@ -245,6 +276,7 @@ fn main() {
 
     let (f_min, f_med, f_max) = summary(&mut big_frames);
     let (s_min, s_med, s_max) = summary(&mut small_frames);
+    let (p_min, p_med, p_max) = summary(&mut pending_frames);
     let (k_min, k_med, k_max) = summary(&mut filter_ms);
     let (j_min, j_med, j_max) = summary(&mut join_ms);
     let mib = |b: usize| b as f64 / (1024.0 * 1024.0);
@@ -258,6 +290,10 @@ fn main() {
         f_max,
         s_med,
         f_med / s_med
+    );
+    println!(
+        "{:<34} {:>7.2}/{:>7.2}/{:>7.2} ms {:>11} queues, the longest {longest} pending",
+        "frame of the pending view, 200×50", p_min, p_med, p_max, lines
     );
     println!("{:<34} {:>7.2}/{:>7.2}/{:>7.2} ms", "filter keystroke", k_min, k_med, k_max);
     println!("{:<34} {:>7.1}/{:>7.1}/{:>7.1} ms", "join snapshot → model", j_min, j_med, j_max);
@@ -277,6 +313,7 @@ fn main() {
         "jobs": jobs, "runs": runs, "cores": std::thread::available_parallelism().map(|n| n.get()).unwrap_or(0),
         "frame_ms": {"min": f_min, "median": f_med, "max": f_max},
         "frame_ms_100_jobs": {"min": s_min, "median": s_med, "max": s_max},
+        "pending_frame_ms": {"min": p_min, "median": p_med, "max": p_max}, "queues": lines, "longest_line": longest,
         "filter_keystroke_ms": {"min": k_min, "median": k_med, "max": k_max},
         "join_ms": {"min": j_min, "median": j_med, "max": j_max},
         "model_bytes": model_bytes, "model_peak_bytes": join_peak, "objects_bytes": objects_bytes,

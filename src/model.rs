@@ -16,6 +16,7 @@ pub mod snapshot;
 pub mod source;
 #[cfg(test)]
 mod tests;
+pub mod timeline;
 
 use std::collections::BTreeMap;
 use std::fmt;
@@ -26,9 +27,10 @@ use serde::Serialize;
 
 pub use join::join;
 pub use pods::{PodProblem, PodReason};
-pub use queue_order::{PositionSource, QueuePosition};
+pub use queue_order::{PendingLine, PositionSource, QueuePosition, Waiting};
 pub use read::message_or_reason;
 pub use shortfall::Shortfall;
+pub use timeline::{DispatchCounts, Timeline};
 
 use crate::api::condition::{self, Condition};
 use crate::api::kueue::{ADMITTED, Admission, AdmissionCheckState, EVICTED, FINISHED, QUOTA_RESERVED};
@@ -103,6 +105,8 @@ impl fmt::Display for WorkloadState {
 #[derive(Clone, Debug, Serialize)]
 pub struct WorkloadFacts {
     pub name: String,
+    /// Seconds since the epoch.
+    pub created: Option<i64>,
     pub cluster: String,
     pub queue_name: Option<String>,
     /// `spec.active`: false once deactivated.
@@ -255,6 +259,8 @@ pub struct JobRow {
     pub status: RowStatus,
     /// While its Workload waits in a queue: where, and behind whom.
     pub queue_position: Option<QueuePosition>,
+    /// What MultiKueue did with it, once it sent it to a worker.
+    pub multikueue: Option<Timeline>,
 }
 
 impl JobRow {
@@ -346,6 +352,9 @@ pub struct ClusterRow {
     pub workloads: usize,
     /// Its ClusterQueues' quota and reservations, summed per flavor and resource.
     pub quota: Vec<FlavorQuota>,
+    /// MultiKueue's copies sent there (for the manager: its check's rejections), over the
+    /// jobs watched.
+    pub dispatch: DispatchCounts,
 }
 
 #[derive(Clone, Debug, Default, Serialize)]
@@ -355,6 +364,8 @@ pub struct Model {
     pub queues: Vec<QueueRow>,
     pub local_queues: Vec<LocalQueueFacts>,
     pub admission_checks: Vec<AdmissionCheckFacts>,
+    /// Each ClusterQueue's pending Workloads, in order.
+    pub pending: Vec<PendingLine>,
 }
 
 impl Model {
@@ -372,6 +383,10 @@ impl Model {
 
     pub fn admission_check(&self, cluster: &str, name: &str) -> Option<&AdmissionCheckFacts> {
         self.admission_checks.iter().find(|c| c.cluster == cluster && c.name == name)
+    }
+
+    pub fn pending_line(&self, cluster: &str, cluster_queue: &str) -> Option<&PendingLine> {
+        self.pending.iter().find(|l| l.cluster == cluster && l.cluster_queue == cluster_queue)
     }
 
     pub fn cluster(&self, name: &str) -> Option<&ClusterRow> {

@@ -12,7 +12,7 @@ use crate::explain::{PodProblemAt, explanation};
 use crate::integrations::registry::{JobKind, KindRegistry};
 use crate::model::snapshot::Role;
 use crate::model::source::Source;
-use crate::model::{QueuePosition, join, problems_text};
+use crate::model::{QueuePosition, Timeline, join, problems_text};
 
 #[derive(Debug, clap::Args)]
 pub struct Args {
@@ -44,6 +44,8 @@ struct Explained<'a> {
     pod_problem: Option<PodProblemAt>,
     /// While it waits in a queue: its positions and who is ahead.
     queue: Option<&'a QueuePosition>,
+    /// What MultiKueue did with it, step by step, once it sent it to a worker.
+    multikueue: Option<&'a Timeline>,
     /// What `doctor` finds wrong with the setup the job goes through.
     setup: Vec<&'a Finding>,
 }
@@ -123,6 +125,7 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
         next_steps: explanation.next_steps(),
         pod_problem: explanation.pod_problem.clone(),
         queue: row.queue_position.as_ref(),
+        multikueue: row.multikueue.as_ref(),
         setup,
     };
     match args.output.unwrap_or_default() {
@@ -130,6 +133,10 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
         Output::Yaml => print!("{}", serde_saphyr::to_string(&explained)?),
         _ => {
             explanation.lines().iter().for_each(|line| println!("{line}"));
+            if let Some(timeline) = &explained.multikueue {
+                println!("multikueue (UTC):");
+                timeline.lines().iter().for_each(|line| println!("  {line}"));
+            }
             if !explained.setup.is_empty() {
                 println!("setup (what doctor finds on the way):");
             }

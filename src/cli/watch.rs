@@ -14,7 +14,7 @@ use super::targets::{self, Selection};
 use crate::explain::explain;
 use crate::model::snapshot::Role;
 use crate::model::source::{Source, Targets};
-use crate::model::{ClusterRow, JobRow, Model, QueueRow, join};
+use crate::model::{ClusterRow, JobRow, Model, PendingLine, QueueRow, join};
 use crate::tui::columns::{self, CLUSTER_HEADERS, JOB_HEADERS, QUEUE_HEADERS};
 use crate::tui::run;
 
@@ -147,12 +147,14 @@ struct Report<'a> {
     clusters: &'a [ClusterRow],
     jobs: Vec<ExplainedJob<'a>>,
     queues: &'a [QueueRow],
+    /// Each ClusterQueue's pending Workloads, in the order Kueue admits them.
+    pending: &'a [PendingLine],
 }
 
 impl<'a> Report<'a> {
     fn new(origin: &'a str, model: &'a Model) -> Self {
         let jobs = model.jobs.iter().map(|row| ExplainedJob { row, why: explain(row, model) }).collect();
-        Report { origin, clusters: &model.clusters, jobs, queues: &model.queues }
+        Report { origin, clusters: &model.clusters, jobs, queues: &model.queues, pending: &model.pending }
     }
 }
 

@@ -116,17 +116,7 @@ pub fn most_of<'a>(queue: &QueueRow, cluster_queues: impl IntoIterator<Item = &'
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn quota(flavor: &str, resource: &str, nominal: f64, reserved: f64) -> FlavorQuota {
-        FlavorQuota {
-            flavor: flavor.into(),
-            resource: resource.into(),
-            nominal,
-            borrowing_limit: None,
-            reserved,
-            used: reserved,
-        }
-    }
+    use crate::model::fixtures::flavor_quota as quota;
 
     fn queue(cohort: Option<&str>, quotas: Vec<FlavorQuota>) -> QueueRow {
         QueueRow {

@@ -192,6 +192,18 @@ pub fn kind_nodes(kind: &str) -> Vec<String> {
     ["control-plane", "worker"].map(|node| format!("kind://docker/{kind}/{kind}-{node}")).to_vec()
 }
 
+/// A ClusterQueue's quota of `resource` in `flavor`, of which `reserved` is held and used.
+pub fn flavor_quota(flavor: &str, resource: &str, nominal: f64, reserved: f64) -> super::FlavorQuota {
+    super::FlavorQuota {
+        flavor: flavor.into(),
+        resource: resource.into(),
+        nominal,
+        borrowing_limit: None,
+        reserved,
+        used: reserved,
+    }
+}
+
 /// A single cluster with the sandbox's default queues (4 CPU, nothing reserved).
 pub fn single_cluster() -> ClusterSnapshot {
     let mut manager = ClusterSnapshot::empty("manager", "kueue-ext-manager", Role::Manager);

@@ -6,14 +6,16 @@ use std::collections::{BTreeMap, HashMap, HashSet};
 use kube::ResourceExt;
 use kube::api::DynamicObject;
 
-use super::capacity;
 use super::queue_order::ClusterOrders;
 use super::{
-    AdmissionCheckFacts, ClusterRow, JobCopy, JobEvent, JobKey, JobRow, LocalQueueFacts, Mirror, Model, QueueRow,
-    RowStatus, Shortfall, WorkloadFacts, WorkloadState, problems_text, read,
+    AdmissionCheckFacts, ClusterRow, DispatchCounts, JobCopy, JobEvent, JobKey, JobRow, LocalQueueFacts, Mirror, Model,
+    PendingLine, QueueRow, RowStatus, Shortfall, WorkloadFacts, WorkloadState, problems_text, read,
 };
+use super::{capacity, timeline};
 use crate::api::condition::Condition;
-use crate::api::kueue::{FINISHED, MULTIKUEUE_ORIGIN_LABEL, PREBUILT_WORKLOAD_LABEL, QUEUE_NAME_LABEL, QUOTA_RESERVED};
+use crate::api::kueue::{
+    FINISHED, MULTIKUEUE_CONTROLLER, MULTIKUEUE_ORIGIN_LABEL, PREBUILT_WORKLOAD_LABEL, QUEUE_NAME_LABEL, QUOTA_RESERVED,
+};
 use crate::api::wrapped_job::WRAPPED_JOB_LABEL;
 use crate::model::snapshot::{ClusterSnapshot, EventLine, JobKind, JobObject, ObjectKey, Role, Snapshot};
 
@@ -99,6 +101,8 @@ struct ClusterIndex<'a> {
     jobs: HashMap<(JobKind, String, String), &'a JobObject>,
     events: HashMap<&'a ObjectKey, Vec<&'a EventLine>>,
     orders: ClusterOrders,
+    /// The AdmissionChecks MultiKueue runs here.
+    multikueue_checks: Vec<String>,
 }
 
 impl<'a> ClusterIndex<'a> {
@@ -112,7 +116,21 @@ impl<'a> ClusterIndex<'a> {
         for event in &snapshot.events {
             events.entry(&event.object).or_default().push(event);
         }
-        ClusterIndex { snapshot, workloads: Workloads::index(snapshot), jobs, events, orders: orders_of(snapshot) }
+        let multikueue_checks = snapshot
+            .admission_checks
+            .iter()
+            .map(|ac| read::admission_check(&snapshot.name, ac))
+            .filter(|ac| ac.controller == MULTIKUEUE_CONTROLLER)
+            .map(|ac| ac.name)
+            .collect();
+        ClusterIndex {
+            snapshot,
+            workloads: Workloads::index(snapshot),
+            jobs,
+            events,
+            orders: orders_of(snapshot),
+            multikueue_checks,
+        }
     }
 
     /// The job's copy on this cluster, with its pods.
@@ -164,9 +182,39 @@ pub fn join(snapshot: &Snapshot) -> Model {
     let mut order: Vec<usize> = (0..jobs.len()).collect();
     order.sort_by_key(|&i| (&jobs[i].key.namespace, &jobs[i].key.name, jobs[i].key.kind.clone()));
     let mut slots: Vec<Option<JobRow>> = jobs.into_iter().map(Some).collect();
-    let jobs = order.into_iter().filter_map(|i| slots[i].take()).collect();
+    let jobs: Vec<JobRow> = order.into_iter().filter_map(|i| slots[i].take()).collect();
     let (queues, local_queues, admission_checks) = queues(snapshot);
-    Model { clusters: clusters(snapshot, manager_at, &queues), jobs, queues, local_queues, admission_checks }
+    let pending = pending(&indexes, &jobs);
+    let mut clusters = clusters(snapshot, manager_at, &queues);
+    if let Some(manager) = snapshot.clusters.get(manager_at) {
+        let mut counts = timeline::counts(&manager.name, jobs.iter().filter_map(|j| j.multikueue.as_ref()));
+        for row in &mut clusters {
+            row.dispatch = counts.remove(&row.name).unwrap_or_default();
+        }
+    }
+    Model { clusters, jobs, queues, local_queues, admission_checks, pending }
+}
+
+/// Every ClusterQueue's line, each Workload with the job that owns it.
+fn pending(indexes: &[ClusterIndex], jobs: &[JobRow]) -> Vec<PendingLine> {
+    let owners: HashMap<(&str, &str, &str), &JobKey> = jobs
+        .iter()
+        .filter_map(|j| {
+            Some(((j.key.cluster.as_str(), j.key.namespace.as_str(), j.workload.as_ref()?.name.as_str()), &j.key))
+        })
+        .collect();
+    let mut lines = Vec::new();
+    for index in indexes {
+        let cluster = index.snapshot.name.as_str();
+        for mut line in index.orders.lines(cluster) {
+            for waiting in &mut line.workloads {
+                let owner = owners.get(&(cluster, waiting.namespace.as_str(), waiting.workload.as_str()));
+                waiting.job = owner.map(|key| (*key).clone());
+            }
+            lines.push(line);
+        }
+    }
+    lines
 }
 
 fn manager_row(
@@ -227,17 +275,24 @@ fn finish_row(
         }
     };
     collect(&key.cluster, key.kind.name(), &key.name);
+    for mirror in mirrors.iter().filter(|m| m.job.is_some()) {
+        collect(&mirror.cluster, key.kind.name(), &key.name);
+    }
+    let manager_row = !mirrors.is_empty() || indexes[at].snapshot.role == Role::Manager;
     if let Some(wl) = &workload {
         collect(&key.cluster, "Workload", &wl.name);
-    }
-    for mirror in &mirrors {
-        if mirror.job.is_some() {
-            collect(&mirror.cluster, key.kind.name(), &key.name);
-        }
-        if let Some(wl) = &mirror.workload {
-            collect(&mirror.cluster, "Workload", &wl.name);
+        // MultiKueue's copies bear the Workload's name; their events outlive them.
+        if manager_row {
+            for other in indexes.iter().filter(|i| i.snapshot.name != key.cluster) {
+                other.events_of(&ObjectKey::new("Workload", &key.namespace, &wl.name), &mut events);
+            }
         }
     }
+    let multikueue = workload.as_ref().filter(|_| manager_row).and_then(|wl| {
+        let checks = &indexes[at].multikueue_checks;
+        let check = wl.checks.iter().find(|c| checks.contains(&c.name)).map(|c| c.name.as_str());
+        timeline::of(&key.cluster, wl, check, &mirrors, &events)
+    });
     events.sort_by_key(|e| std::cmp::Reverse(e.event.time));
     // Kueue records some events more than once (as separate objects): each is shown once, newest.
     let mut shown: Vec<JobEvent> = Vec::with_capacity(events.len().min(EVENTS_PER_JOB));
@@ -257,6 +312,7 @@ fn finish_row(
         indexes[at].orders.place(&key.namespace, &wl.name, queue)
     });
     let mut row = JobRow {
+        multikueue,
         queue_position,
         queue: job.object.labels().get(QUEUE_NAME_LABEL).cloned(),
         job: copy,
@@ -357,6 +413,7 @@ fn clusters(snapshot: &Snapshot, manager_at: usize, queues: &[QueueRow]) -> Vec<
             jobs: c.jobs.iter().filter(|j| !is_component(j)).count(),
             workloads: c.workloads.len(),
             quota: capacity::of_cluster(queues.iter().filter(|q| q.cluster == c.name)),
+            dispatch: DispatchCounts::default(),
         })
         .collect();
     for (name, connection) in connections {
@@ -375,6 +432,7 @@ fn clusters(snapshot: &Snapshot, manager_at: usize, queues: &[QueueRow]) -> Vec<
                 jobs: 0,
                 workloads: 0,
                 quota: Vec::new(),
+                dispatch: DispatchCounts::default(),
             });
         }
     }

@@ -13,12 +13,12 @@
 //! sticky preemptor, which only Kueue's memory holds.
 
 use std::cmp::Ordering;
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 use serde::Serialize;
 
-use super::LocalQueueFacts;
 use super::snapshot::{Visibility, VisiblePending};
+use super::{JobKey, LocalQueueFacts};
 
 /// Workloads ahead that a position lists by name; the count says the rest.
 pub const AHEAD_LISTED: usize = 10;
@@ -69,6 +69,37 @@ pub struct QueuePosition {
     pub ahead: Vec<Ahead>,
 }
 
+/// One pending Workload in its ClusterQueue's line.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Waiting {
+    /// 1 is the next Workload Kueue tries.
+    pub position: usize,
+    pub in_local_queue: usize,
+    pub namespace: String,
+    pub workload: String,
+    /// The LocalQueue's name (in the Workload's namespace).
+    pub local_queue: String,
+    /// The job that owns it, where the join found it.
+    pub job: Option<JobKey>,
+    pub priority: i32,
+    /// Seconds since the epoch.
+    pub created: Option<i64>,
+    /// What its pod sets ask, by resource.
+    pub requests: BTreeMap<String, f64>,
+}
+
+/// A ClusterQueue's pending Workloads in the order Kueue admits them, and where that order
+/// comes from.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct PendingLine {
+    pub cluster: String,
+    pub cluster_queue: String,
+    pub source: PositionSource,
+    /// Why the order was rebuilt from creation times, when it was.
+    pub fallback: Option<String>,
+    pub workloads: Vec<Waiting>,
+}
+
 /// A Workload waiting in a queue, as the order needs it.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct Queued {
@@ -83,6 +114,8 @@ pub struct Queued {
     pub uid: String,
     /// `namespace/name` of its job.
     pub job: Option<String>,
+    /// What its pod sets ask, by resource (`status.resourceRequests`).
+    pub requests: BTreeMap<String, f64>,
 }
 
 /// Kueue's order: higher priority, then earlier queue-order timestamp, then UID.
@@ -165,6 +198,7 @@ fn from_visible(item: &VisiblePending) -> Queued {
         uid: String::new(),
         job,
         namespace,
+        requests: BTreeMap::new(),
     }
 }
 
@@ -202,9 +236,56 @@ impl ClusterOrders {
                 "the visibility API does not list it yet".to_string(),
             ),
             Visibility::Unavailable(why) => (BTreeMap::new(), why.clone()),
-            Visibility::NotAsked => (BTreeMap::new(), "the live view does not ask it".to_string()),
+            Visibility::NotAsked => (BTreeMap::new(), "not asked yet".to_string()),
         };
         ClusterOrders { local_queues, rebuilt, visible, unavailable, read_at }
+    }
+
+    /// Every ClusterQueue's line on this cluster (`cluster`), as Kueue's visibility API lists
+    /// it where it does, else rebuilt; ClusterQueues nothing waits in have none.
+    pub fn lines(&self, cluster: &str) -> Vec<PendingLine> {
+        let names: BTreeSet<&String> = self.rebuilt.keys().chain(self.visible.keys()).collect();
+        let mut lines = Vec::with_capacity(names.len());
+        for cq in names {
+            let rebuilt = self.rebuilt.get(cq);
+            let (line, source, fallback) = match (self.visible.get(cq), rebuilt) {
+                (Some(line), _) => (line, PositionSource::VisibilityApi, None),
+                (None, Some(line)) => (line, PositionSource::CreationOrder, Some(self.unavailable.clone())),
+                (None, None) => continue,
+            };
+            // The visibility API does not say what a Workload asks; its Workload does.
+            let requests = |q: &Queued| match (q.requests.is_empty(), rebuilt) {
+                (true, Some(r)) => {
+                    r.at.get(&(q.namespace.clone(), q.name.clone())).map(|&i| r.queued[i].requests.clone())
+                }
+                _ => Some(q.requests.clone()),
+            };
+            let workloads = line
+                .queued
+                .iter()
+                .zip(&line.in_local_queue)
+                .enumerate()
+                .map(|(i, (q, in_local_queue))| Waiting {
+                    position: i + 1,
+                    in_local_queue: *in_local_queue,
+                    namespace: q.namespace.clone(),
+                    workload: q.name.clone(),
+                    local_queue: q.local_queue.clone(),
+                    job: None,
+                    priority: q.priority,
+                    created: q.created,
+                    requests: requests(q).unwrap_or_default(),
+                })
+                .collect();
+            lines.push(PendingLine {
+                cluster: cluster.to_string(),
+                cluster_queue: cq.clone(),
+                source,
+                fallback,
+                workloads,
+            });
+        }
+        lines
     }
 
     /// The place of pending Workload `namespace/name` that names LocalQueue `queue`: Kueue's, or

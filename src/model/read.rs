@@ -66,10 +66,7 @@ pub fn workload(cluster: &str, object: &DynamicObject) -> WorkloadFacts {
     // Kueue empties resourceRequests once it reserves quota: the admission then says the same.
     let asked = status.resource_requests.iter().map(|p| &p.resources);
     let held = status.admission.iter().flat_map(|a| &a.pod_set_assignments).map(|p| &p.resource_usage);
-    let mut requests = BTreeMap::new();
-    for (resource, amount) in asked.chain(held).flatten() {
-        *requests.entry(resource.clone()).or_insert(0.0) += quantity::parse(amount).unwrap_or_default();
-    }
+    let requests = summed(asked.chain(held));
     let shortfalls = condition::find(&status.conditions, QUOTA_RESERVED)
         .filter(|c| !c.is_true())
         .map(|c| shortfall::parse(&c.message))
@@ -77,6 +74,7 @@ pub fn workload(cluster: &str, object: &DynamicObject) -> WorkloadFacts {
     WorkloadFacts {
         shortfalls,
         name: object.name_any(),
+        created: created(object),
         cluster: cluster.into(),
         queue_name: string(&object.data["spec"]["queueName"]),
         active: object.data["spec"]["active"].as_bool().unwrap_or(true),
@@ -91,12 +89,21 @@ pub fn workload(cluster: &str, object: &DynamicObject) -> WorkloadFacts {
     }
 }
 
+/// Amounts by resource, summed over pod sets.
+fn summed<'a>(pod_sets: impl Iterator<Item = &'a BTreeMap<String, String>>) -> BTreeMap<String, f64> {
+    let mut sums = BTreeMap::new();
+    for (resource, amount) in pod_sets.flatten() {
+        *sums.entry(resource.clone()).or_insert(0.0) += quantity::parse(amount).unwrap_or_default();
+    }
+    sums
+}
+
 /// Evictions after which Kueue queues a Workload by when it was evicted, not when it was
 /// created (`workload.Ordering.GetQueueOrderTimestamp`; PodsReadyTimeout under the default
 /// `requeuingStrategy.timestamp: Eviction`).
 const REQUEUED_AT_EVICTION: [&str; 2] = ["PodsReadyTimeout", "AdmissionCheck"];
 
-fn seconds(rfc3339: &str) -> Option<i64> {
+pub(super) fn seconds(rfc3339: &str) -> Option<i64> {
     rfc3339.parse::<k8s_openapi::jiff::Timestamp>().ok().map(|t| t.as_second())
 }
 
@@ -117,7 +124,9 @@ pub fn queued(object: &DynamicObject) -> Option<Queued> {
         .and_then(seconds);
     let namespace = object.namespace().unwrap_or_default();
     let owner = object.owner_references().iter().find(|o| o.controller == Some(true));
+    let asked = Vec::<PodSetRequest>::deserialize(&object.data["status"]["resourceRequests"]).unwrap_or_default();
     Some(Queued {
+        requests: summed(asked.iter().map(|p| &p.resources)),
         job: owner.map(|o| format!("{namespace}/{}", o.name)),
         name: object.name_any(),
         local_queue,

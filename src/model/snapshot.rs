@@ -110,7 +110,7 @@ pub struct VisiblePending {
 /// Whether a cluster's Kueue told the order of its queues.
 #[derive(Clone, Debug, Default)]
 pub enum Visibility {
-    /// Not asked (the live TUI does not poll it).
+    /// Not asked yet (the live view asks it at an interval, `--once` and `explain` once).
     #[default]
     NotAsked,
     /// Asked and not answered: why, in words.

@@ -1,6 +1,6 @@
 //! The state of the `watch` UI and what each key does to it, with k9s's vocabulary: arrows or
-//! j/k, enter, esc, `/` filter, `:` views, `?` help, `d` describe, `y` YAML, `s` suspend or
-//! resume, ctrl-d delete (confirmed), `q` quit. Pure: a key changes the state and may ask for a
+//! j/k, enter, esc, `/` filter, `:` views, `?` help, `d` describe, `y` YAML, `p` the job's
+//! place in its queue, `s` suspend or resume, ctrl-d delete (confirmed), `q` quit. Pure: a key changes the state and may ask for a
 //! [`Command`]; the loop in `run` carries commands out against the clusters.
 
 use std::cell::Cell;
@@ -9,12 +9,14 @@ use std::ops::Range;
 use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 
 use super::columns;
-use crate::model::{JobKey, JobRow, Model};
+use crate::model::{JobKey, JobRow, Model, PendingLine, Waiting};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum View {
     Jobs,
     Queues,
+    /// One ClusterQueue's pending Workloads, in order.
+    Pending,
     Clusters,
 }
 
@@ -23,6 +25,7 @@ impl View {
         match self {
             View::Jobs => "Jobs",
             View::Queues => "ClusterQueues",
+            View::Pending => "Pending",
             View::Clusters => "Clusters",
         }
     }
@@ -33,6 +36,7 @@ impl View {
             "jobs" | "job" | "j" | "ej" | "wj" | "workloads" | "workload" | "wl" | "kwl" => Some(View::Jobs),
             "queues" | "queue" | "cq" | "clusterqueues" | "clusterqueue" | "lq" => Some(View::Queues),
             "clusters" | "cluster" | "mkc" | "ctx" | "contexts" => Some(View::Clusters),
+            "pending" | "pw" | "line" => Some(View::Pending),
             _ => None,
         }
     }
@@ -93,6 +97,10 @@ pub struct App {
     selected_key: Option<JobKey>,
     /// First row drawn; kept by the view so the window scrolls only when the cursor leaves it.
     pub offset: Cell<usize>,
+    /// The ClusterQueue the pending view shows: `(cluster, name)`.
+    pub line: Option<(String, String)>,
+    /// Where esc goes back to from the pending view: the view, its selection and its filter.
+    back: Option<(View, usize, String)>,
     quit: bool,
 }
 
@@ -113,6 +121,8 @@ impl App {
             selected: 0,
             selected_key: None,
             offset: Cell::new(0),
+            line: None,
+            back: None,
             quit: false,
         }
     }
@@ -170,6 +180,17 @@ impl App {
         self.model.queues.iter().filter(|q| self.matches(&columns::queue_cells(q))).collect()
     }
 
+    /// The ClusterQueue's line the pending view shows, if anything waits there.
+    pub fn pending_line(&self) -> Option<&PendingLine> {
+        let (cluster, cq) = self.line.as_ref()?;
+        self.model.pending_line(cluster, cq)
+    }
+
+    pub fn visible_waiting(&self) -> Vec<&Waiting> {
+        let workloads = self.pending_line().map(|l| l.workloads.as_slice()).unwrap_or_default();
+        workloads.iter().filter(|w| self.matches(&columns::waiting_cells(w, self.now))).collect()
+    }
+
     pub fn visible_clusters(&self) -> Vec<&crate::model::ClusterRow> {
         self.model.clusters.iter().filter(|c| self.matches(&columns::cluster_cells(c))).collect()
     }
@@ -178,6 +199,7 @@ impl App {
         match self.view {
             View::Jobs => self.job_count(),
             View::Queues => self.visible_queues().len(),
+            View::Pending => self.visible_waiting().len(),
             View::Clusters => self.visible_clusters().len(),
         }
     }
@@ -208,6 +230,10 @@ impl App {
     }
 
     fn switch_to(&mut self, view: View) {
+        // `:pending` from elsewhere shows the first ClusterQueue anything waits in.
+        if view == View::Pending && self.line.is_none() {
+            self.line = self.model.pending.first().map(|l| (l.cluster.clone(), l.cluster_queue.clone()));
+        }
         self.view = view;
         self.detail = None;
         self.filter.clear();
@@ -283,7 +309,10 @@ impl App {
             "help" => self.mode = Mode::Help,
             _ => match View::named(command) {
                 Some(view) => self.switch_to(view),
-                None => self.message = Some(format!("unknown command {command:?}: try :jobs, :queues or :clusters")),
+                None => {
+                    self.message =
+                        Some(format!("unknown command {command:?}: try :jobs, :queues, :pending or :clusters"))
+                }
             },
         }
     }
@@ -303,6 +332,7 @@ impl App {
                 self.input.clear();
             }
             KeyCode::Esc if self.detail.is_some() => self.detail = None,
+            KeyCode::Esc if self.view == View::Pending && self.filter.is_empty() => self.go_back(),
             KeyCode::Esc => {
                 self.filter.clear();
                 self.refilter();
@@ -310,6 +340,7 @@ impl App {
             KeyCode::Enter => self.enter(),
             KeyCode::Char('d') => self.open(Tab::Describe),
             KeyCode::Char('y') => self.open(Tab::Yaml),
+            KeyCode::Char('p') => self.jump_to_queue(),
             KeyCode::Char('s') => return self.toggle_suspend(),
             KeyCode::Up | KeyCode::Char('k') => self.scroll(-1),
             KeyCode::Down | KeyCode::Char('j') => self.scroll(1),
@@ -336,6 +367,19 @@ impl App {
     fn enter(&mut self) {
         match self.view {
             View::Jobs if self.detail.is_none() => self.open(Tab::Describe),
+            View::Queues => {
+                let queue = self.visible_queues().get(self.selected).map(|q| (q.cluster.clone(), q.name.clone()));
+                if let Some(queue) = queue {
+                    self.show_line(queue, None);
+                }
+            }
+            View::Pending if self.detail.is_none() => {
+                let job = self.visible_waiting().get(self.selected).and_then(|w| w.job.clone());
+                match job {
+                    Some(key) => self.detail = Some(Detail { key, tab: Tab::Describe, scroll: 0 }),
+                    None => self.message = Some("no job of this Workload is watched".into()),
+                }
+            }
             // A cluster drills down to the jobs it runs.
             View::Clusters => {
                 if let Some(name) = self.visible_clusters().get(self.selected).map(|c| c.name.clone()) {
@@ -346,6 +390,44 @@ impl App {
             }
             _ => {}
         }
+    }
+
+    /// The pending view of ClusterQueue `(cluster, name)`, with `job` selected when it waits
+    /// there; esc comes back to where this was called from.
+    fn show_line(&mut self, queue: (String, String), job: Option<&JobKey>) {
+        if self.view != View::Pending {
+            self.back = Some((self.view, self.selected, self.filter.clone()));
+        }
+        self.switch_to(View::Pending);
+        self.line = Some(queue);
+        let at = job.and_then(|key| self.visible_waiting().iter().position(|w| w.job.as_ref() == Some(key)));
+        self.selected = at.unwrap_or(0);
+        self.clamp();
+    }
+
+    /// The selected job's ClusterQueue, the job selected in it.
+    fn jump_to_queue(&mut self) {
+        let Some(job) = self.selected_job() else { return };
+        let (key, cluster) = (job.key.clone(), job.key.cluster.clone());
+        let admitted_to = job.workload.as_ref().and_then(|w| w.cluster_queue()).map(String::from);
+        let fed_by = job.queue.as_deref().and_then(|q| self.model.local_queue(&cluster, &key.namespace, q));
+        let Some(cq) = admitted_to.or_else(|| fed_by.map(|lq| lq.cluster_queue.clone())) else {
+            self.message = Some(format!("{key} is in no ClusterQueue"));
+            return;
+        };
+        self.show_line((cluster, cq.clone()), Some(&key));
+        if !self.visible_waiting().iter().any(|w| w.job.as_ref() == Some(&key)) {
+            self.message = Some(format!("{key} is not pending in ClusterQueue {cq}"));
+        }
+    }
+
+    fn go_back(&mut self) {
+        let (view, selected, filter) = self.back.take().unwrap_or((View::Queues, 0, String::new()));
+        self.switch_to(view);
+        self.filter = filter;
+        self.refilter();
+        self.selected = selected;
+        self.clamp();
     }
 
     fn open(&mut self, tab: Tab) {

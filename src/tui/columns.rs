@@ -2,7 +2,9 @@
 //! script reads the same words a user sees.
 
 use crate::model::snapshot::PodCounts;
-use crate::model::{ClusterRow, JobRow, QueueRow};
+use std::collections::BTreeMap;
+
+use crate::model::{ClusterRow, JobRow, QueueRow, Waiting};
 use crate::quantity;
 
 pub const JOB_HEADERS: [&str; 12] =
@@ -99,8 +101,48 @@ pub fn queue_cells(queue: &QueueRow) -> [String; 7] {
     ]
 }
 
-pub const CLUSTER_HEADERS: [&str; 8] =
-    ["NAME", "ROLE", "CONTEXT", "WATCH", "MULTIKUEUE", "JOBS", "FREE/QUOTA", "PROBLEMS"];
+pub const PENDING_HEADERS: [&str; 8] =
+    ["POS", "IN LQ", "NAMESPACE", "JOB", "LOCALQUEUE", "PRIORITY", "AGE", "REQUESTS"];
+
+/// `cpu 2, memory 4Gi`: what a Workload asks, by resource.
+pub fn requests(requests: &BTreeMap<String, f64>) -> String {
+    let parts: Vec<String> = requests
+        .iter()
+        .map(|(resource, amount)| format!("{resource} {}", quantity::format(resource, *amount)))
+        .collect();
+    if parts.is_empty() { "-".into() } else { parts.join(", ") }
+}
+
+/// A pending Workload: its positions, its job (`kind/name`, else the Workload's name).
+pub fn waiting_cells(waiting: &Waiting, now: i64) -> [String; 8] {
+    let job = match &waiting.job {
+        Some(key) => format!("{}/{}", key.kind.name().to_lowercase(), key.name),
+        None => format!("workload/{}", waiting.workload),
+    };
+    [
+        waiting.position.to_string(),
+        waiting.in_local_queue.to_string(),
+        waiting.namespace.clone(),
+        job,
+        waiting.local_queue.clone(),
+        waiting.priority.to_string(),
+        age(waiting.created, now),
+        requests(&waiting.requests),
+    ]
+}
+
+pub const CLUSTER_HEADERS: [&str; 9] =
+    ["NAME", "ROLE", "CONTEXT", "WATCH", "MULTIKUEUE", "JOBS", "FREE/QUOTA", "COPIES D/W/R/X", "PROBLEMS"];
+
+/// MultiKueue's copies on the cluster: dispatched/won/removed/rejected (for the manager, the
+/// rejections of its check), `-` where there were none.
+pub fn dispatch(cluster: &ClusterRow) -> String {
+    let d = &cluster.dispatch;
+    if d.dispatched + d.rejections() == 0 {
+        return "-".into();
+    }
+    format!("{}/{}/{}/{}", d.dispatched, d.won, d.removed, d.rejections())
+}
 
 /// `cpu 2/32, memory 120Gi/128Gi`: what the cluster's ClusterQueues have free (nominal quota
 /// less reservations, never below 0) against their nominal quota; each flavor named where
@@ -131,7 +173,7 @@ pub fn connection(cluster: &ClusterRow) -> String {
     }
 }
 
-pub fn cluster_cells(cluster: &ClusterRow) -> [String; 8] {
+pub fn cluster_cells(cluster: &ClusterRow) -> [String; 9] {
     let role = match cluster.role {
         crate::model::snapshot::Role::Manager => "manager",
         crate::model::snapshot::Role::Worker => "worker",
@@ -149,6 +191,7 @@ pub fn cluster_cells(cluster: &ClusterRow) -> [String; 8] {
         connection(cluster),
         cluster.jobs.to_string(),
         free(cluster),
+        dispatch(cluster),
         if problems.is_empty() { "-".into() } else { problems.join("; ") },
     ]
 }
@@ -174,14 +217,7 @@ mod tests {
 
     #[test]
     fn free_quota_names_flavors_only_where_there_are_several() {
-        let quota = |flavor: &str, resource: &str, nominal: f64, reserved: f64| FlavorQuota {
-            flavor: flavor.into(),
-            resource: resource.into(),
-            nominal,
-            borrowing_limit: None,
-            reserved,
-            used: reserved,
-        };
+        let quota = crate::model::fixtures::flavor_quota;
         let cluster = |quota: Vec<FlavorQuota>| ClusterRow {
             name: "worker1".into(),
             context: Some("ctx".into()),
@@ -193,6 +229,7 @@ mod tests {
             jobs: 0,
             workloads: 0,
             quota,
+            dispatch: Default::default(),
         };
         let one = cluster(vec![quota("default", "cpu", 32.0, 30.0), quota("default", "memory", 2.0 * GI, 3.0 * GI)]);
         assert_eq!(free(&one), "cpu 2/32, memory 0/2Gi");

@@ -78,7 +78,16 @@ fn clusters_view() {
     app.update(join(&snapshot));
     keys(&mut app, &typed(":clusters"));
     keys(&mut app, &[KeyCode::Enter]);
-    insta::assert_snapshot!(frame(&app, 140, 9));
+    insta::assert_snapshot!(frame(&app, 160, 9));
+}
+
+/// `p` on a pending job: its ClusterQueue's line, in order, the job selected.
+#[test]
+fn pending_view_from_a_job() {
+    let mut app = app();
+    keys(&mut app, &typed("/queued"));
+    keys(&mut app, &[KeyCode::Enter, KeyCode::Char('p')]);
+    insta::assert_snapshot!(frame(&app, 150, 9));
 }
 
 #[test]

@@ -1,5 +1,6 @@
 //! The interactive loop: draws on every change (debounced, so a burst of watch events costs one
-//! join), reads keys, carries out commands in the background. The join runs on a blocking
+//! join), reads keys, carries out commands in the background, and asks Kueue's visibility API
+//! the order of the queues at an interval (it serves no watch). The join runs on a blocking
 //! thread, so keys are answered even while thousands of jobs are being joined. The terminal is given back as it
 //! was on `q`, ctrl-c, SIGINT, SIGTERM and on a panic (ratatui's hook).
 
@@ -15,10 +16,15 @@ use tokio::time::{Instant, sleep_until};
 use super::app::{App, Command};
 use super::{actions, view};
 use crate::model::join;
-use crate::model::source::Source;
+use crate::model::snapshot::Visibility;
+use crate::model::source::{Source, visibility};
 
 /// How long watch events are gathered before the model is joined again.
 const DEBOUNCE: Duration = Duration::from_millis(200);
+
+/// How often the visibility API is asked: positions follow admissions within it, and each
+/// Kueue answers one request per ClusterQueue that often, which it serves from memory.
+const VISIBILITY_EVERY: Duration = Duration::from_secs(10);
 
 pub fn now() -> i64 {
     k8s_openapi::jiff::Timestamp::now().as_second()
@@ -57,6 +63,11 @@ async fn event_loop(terminal: &mut DefaultTerminal, mut source: Source, readonly
     let (joined, mut models) = mpsc::channel(1);
     let mut joining = false;
     let mut refresh_at: Option<Instant> = None;
+    let mut ask_visibility = tokio::time::interval(VISIBILITY_EVERY);
+    let (answered, mut answers) = mpsc::channel(1);
+    let mut asking = false;
+    // The last answers, put in every snapshot until the next.
+    let mut orders: Vec<Visibility> = Vec::new();
     let mut dirty = true;
     while !app.should_quit() {
         if dirty {
@@ -83,8 +94,26 @@ async fn event_loop(terminal: &mut DefaultTerminal, mut source: Source, readonly
             () = sleep_until(refresh_at.unwrap_or_else(Instant::now)), if refresh_at.is_some() && !joining => {
                 refresh_at = None;
                 joining = true;
-                let (snapshot, joined) = (source.snapshot(), joined.clone());
-                tokio::task::spawn_blocking(move || joined.blocking_send(join(&snapshot)));
+                let (mut snapshot, joined) = (source.snapshot(), joined.clone());
+                visibility::apply(&mut snapshot, &orders);
+                // Fails only once the loop has ended, when no one needs the model.
+                tokio::task::spawn_blocking(move || {
+                    let _ = joined.blocking_send(join(&snapshot));
+                });
+            }
+            // One round of asking at a time: a Kueue slow to answer is not asked again meanwhile.
+            _ = ask_visibility.tick(), if !asking => {
+                asking = true;
+                let (snapshot, answered) = (source.snapshot(), answered.clone());
+                let clients = source.clients(&snapshot);
+                tokio::spawn(async move {
+                    let _ = answered.send(visibility::read(clients, &snapshot.clusters).await).await;
+                });
+            }
+            Some(answer) = answers.recv() => {
+                asking = false;
+                orders = answer;
+                refresh_at.get_or_insert_with(Instant::now);
             }
             Some(model) = models.recv() => {
                 joining = false;

@@ -4,6 +4,7 @@
 //! the same with ten jobs or ten thousand.
 
 mod detail;
+mod pending;
 
 use ratatui::Frame;
 use ratatui::layout::{Constraint, Layout, Rect};
@@ -40,6 +41,7 @@ pub fn render(frame: &mut Frame, app: &App) {
         None => match app.view {
             View::Jobs => render_jobs(frame, body, app),
             View::Queues => render_queues(frame, body, app),
+            View::Pending => pending::render(frame, body, app),
             View::Clusters => render_clusters(frame, body, app),
         },
     }
@@ -83,7 +85,7 @@ fn title(app: &App, shown: usize, total: usize) -> String {
 }
 
 /// First row to draw so that `selected` is on screen, moving the window as little as possible.
-fn window(app: &App, rows: usize, height: usize) -> std::ops::Range<usize> {
+pub(super) fn window(app: &App, rows: usize, height: usize) -> std::ops::Range<usize> {
     let height = height.max(1);
     let selected = app.selected();
     let mut offset = app.offset.get().min(rows.saturating_sub(1));
@@ -100,7 +102,7 @@ fn header_row<const N: usize>(headers: [&str; N]) -> Row<'static> {
     Row::new(headers.map(|h| Cell::from(h.to_string()))).style(Style::new().bold().fg(Color::Gray))
 }
 
-fn table<'a, const N: usize>(
+pub(super) fn table<'a, const N: usize>(
     rows: Vec<Row<'a>>,
     headers: [&str; N],
     widths: [Constraint; N],
@@ -120,7 +122,12 @@ fn table<'a, const N: usize>(
 /// Columns as wide as their widest cell on screen (or header), as kubectl aligns them. When
 /// they do not fit, the widest of the columns not in `keep` give way first — computed here
 /// rather than left to the layout solver, so a frame is the same every time.
-fn fitted<const N: usize>(headers: [&str; N], rows: &[[String; N]], keep: &[usize], area: Rect) -> [Constraint; N] {
+pub(super) fn fitted<const N: usize>(
+    headers: [&str; N],
+    rows: &[[String; N]],
+    keep: &[usize],
+    area: Rect,
+) -> [Constraint; N] {
     let mut widths: [usize; N] = std::array::from_fn(|i| {
         rows.iter().map(|r| r[i].chars().count()).max().unwrap_or(0).max(headers[i].chars().count())
     });
@@ -196,12 +203,15 @@ fn render_clusters(frame: &mut Frame, area: Rect, app: &App) {
 
 fn hints(app: &App) -> &'static str {
     match (&app.detail, app.view) {
-        (Some(_), _) => "esc back  d describe  y yaml  ↑↓ scroll  s suspend/resume  ctrl-d delete  ? help  q quit",
+        (Some(_), _) => {
+            "esc back  d describe  y yaml  p queue  ↑↓ scroll  s suspend/resume  ctrl-d delete  ? help  q quit"
+        }
         (None, View::Jobs) => {
-            "↑↓ move  enter/d describe  y yaml  / filter  : view  s suspend/resume  ctrl-d delete  ? help  q quit"
+            "↑↓ move  enter describe  y yaml  p queue  / filter  : view  s suspend  ctrl-d delete  ? help  q quit"
         }
         (None, View::Clusters) => "↑↓ move  enter jobs on it  / filter  : view  ? help  q quit",
-        (None, View::Queues) => "↑↓ move  / filter  : view  ? help  q quit",
+        (None, View::Queues) => "↑↓ move  enter pending  / filter  : view  ? help  q quit",
+        (None, View::Pending) => "↑↓ move  enter describe  esc back  / filter  : view  ? help  q quit",
     }
 }
 
@@ -217,26 +227,28 @@ fn render_footer(frame: &mut Frame, area: Rect, app: &App) {
     frame.render_widget(Paragraph::new(line), area);
 }
 
-const HELP: [(&str, &str); 14] = [
+const HELP: [(&str, &str); 16] = [
     ("↑ ↓  j k", "move; scroll in a detail view"),
     ("pgup pgdn  g G", "page; first, last"),
-    ("enter", "open a job (describe); a cluster: its jobs"),
+    ("enter", "open: a job (describe), a queue (pending), a cluster (jobs)"),
+    ("p", "the job's queue: pending Workloads in order"),
     ("d", "describe: why, conditions, copies, events"),
     ("y", "YAML of the job"),
     ("esc", "back; clear the filter"),
     ("/", "filter the view (any column, live)"),
-    (":jobs :queues :clusters", "switch view (also :wl, :cq, :mkc)"),
+    (":jobs :queues :pending :clusters", "switch view (also :wl, :cq, :pw, :mkc)"),
     ("s", "suspend or resume the job (spec.suspend)"),
     ("ctrl-d", "delete the job, after a confirmation"),
     ("?", "this help"),
     ("q  ctrl-c", "quit"),
     ("STATUS", "Running Admitted Reserved Pending Evicted Blocked …"),
     ("PODS", "pending/running/succeeded/failed, where the job runs"),
+    ("COPIES D/W/R/X", "MultiKueue copies dispatched/won/removed/rejected"),
 ];
 
 fn render_help(frame: &mut Frame, area: Rect) {
     let lines =
-        HELP.iter().map(|(keys, what)| Line::from(vec![Span::raw(format!("{keys:<26}")).bold(), Span::raw(*what)]));
+        HELP.iter().map(|(keys, what)| Line::from(vec![Span::raw(format!("{keys:<34}")).bold(), Span::raw(*what)]));
     render_popup(frame, area, " Help (esc to close) ", lines.collect());
 }
 

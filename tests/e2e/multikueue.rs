@@ -115,6 +115,48 @@ async fn multikueue_dispatches_jobs_to_workers_and_reports_back() {
         .await;
     }
 
+    // The timeline of a finished job: the worker that ran it got a copy and won, at the times
+    // its manager Workload's conditions and MultiKueue check say.
+    let uid = jobs.get("train-a").await.unwrap().metadata.uid.unwrap();
+    let wl = workloads_owned_by(&manager, "default", &uid).await.unwrap().remove(0);
+    let seconds =
+        |t: &Value| t.as_str().and_then(|t| t.parse::<k8s_openapi::jiff::Timestamp>().ok()).map(|t| t.as_second());
+    let condition_time = |type_: &str| {
+        let found = wl["status"]["conditions"].as_array().unwrap().iter().find(|c| c["type"] == type_).cloned();
+        found.and_then(|c| seconds(&c["lastTransitionTime"])).unwrap_or_else(|| panic!("{type_} in {wl:#}"))
+    };
+    let explained = sandbox.run("explain", &["job/train-a", "-o", "json"]);
+    let explained: Value =
+        serde_json::from_slice(&explained.stdout).unwrap_or_else(|e| panic!("{e}: {}", text(&explained)));
+    let timeline = &explained["multikueue"];
+    let moments = timeline["moments"].as_array().unwrap_or_else(|| panic!("no timeline: {explained:#}"));
+    let time_of = |step: &str, cluster: &str| {
+        let found = moments.iter().find(|m| m["step"] == step && m["cluster"] == cluster);
+        found.and_then(|m| m["time"].as_i64()).unwrap_or_else(|| panic!("no {step} on {cluster}: {timeline:#}"))
+    };
+    let winner = dispatched[0].as_str();
+    let (quota, copied, won) =
+        (time_of("quota-reserved", "manager"), time_of("copied", winner), time_of("won", winner));
+    let check_ready = seconds(&wl["status"]["admissionChecks"][0]["lastTransitionTime"]).unwrap();
+    assert!((won - check_ready).abs() <= 1, "won at {won}, the check Ready at {check_ready}: {timeline:#}");
+    assert!(quota <= copied && copied <= won, "quota, copy, win in order: {timeline:#}");
+    assert_eq!(time_of("finished", "manager"), condition_time("Finished"), "{timeline:#}");
+    assert!((time_of("removed", winner) - condition_time("Finished")).abs() <= 1, "{timeline:#}");
+    let ran: Vec<&str> = timeline["workers"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|w| w["won"] == true)
+        .filter_map(|w| w["worker"].as_str())
+        .collect();
+    assert_eq!(ran, [winner], "{timeline:#}");
+    let printed = text(&sandbox.run("explain", &["job/train-a"]));
+    assert!(
+        printed.contains("multikueue (UTC):")
+            && printed.contains(&format!("{winner}: admitted first; MultiKueue runs the job there.")),
+        "{printed}"
+    );
+
     // An ExternalJob takes the same path through Kueue's generic adapter for external kinds.
     let external = apply_yaml(&manager, &training_job("ext-train", "10s")).await.remove(0);
     assert_eq!(external["spec"]["managedBy"], "kueue.x-k8s.io/multikueue", "our webhook hands it to MultiKueue");
@@ -278,6 +320,11 @@ async fn multikueue_dispatches_jobs_to_workers_and_reports_back() {
         (2.0, 32.0),
         "watch --once -o json has each worker's free quota"
     );
+    // train-a and train-b ran on different workers: each won one at least.
+    for worker in ["worker1", "worker2"] {
+        let row = watched["clusters"].as_array().unwrap().iter().find(|c| c["name"] == worker).cloned().unwrap();
+        assert!(row["dispatch"]["won"].as_u64() >= Some(1), "{worker} won a copy: {row:#}");
+    }
 
     // A worker that loses one of our CRDs is named, with what it lacks.
     let crds: Api<k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition> =

@@ -86,6 +86,24 @@ impl Drop for Tmux {
     }
 }
 
+/// The Workload of job `name` once it exists.
+async fn workload_of(client: &Client, name: &str) -> Value {
+    eventually(&format!("{name}'s Workload"), Duration::from_secs(60), || async {
+        let list =
+            crate::common::workloads(client, "default").list(&Default::default()).await.map_err(|e| e.to_string())?;
+        let owned =
+            list.items.into_iter().find(|w| w.metadata.owner_references.iter().flatten().any(|o| o.name == name));
+        serde_json::to_value(owned.ok_or("no Workload yet")?).map_err(|e| e.to_string())
+    })
+    .await
+}
+
+fn created(wl: &Value) -> i64 {
+    let time =
+        wl["metadata"]["creationTimestamp"].as_str().and_then(|t| t.parse::<k8s_openapi::jiff::Timestamp>().ok());
+    time.expect("a creation time").as_second()
+}
+
 /// The cells of the table row of job `name`, as words.
 fn row(screen: &str, name: &str) -> Option<Vec<String>> {
     let mut rows = screen.lines().filter(|l| l.starts_with('│'));
@@ -105,8 +123,10 @@ fn run(sandbox: &Sandbox, command: &str, args: &[&str]) -> Output {
     output
 }
 
+/// The reasons `explain` prints, without the MultiKueue timeline after them.
 fn explain_lines(sandbox: &Sandbox, job: &str) -> Vec<String> {
-    String::from_utf8_lossy(&run(sandbox, "explain", &[job]).stdout).lines().map(String::from).collect()
+    let printed = String::from_utf8_lossy(&run(sandbox, "explain", &[job]).stdout).into_owned();
+    printed.lines().take_while(|l| *l != "multikueue (UTC):").map(String::from).collect()
 }
 
 async fn set_stop_policy(manager: &Client, policy: Value) {
@@ -181,6 +201,38 @@ async fn watch_follows_jobs_across_clusters_and_restores_the_terminal() {
     assert_eq!(as_json["reasons"][0].as_str(), Some(explained[0].as_str()), "the same reasons as JSON");
     tmux.keys(&["Escape"]);
 
+    // The queue view: two more jobs wait behind watch-ext, each created in a later second than
+    // the one before's Workload, so that creation order is certain; `p` jumps to their queue
+    // with watch-ext selected, esc comes back.
+    let mut previous = workload_of(&manager, "watch-ext").await;
+    for name in ["queued-2", "queued-3"] {
+        eventually("the clock to pass the previous Workload's creation second", Duration::from_secs(30), || async {
+            let now = k8s_openapi::jiff::Timestamp::now().as_second();
+            if now > created(&previous) { Ok(()) } else { Err(format!("now {now}")) }
+        })
+        .await;
+        apply_yaml(&manager, &external_job(name).yaml()).await;
+        previous = workload_of(&manager, name).await;
+    }
+    tmux.type_text("p");
+    let pending = tmux
+        .wait_for("the pending view of watch-ext's queue", |s| {
+            s.contains("Pending in ClusterQueue cluster-queue on manager (3/3)") && s.contains("externaljob/queued-3")
+        })
+        .await;
+    let line_of = |name: &str| {
+        pending.lines().position(|l| l.contains(&format!("externaljob/{name} "))).unwrap_or_else(|| panic!("{pending}"))
+    };
+    assert!(line_of("watch-ext") < line_of("queued-2") && line_of("queued-2") < line_of("queued-3"), "{pending}");
+    assert!(pending.lines().any(|l| l.contains("> 1 ") && l.contains("externaljob/watch-ext")), "selected: {pending}");
+    assert!(pending.contains("creation order: positions need the visibility API"), "{pending}");
+    tmux.keys(&["Escape"]);
+    tmux.wait_for("the jobs table again", |s| s.contains("Jobs (1/4) /watch-ext")).await;
+    let externals = api(&manager, "kueue-ext.dev/v1alpha1", "ExternalJob", "externaljobs", Some("default"));
+    for name in ["queued-2", "queued-3"] {
+        externals.delete(name, &Default::default()).await.expect("delete a queued job");
+    }
+
     set_stop_policy(&manager, Value::Null).await;
     // Every STATUS the row shows on its way, each once, from the Blocked seen above.
     let mut seen = vec!["Blocked".to_string()];
@@ -220,10 +272,14 @@ async fn watch_follows_jobs_across_clusters_and_restores_the_terminal() {
     tmux.wait_for("the queues view", |s| s.contains("ClusterQueues (3/3)") && s.contains("default-flavor cpu")).await;
     tmux.type_text(":clusters");
     tmux.keys(&["Enter"]);
-    tmux.wait_for("the clusters view", |s| {
-        s.contains("Clusters (3/3)") && row(s, "worker1").is_some_and(|r| r.contains(&"Active".to_string()))
-    })
-    .await;
+    let clusters = tmux
+        .wait_for("the clusters view", |s| {
+            s.contains("Clusters (3/3)") && row(s, "worker1").is_some_and(|r| r.contains(&"Active".to_string()))
+        })
+        .await;
+    assert!(clusters.contains("FREE/QUOTA") && clusters.contains("COPIES D/W/R/X"), "{clusters}");
+    let worker1 = row(&clusters, "worker1").unwrap_or_default();
+    assert!(worker1.contains(&"cpu".to_string()) && worker1.iter().any(|c| c.ends_with("/32,")), "{worker1:?}");
     tmux.type_text(":jobs");
     tmux.keys(&["Enter"]);
 

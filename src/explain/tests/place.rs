@@ -46,7 +46,7 @@ fn a_pending_job_is_told_its_place_and_who_is_ahead_in_creation_order() {
         queue_line(&snapshot),
         "queue: position 6 of 6 in ClusterQueue cluster-queue (6 of 6 in LocalQueue default/user-queue), behind \
          default/urgent (priority 100, 4m), default/first (priority 0, 4m), default/second (priority 0, 4m) and 2 \
-         more; creation order: positions need the visibility API (the live view does not ask it)."
+         more; creation order: positions need the visibility API (not asked yet)."
     );
     let lines = explain_job(&snapshot, "train");
     let waiting = lines.iter().position(|l| l.contains("is waiting for quota")).expect("waiting line");

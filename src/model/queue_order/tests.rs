@@ -110,7 +110,7 @@ fn positions_are_rebuilt_per_cluster_queue_and_local_queue_and_marked_so() {
     let orders = orders_of(&cluster(workloads));
     let place = orders.place("default", "externaljob-third-00000", "user-queue").expect("in line");
     assert_eq!(place.source, PositionSource::CreationOrder);
-    assert_eq!(place.fallback.as_deref(), Some("the live view does not ask it"));
+    assert_eq!(place.fallback.as_deref(), Some("not asked yet"));
     assert_eq!((place.cluster_queue.as_str(), place.local_queue.as_str()), ("cluster-queue", "default/user-queue"));
     assert_eq!(place.in_cluster_queue, Place { position: 4, of: 4 });
     assert_eq!(place.in_local_queue, Place { position: 2, of: 2 });

@@ -166,3 +166,46 @@ fn a_cluster_drills_down_to_its_jobs() {
     assert_eq!((app.view, app.filter.as_str()), (View::Jobs, "worker2"));
     assert_eq!(names(&app), ["training"]);
 }
+
+#[test]
+fn p_jumps_to_the_jobs_queue_with_it_selected_and_esc_comes_back() {
+    let mut app = app();
+    press(&mut app, "/too-big");
+    key(&mut app, KeyCode::Enter);
+    key(&mut app, KeyCode::Enter);
+    assert!(app.detail.is_some(), "from the detail view too");
+    press(&mut app, "p");
+    assert_eq!(app.view, View::Pending);
+    assert_eq!(app.line, Some(("manager".to_string(), "cluster-queue".to_string())));
+    let order: Vec<String> =
+        app.visible_waiting().iter().filter_map(|w| w.job.as_ref()).map(|k| k.name.clone()).collect();
+    assert_eq!(order, ["queued", "too-big", "preempted"], "Kueue's order (creation, then UID)");
+    assert_eq!(app.selected(), 1, "the job is selected");
+    key(&mut app, KeyCode::Enter);
+    assert_eq!(app.detail.as_ref().map(|d| d.key.name.as_str()), Some("too-big"), "enter opens the selected job");
+    key(&mut app, KeyCode::Esc);
+    key(&mut app, KeyCode::Esc);
+    assert_eq!((app.view, app.filter.as_str()), (View::Jobs, "too-big"), "back where it came from");
+    assert_eq!(names(&app), ["too-big"]);
+}
+
+#[test]
+fn a_queue_opens_its_pending_line_and_an_admitted_job_is_said_not_pending() {
+    let mut app = app();
+    press(&mut app, ":queues");
+    key(&mut app, KeyCode::Enter);
+    key(&mut app, KeyCode::Enter);
+    assert_eq!((app.view, app.visible_waiting().len()), (View::Pending, 3));
+    key(&mut app, KeyCode::Esc);
+    assert_eq!(app.view, View::Queues);
+    press(&mut app, ":jobs");
+    key(&mut app, KeyCode::Enter);
+    press(&mut app, "/training");
+    key(&mut app, KeyCode::Enter);
+    press(&mut app, "p");
+    assert_eq!(app.view, View::Pending);
+    assert_eq!(
+        app.message.as_deref(),
+        Some("WrappedJob default/training is not pending in ClusterQueue cluster-queue")
+    );
+}

@@ -114,6 +114,11 @@ fn describe(app: &App, row: &JobRow) -> Vec<Line<'static>> {
     for sentence in explain(row, &app.model) {
         out.push(Line::from(format!("  • {sentence}")));
     }
+    if let Some(timeline) = &row.multikueue {
+        out.push(Line::raw(""));
+        out.push(heading("MultiKueue (UTC)".into()));
+        out.extend(timeline.lines().into_iter().map(|line| Line::from(format!("  {line}"))));
+    }
     out.push(Line::raw(""));
     let status = Span::styled(row.status.to_string(), status_style(row.status));
     let queue = row.queue.as_deref().unwrap_or("-");
