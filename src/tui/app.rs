@@ -139,8 +139,12 @@ impl App {
     pub fn update(&mut self, model: Model) {
         self.model = model;
         self.refilter();
-        let kept =
-            self.selected_key.as_ref().and_then(|key| self.jobs_in(0..self.job_count()).position(|j| &j.key == key));
+        // The selection stays on its job, wherever the update moved it in the view's rows.
+        let kept = self.selected_key.as_ref().and_then(|key| match self.view {
+            View::Jobs => self.jobs_in(0..self.job_count()).position(|j| &j.key == key),
+            View::Pending => self.visible_waiting().iter().position(|w| w.job.as_ref() == Some(key)),
+            View::Queues | View::Clusters => None,
+        });
         if let Some(at) = kept {
             self.selected = at;
         }
@@ -218,10 +222,12 @@ impl App {
 
     fn clamp(&mut self) {
         self.selected = self.selected.min(self.row_count().saturating_sub(1));
-        if self.view == View::Jobs {
-            let key = self.jobs_in(self.selected..self.selected + 1).next().map(|j| j.key.clone());
-            self.selected_key = key;
-        }
+        let key = match self.view {
+            View::Jobs => self.jobs_in(self.selected..self.selected + 1).next().map(|j| j.key.clone()),
+            View::Pending => self.visible_waiting().get(self.selected).and_then(|w| w.job.clone()),
+            View::Queues | View::Clusters => return,
+        };
+        self.selected_key = key;
     }
 
     fn move_by(&mut self, delta: isize) {

@@ -181,6 +181,13 @@ fn p_jumps_to_the_jobs_queue_with_it_selected_and_esc_comes_back() {
         app.visible_waiting().iter().filter_map(|w| w.job.as_ref()).map(|k| k.name.clone()).collect();
     assert_eq!(order, ["queued", "too-big", "preempted"], "Kueue's order (creation, then UID)");
     assert_eq!(app.selected(), 1, "the job is selected");
+    app.update(join(&scene()));
+    let selected = app.visible_waiting().get(app.selected()).and_then(|w| w.job.clone()).map(|k| k.name);
+    assert_eq!(
+        selected.as_deref(),
+        Some("too-big"),
+        "an update leaves the selection on the job, not its jobs-table row"
+    );
     key(&mut app, KeyCode::Enter);
     assert_eq!(app.detail.as_ref().map(|d| d.key.name.as_str()), Some("too-big"), "enter opens the selected job");
     key(&mut app, KeyCode::Esc);
