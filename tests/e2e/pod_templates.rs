@@ -183,14 +183,13 @@ fn jobs() -> Vec<(String, String)> {
         let wrapped = |kind: &str, components: &[String]| {
             (name(kind), crate::fixtures::wrapped_job(&name(kind), "user-queue", "", "", components))
         };
-        jobs.push(wrapped("wj-pod", &[pod_component(&format!("{template}-pod"), spec)]));
-        jobs.push(wrapped("wj-job", &[job_component(&format!("{template}-job"), spec)]));
+        // Components are named after their WrappedJob: a worker holds every kind's copy in one
+        // namespace, and a component named like the batch Job below is not ours to adopt.
+        jobs.push(wrapped("wj-pod", &[pod_component(&name("wj-pod-0"), spec)]));
+        jobs.push(wrapped("wj-job", &[job_component(&name("wj-job-0"), spec)]));
         jobs.push(wrapped(
             "wj-job-deploy",
-            &[
-                job_component(&format!("{template}-work"), spec),
-                deployment_component(&format!("{template}-serve"), spec),
-            ],
+            &[job_component(&name("wj-job-deploy-0"), spec), deployment_component(&name("wj-job-deploy-1"), spec)],
         ));
         jobs.push((name("job"), batch_job(&name("job"), spec)));
     }
