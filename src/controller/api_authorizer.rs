@@ -1,10 +1,9 @@
 //! The [`Authorizer`] that asks the API server: discovery for the resource of a kind, access
 //! reviews for the user and for this controller, server-side dry runs for validation.
 
-use std::collections::HashMap;
 use std::fmt;
-use std::sync::{Arc, Mutex, PoisonError};
-use std::time::{Duration, Instant};
+use std::sync::Arc;
+use std::time::Duration;
 
 use futures::future::BoxFuture;
 use k8s_openapi::api::authentication::v1::UserInfo;
@@ -16,6 +15,7 @@ use kube::api::{Api, ApiResource, DynamicObject, PostParams};
 use kube::{Client, Resource};
 use serde_json::Value;
 
+use super::recent_answers::RecentAnswers;
 use crate::jobframework::authorizer::{Authorizer, InvalidFields, ServedResource, Unanswered, Verdict};
 use crate::jobframework::served_kinds::group_version;
 use crate::jobframework::served_kinds::{Served, ServedKinds};
@@ -66,43 +66,30 @@ pub fn verdict(status: Option<&SubjectAccessReviewStatus>) -> Verdict {
     }
 }
 
-/// The authorizer that asks the API server.
+/// The authorizer that asks the API server, and reuses what it answered recently.
 pub struct ApiAuthorizer {
     client: Client,
     kinds: Arc<ServedKinds>,
-    dry_runs: DryRunCache,
+    dry_runs: RecentAnswers<InvalidFields>,
+    allowed: RecentAnswers<()>,
 }
 
-/// Recent dry-run answers by what was asked: the same template submitted again (the common
-/// case: many jobs of one shape) costs no round trip. Answers expire, since a LimitRange or
-/// an API server upgrade can change them.
-#[derive(Default)]
-struct DryRunCache(Mutex<HashMap<String, (Instant, InvalidFields)>>);
+/// How long a dry run's answer is reused: long enough for a burst of jobs of one shape.
+const DRY_RUN_TTL: Duration = Duration::from_secs(30);
 
-impl DryRunCache {
-    const TTL: Duration = Duration::from_secs(30);
-    const CAPACITY: usize = 1024;
-
-    fn get(&self, key: &str) -> Option<InvalidFields> {
-        let entries = self.0.lock().unwrap_or_else(PoisonError::into_inner);
-        entries.get(key).filter(|(at, _)| at.elapsed() < Self::TTL).map(|(_, causes)| causes.clone())
-    }
-
-    fn put(&self, key: String, causes: InvalidFields) {
-        let mut entries = self.0.lock().unwrap_or_else(PoisonError::into_inner);
-        if entries.len() >= Self::CAPACITY {
-            entries.retain(|_, (at, _)| at.elapsed() < Self::TTL);
-            if entries.len() >= Self::CAPACITY {
-                entries.clear();
-            }
-        }
-        entries.insert(key, (Instant::now(), causes));
-    }
-}
+/// How long an access review that allowed is reused, so a revoked right is honoured within this
+/// time (the API server's own webhook authorizer keeps an allowed answer for 5 minutes by
+/// default). A denial is asked again each time: the user fixes RBAC and retries at once.
+const ALLOWED_TTL: Duration = Duration::from_secs(30);
 
 impl ApiAuthorizer {
     pub fn new(client: Client, kinds: Arc<ServedKinds>) -> Self {
-        ApiAuthorizer { client, kinds, dry_runs: DryRunCache::default() }
+        ApiAuthorizer {
+            client,
+            kinds,
+            dry_runs: RecentAnswers::new(DRY_RUN_TTL),
+            allowed: RecentAnswers::new(ALLOWED_TTL),
+        }
     }
 
     async fn discover(&self, api_version: &str, kind: &str) -> Result<Option<ServedResource>, Unanswered> {
@@ -158,8 +145,17 @@ impl ApiAuthorizer {
         K: Resource<DynamicType = ()> + Clone + fmt::Debug + serde::Serialize + serde::de::DeserializeOwned,
         K: HasStatus,
     {
+        // The whole review is the question: user, groups, extra, verb, resource and namespace.
+        let question = format!("{} {}", K::kind(&()), serde_json::to_string(&review)?);
+        if self.allowed.get(&question).is_some() {
+            return Ok(Verdict::Allowed);
+        }
         let answer = Api::<K>::all(self.client.clone()).create(&PostParams::default(), &review).await?;
-        Ok(verdict(answer.status()))
+        let verdict = verdict(answer.status());
+        if verdict == Verdict::Allowed {
+            self.allowed.put(question, ());
+        }
+        Ok(verdict)
     }
 }
 

@@ -9,6 +9,7 @@ mod error;
 pub mod fuzz;
 pub mod leader;
 pub mod metrics;
+mod recent_answers;
 pub mod server;
 
 use std::net::SocketAddr;
