@@ -70,7 +70,7 @@ pub fn webhook_path(hook: Hook, gvk: &GroupVersionKind) -> String {
 /// Rules of `verbs` on the compiled kinds' jobs, `suffix` added to each resource (`/status`),
 /// one per API group.
 fn compiled_job_rules(suffix: &str, verbs: &[&str]) -> Vec<Value> {
-    let rules = registry::compiled().into_iter().map(|(description, _)| {
+    let rules = registry::compiled().iter().map(|(description, _)| {
         rule(&[description.gvk().group.as_str()], &[format!("{}{suffix}", description.resource).as_str()], verbs)
     });
     merged(rules.collect())
@@ -475,7 +475,7 @@ pub fn configured_webhooks(endpoint: &Endpoint<'_>, integrations: &[Integration]
 
 /// How Kueue's Configuration names every kind this install integrates.
 pub fn external_frameworks(integrations: &[Integration]) -> Vec<String> {
-    let compiled = registry::compiled().into_iter().map(|(description, _)| description.kind);
+    let compiled = registry::compiled().iter().map(|(description, _)| description.kind.clone());
     compiled.chain(integrations.iter().map(|i| i.kind.clone())).collect()
 }
 

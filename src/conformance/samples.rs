@@ -68,7 +68,7 @@ pub enum SampleError {
 /// The sample for `integration`: `file` when given, else the built-in one.
 pub fn load(integration: &Integration, file: Option<&Path>) -> Result<Sample, SampleError> {
     let Some(file) = file else {
-        let compiled = registry::compiled().into_iter().find(|(description, _)| description.kind == integration.kind);
+        let compiled = registry::compiled().iter().find(|(description, _)| description.kind == integration.kind);
         let text = match compiled {
             Some((_, kind)) => Some(kind.sample),
             None => kueue_frameworks::of(integration).and_then(|f| f.sample),

@@ -14,7 +14,7 @@ use crate::integrations::registry;
 /// The kinds `worker` does not serve, as `resource.group`, of ours and `kinds`. Each API group
 /// is asked for once, however many of the kinds share it (Kubeflow's six, say).
 pub async fn unserved(worker: &Client, kinds: &[JobResource]) -> Result<Vec<String>, PreflightError> {
-    let ours = registry::compiled().into_iter().map(|(description, _)| JobResource::of(&description));
+    let ours = registry::compiled().iter().map(|(description, _)| JobResource::of(description));
     let mut served: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
     let mut missing = Vec::new();
     for kind in ours.chain(kinds.iter().cloned()) {

@@ -47,7 +47,7 @@ pub fn worker_role_rules(kinds: &[JobResource]) -> Value {
         json!({"apiGroups": ["kueue.x-k8s.io"], "resources": ["clusterqueues", "localqueues"], "verbs": ["get", "list", "watch"]}),
     ];
     let batch = JobResource::new("batch", "jobs");
-    let compiled = registry::compiled().into_iter().map(|(description, _)| JobResource::of(&description));
+    let compiled = registry::compiled().iter().map(|(description, _)| JobResource::of(description));
     let mut granted = BTreeSet::new();
     for kind in std::iter::once(batch).chain(compiled).chain(kinds.iter().cloned()) {
         if !granted.insert(kind.clone()) {

@@ -147,7 +147,7 @@ impl Decisions<'_> {
 /// The paths of every compiled kind's webhooks.
 fn webhook_paths() -> Vec<String> {
     let hooks = [Hook::Mutate, Hook::Validate];
-    let kinds = registry::compiled().into_iter().map(|(description, _)| description.gvk());
+    let kinds = registry::compiled().iter().map(|(description, _)| description.gvk());
     kinds.flat_map(|gvk| hooks.map(|hook| webhook_path(hook, &gvk))).collect()
 }
 

@@ -259,7 +259,7 @@ pub fn certificate(facts: &Facts, now: i64) -> Vec<Finding> {
 }
 
 pub fn kinds_served(facts: &Facts) -> Vec<Finding> {
-    let compiled: Vec<String> = registry::compiled().into_iter().map(|(description, _)| description.kind).collect();
+    let compiled: Vec<String> = registry::compiled().iter().map(|(description, _)| description.kind.clone()).collect();
     let mut out = Vec::new();
     for cluster in with_kueue(facts) {
         for kind in &cluster.unserved {

@@ -57,10 +57,10 @@ pub enum UninstallError {
 
 /// "3 ExternalJobs in team-a, 1 WrappedJob in team-b": every job of our kinds, counted.
 async fn census(client: &Client, integrations: &[Integration]) -> Result<(usize, String), UninstallError> {
-    let compiled = registry::compiled().into_iter().map(|(description, _)| description);
+    let compiled = registry::compiled().iter().map(|(description, _)| description);
     let mut counts: BTreeMap<(String, String), usize> = BTreeMap::new();
-    for integration in compiled.chain(integrations.iter().cloned()) {
-        let jobs = jobs_of(client, &integration)
+    for integration in compiled.chain(integrations) {
+        let jobs = jobs_of(client, integration)
             .await
             .map_err(|source| UninstallError::List { kind: integration.kind.clone(), source })?;
         for job in jobs {

@@ -1,9 +1,23 @@
 //! Kueue's own integrations (v0.19.2), one row each, as Kueue lists them: the
 //! `jobframework.RegisterIntegration` call in `pkg/controller/jobs/<kind>/`. Every other table of
 //! a fact about them (who runs a kind, what MultiKueue copies to a worker, what a WrappedJob may
-//! wrap) reads this one, so adding a kind is one row.
+//! wrap) reads this one, so adding a kind is one row. Kinds that every command reads as it reads
+//! ours (batch Job, JobSet, PyTorchJob) also have a description, in `builtin_kinds.yaml`.
 
-use crate::integrations::declarative::config::Integration;
+use std::sync::LazyLock;
+
+use crate::integrations::declarative::config::{Integration, IntegrationConfig};
+
+/// Kueue's batch Job, JobSet and PyTorchJob, described as a configured kind is.
+const DESCRIBED: &str = include_str!("builtin_kinds.yaml");
+
+/// The kinds of [`DESCRIBED`], parsed once.
+pub fn described() -> &'static [Integration] {
+    static DESCRIPTIONS: LazyLock<Vec<Integration>> = LazyLock::new(|| {
+        IntegrationConfig::parse_entries("builtin_kinds.yaml", DESCRIBED).expect("the built-in descriptions are valid")
+    });
+    &DESCRIPTIONS
+}
 
 /// One of Kueue's built-in integrations.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -37,11 +51,9 @@ pub struct AsComponent {
     /// Where its pod templates are, for the pod sets a WrappedJob infers from it.
     pub pod_sets: PodSetsAt,
     /// Whether it ends on its own (`Some(true)`) or runs until deleted (`Some(false)`); `None`:
-    /// judged by its pods alone.
+    /// judged by its pods alone. A kind with a description reports its end as its `finished:`
+    /// says.
     pub ends: Option<bool>,
-    /// The condition types that say it succeeded and that it failed, for a kind that reports
-    /// its end so (the built-in descriptions' `finished:` say the same).
-    pub finished: Option<(&'static str, &'static str)>,
 }
 
 /// Where a component's pod templates are.
@@ -64,11 +76,7 @@ pub enum PodSetsAt {
 }
 
 const fn component(pod_sets: PodSetsAt, ends: Option<bool>) -> Option<AsComponent> {
-    Some(AsComponent { pod_sets, ends, finished: None })
-}
-
-const fn reporting(pod_sets: PodSetsAt, succeeded: &'static str, failed: &'static str) -> Option<AsComponent> {
-    Some(AsComponent { pod_sets, ends: ENDS, finished: Some((succeeded, failed)) })
+    Some(AsComponent { pod_sets, ends })
 }
 
 const ENDS: Option<bool> = Some(true);
@@ -85,6 +93,18 @@ impl KueueFramework {
 
     const fn with_sample(self, sample: &'static str) -> Self {
         KueueFramework { sample: Some(sample), ..self }
+    }
+
+    /// Its description in `builtin_kinds.yaml`, if it has one.
+    pub fn description(&self) -> Option<&'static Integration> {
+        described().iter().find(|d| self.describes(d))
+    }
+
+    /// The condition types that say a job of the kind succeeded and that it failed, as its
+    /// description's `finished:` says.
+    pub fn finished_conditions(&self) -> Option<(&'static str, &'static str)> {
+        let finished = &self.description()?.finished;
+        Some((finished.succeeded.condition.as_deref()?, finished.failed.condition.as_deref()?))
     }
 
     /// Whether `integration` describes this kind (the same group, version and kind).
@@ -122,13 +142,10 @@ const KUBERAY: (&str, Option<&str>) = ("the KubeRay operator", Some("ray.io/kube
 // How a WrappedJob reads each kind it may wrap.
 const A_POD: Option<AsComponent> = component(PodSetsAt::Itself, ENDS);
 const REPLICAS: Option<AsComponent> = component(PodSetsAt::Replicas, RUNS_UNTIL_DELETED);
-const A_JOB: Option<AsComponent> = reporting(PodSetsAt::JobTemplate, "Complete", "Failed");
-const REPLICATED_JOBS: Option<AsComponent> = reporting(PodSetsAt::ReplicatedJobs, "Completed", "Failed");
-const PYTORCH_REPLICAS: Option<AsComponent> = reporting(
-    PodSetsAt::ReplicaSpecs { field: "pytorchReplicaSpecs", roles: &["Master", "Worker"] },
-    "Succeeded",
-    "Failed",
-);
+const A_JOB: Option<AsComponent> = component(PodSetsAt::JobTemplate, ENDS);
+const REPLICATED_JOBS: Option<AsComponent> = component(PodSetsAt::ReplicatedJobs, ENDS);
+const PYTORCH_REPLICAS: Option<AsComponent> =
+    component(PodSetsAt::ReplicaSpecs { field: "pytorchReplicaSpecs", roles: &["Master", "Worker"] }, ENDS);
 const RAY_CLUSTER: Option<AsComponent> = component(PodSetsAt::RayCluster { prefix: "" }, RUNS_UNTIL_DELETED);
 // A RayJob ends, but AppWrapper judges it by its pods.
 const RAY_JOB: Option<AsComponent> = component(PodSetsAt::RayCluster { prefix: "rayClusterSpec." }, None);
@@ -225,6 +242,20 @@ pub fn of(integration: &Integration) -> Option<&'static KueueFramework> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_described_kinds_end_as_their_descriptions_say_and_are_parsed_once() {
+        let ends = |name| by_name(name).and_then(KueueFramework::finished_conditions);
+        assert_eq!(ends("batch/job"), Some(("Complete", "Failed")));
+        assert_eq!(ends("jobset.x-k8s.io/jobset"), Some(("Completed", "Failed")));
+        assert_eq!(ends("kubeflow.org/pytorchjob"), Some(("Succeeded", "Failed")));
+        assert_eq!(ends("deployment"), None, "no description: judged by its pods");
+        assert!(std::ptr::eq(described(), described()));
+        for description in described() {
+            let framework = of(description).unwrap_or_else(|| panic!("{} is one of Kueue's", description.kind));
+            assert!(framework.as_component.is_some_and(|c| c.ends == ENDS), "{} ends on its own", framework.name);
+        }
+    }
 
     /// Each name with its kind and resource, as Kueue v0.19.2 registers them (`FrameworkName`
     /// and `gvk` in `pkg/controller/jobs/*/`, resources from its RBAC markers).

@@ -5,7 +5,7 @@
 
 use std::cmp::Ordering;
 use std::hash::{Hash, Hasher};
-use std::sync::Arc;
+use std::sync::{Arc, LazyLock};
 
 use k8s_openapi::api::core::v1::ConfigMap;
 use kube::Client;
@@ -20,9 +20,6 @@ use crate::jobframework::api_error;
 use crate::jobframework::generic_job::{JobReading, reading};
 use crate::jobframework::integration_callbacks::IntegrationCallbacks;
 use crate::jobframework::managed_by::KUEUE_EXT_CONTROLLER;
-
-/// Kueue's batch Job and JobSet, described as a configured kind is (the entries of `integrations:`).
-const BUILT_IN_ITEMS: &str = include_str!("builtin_kinds.yaml");
 
 /// The kinds compiled into this project, one line each: everything else about a compiled kind
 /// (its controller, webhooks, manifests, how the commands read it) is in its own module.
@@ -179,9 +176,9 @@ impl KindRegistry {
     /// This project's kinds and those Kueue integrates itself (batch Job, JobSet).
     pub fn built_in() -> KindRegistry {
         let compiled =
-            compiled().into_iter().map(|(description, c)| JobKind::new(description, Origin::BuiltIn, Some(c)));
-        let described = descriptions("builtin_kinds.yaml", BUILT_IN_ITEMS).into_iter();
-        KindRegistry { kinds: compiled.chain(described.map(|d| JobKind::new(d, Origin::BuiltIn, None))).collect() }
+            compiled().iter().map(|(description, c)| JobKind::new(description.clone(), Origin::BuiltIn, Some(c)));
+        let described = kueue_frameworks::described().iter().map(|d| JobKind::new(d.clone(), Origin::BuiltIn, None));
+        KindRegistry { kinds: compiled.chain(described).collect() }
     }
 
     /// The built-in kinds and those of `config`, read from `origin`.
@@ -253,14 +250,14 @@ pub fn built_in_kind(name: &str) -> JobKind {
 #[cfg(test)]
 mod tests;
 
-/// The entries of an integrations file's `integrations:` list, parsed as a whole file.
-fn descriptions(name: &str, items: &str) -> Vec<Integration> {
-    let text = format!("apiVersion: {}/v1alpha1\nkind: IntegrationConfig\nintegrations:\n{items}", crate::api::GROUP);
-    IntegrationConfig::parse(name, &text).expect("the built-in descriptions are valid").integrations
-}
-
-/// Each compiled kind with its description.
-pub fn compiled() -> Vec<(Integration, &'static IntegrationCallbacks)> {
-    let described = COMPILED.iter().map(|c| (descriptions("a compiled kind's description.yaml", c.description), *c));
-    described.flat_map(|(descriptions, c)| descriptions.into_iter().map(move |d| (d, c))).collect()
+/// Each compiled kind with its description, parsed once.
+pub fn compiled() -> &'static [(Integration, &'static IntegrationCallbacks)] {
+    static COMPILED_KINDS: LazyLock<Vec<(Integration, &'static IntegrationCallbacks)>> = LazyLock::new(|| {
+        let parse = |c: &'static IntegrationCallbacks| {
+            let described = IntegrationConfig::parse_entries("a compiled kind's description.yaml", c.description);
+            described.expect("the compiled descriptions are valid").into_iter().map(move |d| (d, c))
+        };
+        COMPILED.iter().copied().flat_map(parse).collect()
+    });
+    &COMPILED_KINDS
 }

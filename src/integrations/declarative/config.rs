@@ -232,6 +232,14 @@ impl IntegrationConfig {
     }
 
     /// Parses and checks the text of an integrations file named `file`.
+    /// The entries of an `integrations:` list alone (a built-in description), read as a whole
+    /// file would be.
+    pub fn parse_entries(file: &str, entries: &str) -> Result<Vec<Integration>, ConfigError> {
+        let text =
+            format!("apiVersion: {}/v1alpha1\nkind: IntegrationConfig\nintegrations:\n{entries}", crate::api::GROUP);
+        Ok(IntegrationConfig::parse(file, &text)?.integrations)
+    }
+
     pub fn parse(file: &str, text: &str) -> Result<IntegrationConfig, ConfigError> {
         let error = |field: String, message: String| ConfigError { file: file.to_string(), field, message };
         let value: Value = serde_saphyr::from_str(text).map_err(|e| {

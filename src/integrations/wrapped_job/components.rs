@@ -113,7 +113,9 @@ pub fn classify(api_version: &str, kind: &str, object: &Value) -> (Completion, C
         reason: c["reason"].as_str().unwrap_or_default().to_string(),
         message: c["message"].as_str().unwrap_or_default().to_string(),
     };
-    let reported = kueue_frameworks::of_kind(group, kind).and_then(|f| f.as_component?.finished);
+    let reported = kueue_frameworks::of_kind(group, kind)
+        .filter(|f| f.as_component.is_some())
+        .and_then(|f| f.finished_conditions());
     let outcome = match (group, kind, reported) {
         (_, _, Some((succeeded, failed))) => match (condition(succeeded), condition(failed)) {
             (Some(_), _) => ComponentOutcome::Succeeded,
