@@ -1,13 +1,15 @@
 //! End-to-end: a third-party kind with its own controller (`up --addons jobset`: JobSet's real
 //! controller and webhooks from the module Kueue pins). A JobSet runs under Kueue's built-in
 //! integration and under ours (`samples/addons/jobset/jobset-integration.yaml`), with the same
-//! pod sets; through MultiKueue on a worker; and wrapped by a WrappedJob.
+//! pod sets and the same Workload conditions over its life; through MultiKueue on a worker; and
+//! wrapped by a WrappedJob.
 
 use std::time::Duration;
 
 use crate::common::{
     Sandbox, api, apply_yaml, condition_is, down_leaves_nothing, eventually, pod_sets, text, workload_with,
 };
+use crate::condition_timeline::{ConditionTimeline, Conditions, show};
 use k8s_openapi::api::core::v1::Pod;
 use kube::Client;
 use kube::api::{Api, ListParams};
@@ -35,9 +37,28 @@ async fn jobset_completed(client: &Client, name: &str) -> Value {
     .await
 }
 
-/// Runs the sample JobSet on a single cluster and returns its Workload's pod sets.
-async fn run_on_one_cluster(sandbox: &Sandbox) -> Value {
+/// A JobSet's phase as Kueue's JobSet integration reads it: every Job it asks for ready (all
+/// its pods ready or succeeded) or succeeded is when its pods are ready.
+fn jobset_phase(js: &Value) -> &'static str {
+    let sum = |list: &Value, fields: &[&str], default: i64| -> i64 {
+        let items = list.as_array().map(Vec::as_slice).unwrap_or_default();
+        items.iter().flat_map(|item| fields.iter().map(|f| item[*f].as_i64().unwrap_or(default))).sum()
+    };
+    let wanted = sum(&js["spec"]["replicatedJobs"], &["replicas"], 1);
+    let ready = sum(&js["status"]["replicatedJobsStatus"], &["ready", "succeeded"], 0);
+    match () {
+        _ if condition_is(js, "Completed", "True") => "completed",
+        _ if js["spec"]["suspend"] == true => "suspended",
+        _ if ready >= wanted => "running, every Job ready",
+        _ => "starting its pods",
+    }
+}
+
+/// Runs the sample JobSet on a single cluster and returns its Workload's pod sets and the
+/// conditions the Workload went through.
+async fn run_on_one_cluster(sandbox: &Sandbox) -> (Value, Conditions) {
     let client = sandbox.client("manager").await;
+    let timeline = ConditionTimeline::watch(&client, jobsets(&client), "JobSet", "training-jobset", jobset_phase).await;
     let created = submit_jobset(&client).await;
     assert_eq!(created["spec"]["suspend"], true, "suspended on create: {:#}", created["spec"]);
     let uid = created["metadata"]["uid"].as_str().unwrap().to_string();
@@ -62,22 +83,30 @@ async fn run_on_one_cluster(sandbox: &Sandbox) -> Value {
     }
     jobset_completed(&client, "training-jobset").await;
     workload_with(&client, &uid, "Finished").await;
-    pod_sets(&admitted)
+    (pod_sets(&admitted), timeline.through_finish().await)
 }
 
 #[tokio::test(flavor = "multi_thread")]
 async fn a_jobset_by_configuration_gets_kueues_own_pod_sets_and_runs_on_one_cluster() {
-    let reference = {
+    let (reference, reference_conditions) = {
         let sandbox = Sandbox::up(&["--workers", "0", "--addons", "jobset"]);
         let status = sandbox.status_json();
         let components = status["clusters"][0]["components"].as_array().cloned().unwrap_or_default();
         assert!(components.iter().any(|c| c["name"] == "jobset" && c["ready"] == true), "{status:#}");
-        let pod_sets = run_on_one_cluster(&sandbox).await;
+        let run = run_on_one_cluster(&sandbox).await;
         // Kueue's own JobSet integration is one of the kinds every command knows.
         let explained = text(&sandbox.run("explain", &["jobset/training-jobset"]));
         assert!(explained.starts_with("JobSet default/training-jobset has finished: Succeeded"), "{explained}");
-        pod_sets
+        run
     };
+    eprintln!("Kueue's built-in JobSet integration:\n{}", show(&reference_conditions));
+    let pods_ready = reference_conditions.get("PodsReady").map(|t| t.iter().map(|t| (t.status.as_str(), t.job)));
+    assert_eq!(
+        pods_ready.map(Iterator::collect::<Vec<_>>),
+        Some(vec![("False", "suspended"), ("True", "running, every Job ready")]),
+        "Kueue says PodsReady once every Job is ready:\n{}",
+        show(&reference_conditions)
+    );
     assert_eq!(
         reference.as_array().map(|s| s.iter().map(|s| (s["name"].clone(), s["count"].clone())).collect::<Vec<_>>()),
         Some(vec![(json!("driver"), json!(1)), (json!("workers"), json!(4))]),
@@ -85,8 +114,17 @@ async fn a_jobset_by_configuration_gets_kueues_own_pod_sets_and_runs_on_one_clus
     );
 
     let sandbox = Sandbox::up(&["--workers", "0", "--addons", "jobset", "--integrations", INTEGRATIONS]);
-    let ours = run_on_one_cluster(&sandbox).await;
+    let (ours, our_conditions) = run_on_one_cluster(&sandbox).await;
     assert_eq!(ours, reference, "our configured JobSet integration describes it as Kueue's own does");
+    // Kueue's and ours write the same conditions with the same messages, in the same phases of
+    // the JobSet: nothing is normalised but the times of the writes, which are not recorded.
+    assert_eq!(
+        our_conditions,
+        reference_conditions,
+        "our configured JobSet integration's Workload conditions:\n{}Kueue's built-in:\n{}",
+        show(&our_conditions),
+        show(&reference_conditions)
+    );
 
     let watched = sandbox.run("watch", &["--once", "-o", "json"]);
     let json: Value = serde_json::from_slice(&watched.stdout).unwrap_or_else(|e| panic!("{e}: {}", text(&watched)));

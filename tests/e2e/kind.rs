@@ -10,6 +10,7 @@ use crate::common::{
     Sandbox, api, apply_yaml, condition_is, eventually, kind_images_built, pod_sets, text, workload_with,
     workloads_owned_by,
 };
+use crate::condition_timeline::{ConditionTimeline, Conditions, show};
 use crate::fixtures::{self, ExternalJob};
 use kube::api::{Api, DynamicObject};
 use serde_json::Value;
@@ -419,16 +420,28 @@ async fn a_kind_sandbox_runs_jobs_through_multikueue_and_down_leaves_nothing() {
     assert_eq!(kind_network_exists(), network_was_there, "the network goes if (and only if) this sandbox made it");
 }
 
+/// A PyTorchJob's phase as Kueue's Kubeflow integration reads it: its pods are ready while the
+/// training operator says it is Running.
+fn pytorch_phase(job: &Value) -> &'static str {
+    match () {
+        _ if condition_is(job, "Succeeded", "True") => "succeeded",
+        _ if job["spec"]["runPolicy"]["suspend"] == true => "suspended",
+        _ if condition_is(job, "Running", "True") => "running",
+        _ => "starting its pods",
+    }
+}
+
 /// Runs [`pytorch_job`] `name` on a single-cluster sandbox: suspended on create, admitted, its
 /// Worker past the DNS wait for its Master, Succeeded, its Workload Finished. Returns the
-/// admitted Workload's pod sets.
-async fn pytorch_job_runs_on_one_cluster(sandbox: &Sandbox, name: &str) -> Value {
+/// admitted Workload's pod sets and the conditions the Workload went through.
+async fn pytorch_job_runs_on_one_cluster(sandbox: &Sandbox, name: &str) -> (Value, Conditions) {
     let client = sandbox.client("manager").await;
+    let jobs = api(&client, "kubeflow.org/v1", "PyTorchJob", "pytorchjobs", Some("default"));
+    let timeline = ConditionTimeline::watch(&client, jobs.clone(), "PyTorchJob", name, pytorch_phase).await;
     let created = apply_yaml(&client, &pytorch_job(name)).await.remove(0);
     assert_eq!(created["spec"]["runPolicy"]["suspend"], true, "suspended on create: {created:#}");
     let uid = created["metadata"]["uid"].as_str().unwrap().to_string();
     let admitted = workload_with(&client, &uid, "Admitted").await;
-    let jobs = api(&client, "kubeflow.org/v1", "PyTorchJob", "pytorchjobs", Some("default"));
     eventually(&format!("PyTorchJob {name} to succeed"), Duration::from_secs(180), || async {
         let job = serde_json::to_value(jobs.get(name).await.map_err(|e| e.to_string())?).unwrap();
         if condition_is(&job, "Succeeded", "True") { Ok(()) } else { Err(format!("{:#}", job["status"])) }
@@ -442,12 +455,13 @@ async fn pytorch_job_runs_on_one_cluster(sandbox: &Sandbox, name: &str) -> Value
     assert_eq!(worker["status"]["initContainerStatuses"][0]["name"], "init-pytorch", "{:#}", worker["status"]);
     assert_eq!((exit_code("initContainerStatuses"), exit_code("containerStatuses")), (Some(0), Some(0)));
     workload_with(&client, &uid, "Finished").await;
-    pod_sets(&admitted)
+    (pod_sets(&admitted), timeline.through_finish().await)
 }
 
 /// A PyTorchJob with a Master on one kind cluster, under Kueue's built-in integration and then
 /// under ours by configuration (`samples/addons/kubeflow/pytorchjob-integration.yaml`): the same pod
-/// sets, both run with the cluster's DNS, and every command sees the configured kind.
+/// sets and Workload conditions over its life, both run with the cluster's DNS, and every command
+/// sees the configured kind.
 #[tokio::test(flavor = "multi_thread")]
 async fn a_pytorchjob_by_configuration_gets_kueues_own_pod_sets_on_a_kind_cluster() {
     kind_images_built("kubeflow");
@@ -456,34 +470,52 @@ async fn a_pytorchjob_by_configuration_gets_kueues_own_pod_sets_on_a_kind_cluste
         let down = sandbox.run("down", &[]);
         assert!(down.status.success(), "down: {}", text(&down));
     };
-    let reference = {
+    let (reference, reference_conditions) = {
         let sandbox = Sandbox::up_on_kind(&["--workers", "0", "--addons", "kubeflow"]);
         let components = sandbox.status_json()["clusters"][0]["components"].clone();
         let ready = |name: &str| components.as_array().unwrap().iter().any(|c| c["name"] == name && c["ready"] == true);
         assert!(ready("coredns") && ready("kubeflow"), "{components:#}");
-        let pod_sets = pytorch_job_runs_on_one_cluster(&sandbox, "builtin-pytorch").await;
+        let run = pytorch_job_runs_on_one_cluster(&sandbox, "pytorch").await;
         down(&sandbox);
-        pod_sets
+        run
     };
     let names: Vec<&Value> = reference.as_array().unwrap().iter().map(|s| &s["name"]).collect();
     assert_eq!(names, ["master", "worker"], "Kueue's built-in PyTorchJob integration: {reference:#}");
+    eprintln!("Kueue's built-in PyTorchJob integration:\n{}", show(&reference_conditions));
+    let pods_ready = reference_conditions.get("PodsReady").map(|t| t.iter().map(|t| (t.status.as_str(), t.job)));
+    assert_eq!(
+        pods_ready.map(Iterator::collect::<Vec<_>>),
+        Some(vec![("False", "suspended"), ("True", "running")]),
+        "Kueue says PodsReady once the PyTorchJob is Running:\n{}",
+        show(&reference_conditions)
+    );
 
     let integrations = concat!(env!("CARGO_MANIFEST_DIR"), "/samples/addons/kubeflow/pytorchjob-integration.yaml");
     let sandbox = Sandbox::up_on_kind(&["--workers", "0", "--addons", "kubeflow", "--integrations", integrations]);
-    let ours = pytorch_job_runs_on_one_cluster(&sandbox, "configured-pytorch").await;
+    let (ours, our_conditions) = pytorch_job_runs_on_one_cluster(&sandbox, "pytorch").await;
     assert_eq!(ours, reference, "our configured PyTorchJob integration describes it as Kueue's own does");
+    // Nothing is normalised but the times of the writes, which are not recorded. The job has the
+    // same name in both sandboxes, so the Finished message (the training operator's Succeeded
+    // message, which names the job) is compared as it is.
+    assert_eq!(
+        our_conditions,
+        reference_conditions,
+        "our configured PyTorchJob integration's Workload conditions:\n{}Kueue's built-in:\n{}",
+        show(&our_conditions),
+        show(&reference_conditions)
+    );
 
     let watched = sandbox.run("watch", &["--once", "-o", "json"]);
     let json: Value = serde_json::from_slice(&watched.stdout).unwrap_or_else(|e| panic!("{e}: {}", text(&watched)));
-    let row = json["jobs"].as_array().and_then(|jobs| jobs.iter().find(|j| j["key"]["name"] == "configured-pytorch"));
-    let row = row.unwrap_or_else(|| panic!("configured-pytorch in {json:#}"));
+    let row = json["jobs"].as_array().and_then(|jobs| jobs.iter().find(|j| j["key"]["name"] == "pytorch"));
+    let row = row.unwrap_or_else(|| panic!("pytorch in {json:#}"));
     assert_eq!(
         (row["key"]["kind"].as_str(), row["status"].as_str()),
         (Some("PyTorchJob"), Some("Succeeded")),
         "{row:#}"
     );
-    let explained = text(&sandbox.run("explain", &["pytorchjob/configured-pytorch"]));
-    assert!(explained.starts_with("PyTorchJob default/configured-pytorch has finished: Succeeded"), "{explained}");
+    let explained = text(&sandbox.run("explain", &["pytorchjob/pytorch"]));
+    assert!(explained.starts_with("PyTorchJob default/pytorch has finished: Succeeded"), "{explained}");
     let files = tempfile::tempdir().unwrap();
     let waited = files.path().join("waited.yaml");
     std::fs::write(&waited, pytorch_job("waited-pytorch")).unwrap();

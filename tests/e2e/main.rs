@@ -6,6 +6,7 @@
 mod common;
 #[path = "../cli/completion_support.rs"]
 mod completion_support;
+mod condition_timeline;
 mod fixtures;
 
 mod addons;
