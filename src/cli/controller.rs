@@ -1,9 +1,12 @@
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::process::ExitCode;
+use std::sync::Arc;
 use std::time::Duration;
 
+use crate::controller::api_requests::counting_client;
 use crate::controller::certs::{Renewal, SecretSource, parse_validity};
+use crate::controller::metrics::Metrics;
 use crate::controller::{self, Options, ServingCertificate};
 use crate::integrations::declarative::config::IntegrationConfig;
 use crate::jobframework::reconciler::Config;
@@ -75,7 +78,9 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
     // The API server names a write's field manager after the user agent where the request does
     // not (kube's Events, the Lease): every write of the controller then says it is ours.
     config.headers.push((http::header::USER_AGENT, http::HeaderValue::from_static(USER_AGENT)));
-    let client = crate::kube_util::client_of(config, &context)?;
+    let metrics = Arc::new(Metrics::default());
+    let client = counting_client(config, metrics.api_requests.clone())
+        .map_err(|e| anyhow::anyhow!("cannot make a client of context {context:?}: {e}"))?;
     let config = Config { manage_jobs_without_queue_name: args.manage_jobs_without_queue_name, ..Config::default() };
     let election = args.leader_elect.then(|| controller::leader::Election {
         namespace: args.leader_elect_namespace.clone(),
@@ -95,7 +100,7 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
         }),
         (None, None) => anyhow::bail!("give --cert-dir or --cert-secret"),
     };
-    let options = Options { client, listen: args.listen, certificate, config, election, integrations };
+    let options = Options { client, metrics, listen: args.listen, certificate, config, election, integrations };
     controller::run(options).await?;
     Ok(ExitCode::SUCCESS)
 }

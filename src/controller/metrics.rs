@@ -8,6 +8,8 @@ use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::histogram::{Histogram, exponential_buckets};
 use prometheus_client::registry::Registry;
 
+use super::api_requests::ApiRequests;
+
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub struct ReconcileLabels {
     pub kind: String,
@@ -27,6 +29,7 @@ pub struct Metrics {
     pub reconcile_seconds: Histogram,
     pub admissions: Family<AdmissionLabels, Counter>,
     pub admission_seconds: Histogram,
+    pub api_requests: ApiRequests,
 }
 
 impl Default for Metrics {
@@ -44,7 +47,13 @@ impl Default for Metrics {
             "Time spent answering one admission",
             admission_seconds.clone(),
         );
-        Metrics { registry, reconciles, reconcile_seconds, admissions, admission_seconds }
+        let api_requests = ApiRequests::default();
+        registry.register(
+            "api_requests",
+            "Requests sent to the API server, by verb, resource and subresource",
+            api_requests.clone(),
+        );
+        Metrics { registry, reconciles, reconcile_seconds, admissions, admission_seconds, api_requests }
     }
 }
 
@@ -78,8 +87,17 @@ mod tests {
         let metrics = Metrics::default();
         metrics.reconciled("ExternalJob", true, Duration::from_millis(3));
         metrics.admitted("ExternalJob", "CREATE", false, Duration::from_micros(300));
+        let patch = super::super::api_requests::RequestLabels {
+            verb: "patch",
+            resource: "workloads.kueue.x-k8s.io".into(),
+            subresource: "status".into(),
+        };
+        metrics.api_requests.get_or_create(&patch).inc();
         let text = metrics.encode();
         assert!(text.contains(r#"kueue_ext_reconciles_total{kind="ExternalJob",result="ok"} 1"#), "{text}");
+        let requests =
+            r#"kueue_ext_api_requests_total{verb="patch",resource="workloads.kueue.x-k8s.io",subresource="status"} 1"#;
+        assert!(text.contains(requests), "{text}");
         assert!(text.contains(r#"allowed="false""#), "{text}");
     }
 }

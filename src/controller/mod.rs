@@ -3,6 +3,7 @@
 //! clean-up loop, and the HTTPS server with the admission webhooks, health and metrics.
 
 pub mod api_authorizer;
+pub mod api_requests;
 pub mod certs;
 mod error;
 #[cfg(any(test, fuzzing))]
@@ -46,7 +47,9 @@ use server::{ServerState, Tls};
 pub use crate::jobframework::field_manager::MANAGER;
 
 pub struct Options {
+    /// A client made with [`api_requests::counting_client`] of `metrics.api_requests`.
     pub client: Client,
+    pub metrics: Arc<Metrics>,
     /// Address of the HTTPS server (webhooks, health, metrics).
     pub listen: SocketAddr,
     pub certificate: ServingCertificate,
@@ -81,7 +84,7 @@ where
 pub async fn run(options: Options) -> Result<(), ControllerError> {
     let client = options.client;
     let integrations: Vec<Arc<Integration>> = options.integrations.into_iter().map(Arc::new).collect();
-    let metrics = Arc::new(Metrics::default());
+    let metrics = options.metrics;
     let queues = QueueCache {
         local_queues: cache(Api::<LocalQueue>::all(client.clone())),
         cluster_queues: cache(Api::<ClusterQueue>::all(client.clone())),
@@ -155,6 +158,7 @@ pub async fn run(options: Options) -> Result<(), ControllerError> {
         client: client.clone(),
         config: options.config,
         workloads,
+        own_writes: our_workloads.own_writes.clone(),
         flavors: cache(Api::<ResourceFlavor>::all(client.clone())),
         events: EventSink::start(client.clone(), Reporter { controller: MANAGER.into(), instance: None }),
         multikueue: Default::default(),

@@ -115,6 +115,12 @@ impl Decision {
     /// Whether carrying it out writes to the API server, and so must be decided on the
     /// Workload as the API server has it now rather than on the cache. A finished Workload's
     /// finalizer is removed on the cache alone: the removal tests the uid and the finalizer.
+    /// Whether its only write is to the Workload's conditions, pinned to the resourceVersion it
+    /// was decided on: a stale copy is refused as a conflict, and nothing else was written.
+    pub fn only_pinned_workload_writes(&self) -> bool {
+        matches!(self, Decision::Finish { .. } | Decision::SetPodsReady(_))
+    }
+
     pub fn writes<J: GenericJob>(&self, job: &J, wl: &Workload) -> bool {
         match self {
             Decision::Wait(_) | Decision::RemoveFinishedFinalizer => false,

@@ -16,6 +16,7 @@ pub mod managed_by;
 pub mod multikueue_nudge;
 pub mod naming;
 pub mod our_workloads;
+pub mod own_writes;
 pub mod podset;
 pub mod queue_cache;
 pub mod readiness;

@@ -17,11 +17,14 @@ use kube::runtime::watcher;
 use kube::runtime::watcher::Event;
 use kube::{Client, ResourceExt};
 
+use super::own_writes::OwnWrites;
 use super::watches;
 use crate::api::kueue::Workload;
 
 pub struct OurWorkloads {
     pub store: Store<Workload>,
+    /// Our writes to them, each until the watch brings it back.
+    pub own_writes: Arc<OwnWrites<Workload>>,
     /// Our Workloads as they get a deletionTimestamp.
     pub deleting: mpsc::UnboundedReceiver<Result<Workload, watcher::Error>>,
     pub changes: Changes,
@@ -69,8 +72,14 @@ pub fn watch(client: Client, kinds: Vec<ApiResource>) -> OurWorkloads {
     let changes = Changes::default();
     let events = watches::retrying(Api::<Workload>::all(client), watcher::Config::default())
         .filter_map(move |event| future::ready(keep_ours(event, &kinds)));
-    let mut triggers =
-        Triggers { store: reader.clone(), deleting: deleting_tx, changes: changes.clone(), before: None };
+    let own_writes = Arc::new(OwnWrites::default());
+    let mut triggers = Triggers {
+        store: reader.clone(),
+        deleting: deleting_tx,
+        changes: changes.clone(),
+        own_writes: own_writes.clone(),
+        before: None,
+    };
     let stream = reflector::reflector(writer, events).for_each(move |event| {
         if let Ok(event) = &event {
             triggers.after(event);
@@ -78,7 +87,7 @@ pub fn watch(client: Client, kinds: Vec<ApiResource>) -> OurWorkloads {
         future::ready(())
     });
     tokio::spawn(stream);
-    OurWorkloads { store: reader, deleting, changes }
+    OurWorkloads { store: reader, own_writes, deleting, changes }
 }
 
 /// Turns what the cache applied into triggers, each sent once the store holds what it
@@ -87,6 +96,7 @@ struct Triggers {
     store: Store<Workload>,
     deleting: mpsc::UnboundedSender<Trigger>,
     changes: Changes,
+    own_writes: Arc<OwnWrites<Workload>>,
     /// The store as a relist found it: the relist replaces it whole at its end.
     before: Option<Vec<Arc<Workload>>>,
 }
@@ -118,6 +128,7 @@ impl Triggers {
     }
 
     fn applied(&self, workload: &Workload) {
+        self.own_writes.seen(workload);
         if workload.metadata.deletion_timestamp.is_some() {
             // Nobody listens until this replica leads; deletions are few, so they wait.
             let _ = self.deleting.unbounded_send(Ok(workload.clone()));
@@ -206,7 +217,13 @@ mod tests {
         let (deleting, _) = mpsc::unbounded();
         let changes = Changes::default();
         let mut external = changes.subscribe(kinds()[0].clone());
-        let mut triggers = Triggers { store: reader, deleting, changes: changes.clone(), before: None };
+        let mut triggers = Triggers {
+            store: reader,
+            deleting,
+            changes: changes.clone(),
+            own_writes: Default::default(),
+            before: None,
+        };
         let named = |name: &str, generation: i64| {
             let mut w = workload(Some(("kueue-ext.dev/v1alpha1", "ExternalJob")));
             w.metadata.name = Some(name.into());

@@ -1,12 +1,15 @@
 //! What every reconcile of the generic reconciler shares: the framework's settings, the caches
 //! and clients of its context, and its errors.
 
+use std::sync::Arc;
+
 use kube::Client;
 use kube::runtime::reflector::Store;
 
 use super::api_error;
 use super::events::EventSink;
 use super::multikueue_nudge;
+use super::own_writes::OwnWrites;
 use crate::api::kueue::{ResourceFlavor, Workload};
 
 /// Framework settings (Kueue's Configuration fields that matter to a job reconciler).
@@ -31,6 +34,8 @@ pub struct Context {
     /// Workloads of the cluster, from a watch; never trusted for "does not exist" decisions
     /// that could duplicate (creation tolerates AlreadyExists).
     pub workloads: Store<Workload>,
+    /// What we last wrote to a Workload, until `workloads` has it.
+    pub own_writes: Arc<OwnWrites<Workload>>,
     /// ResourceFlavors, from a watch: a job starting reads its admission's flavors here, and
     /// from the API server only when one is not cached yet.
     pub flavors: Store<ResourceFlavor>,

@@ -17,6 +17,7 @@ use super::decision::{Decision, Release, WAIT, decide, recorded_infos};
 use super::field_manager::{patch_params, post_params};
 use super::generic_job::{GenericJob, object_reference};
 use super::multikueue_nudge;
+use super::own_writes::{self, Newest};
 use super::podset::{self, Assignment, CheckUpdate, Flavor, PodSetInfo, PodSetInfoError};
 use super::{status, workload};
 use crate::api::condition::{self, Condition};
@@ -67,13 +68,18 @@ pub async fn reconcile<J: GenericJob>(job: &J, ctx: &Context) -> Result<Action, 
     // Twice at most: on the current Workload `act` never asks to confirm.
     loop {
         match act(job, ctx, &jobs, &workloads, &found.workload, found.current).await? {
+            // A decision on our own write, standing in for a cache that trailed it, is made
+            // again once the stand-in has expired, lest what the watch brought meanwhile be missed.
+            Step::Done(action) if found.stand_in && action == Action::await_change() => {
+                return Ok(Action::requeue(own_writes::KEPT_FOR));
+            }
             Step::Done(action) => return Ok(action),
             // The cache may lag (for a while after an API server restart): what `act` writes is
             // decided on the Workload as the API server has it now, so a stale entry never
             // starts, stops or finishes a job there. (`ensure_one_workload` acts on the cache
             // alone when it finds Workloads that do not match the job.)
             Step::Confirm => match current_workload(job, &workloads, &found.workload).await? {
-                Some(workload) => found = Found { workload, current: true },
+                Some(workload) => found = Found { workload, current: true, stand_in: false },
                 None => return handle_job_with_no_workload(job, ctx, &jobs, &workloads, prebuilt.as_deref()).await,
             },
         }
@@ -92,14 +98,18 @@ enum Step {
 struct Found {
     workload: Arc<Workload>,
     current: bool,
+    /// Our own last write, read in place of a cache that had not caught up with it.
+    stand_in: bool,
 }
 
 /// Keeps the job and its Workload in step: a [`Decision`] on what was read, then its writes.
 /// Most passes write nothing (a job waiting for admission, or running); those are decided on
-/// the cache alone, and a pass that would write on a cached Workload returns [`Step::Confirm`]
-/// first. That read costs less than deciding on the cache and letting a pinned resourceVersion
-/// catch a stale entry: under a burst the cache lags behind our own writes and Kueue's, and each
-/// conflict costs a refused write and then this read anyway.
+/// the cache alone. A pass that would start or stop the job on a cached Workload returns
+/// [`Step::Confirm`] first: what runs is never decided on a stale copy. A pass that only writes
+/// the Workload's conditions writes them pinned to the cached copy's resourceVersion, and a
+/// conflict (Kueue wrote since) confirms then: the cache holds our own writes already
+/// ([`OwnWrites`](super::own_writes::OwnWrites)), so that is rare, and a read before every such
+/// write was most of our reads.
 async fn act<J: GenericJob>(
     job: &J,
     ctx: &Context,
@@ -111,7 +121,7 @@ async fn act<J: GenericJob>(
     let now = time::OffsetDateTime::now_utc();
     let decision =
         decide(job, wl, &ctx.config, || multikueue_nudge::dispatch(wl, now, || ctx.workloads.state(), &ctx.multikueue));
-    if !current && decision.writes(job, wl) {
+    if !current && decision.writes(job, wl) && !decision.only_pinned_workload_writes() {
         return Ok(Step::Confirm);
     }
     let action = match decision {
@@ -131,13 +141,20 @@ async fn act<J: GenericJob>(
             Action::await_change()
         }
         Decision::Finish { success, message } => {
-            patch_conditions(workloads, wl, with_condition(wl, status::finished(success, &message)), None).await?;
+            let finished = with_condition(wl, status::finished(success, &message));
+            match patch_conditions(workloads, wl, finished, None).await {
+                Err(e) if !current && e.is_conflict() => return Ok(Step::Confirm),
+                written => ctx.own_writes.wrote(&written?),
+            }
             let note = format!("Workload '{}' is declared finished", wl.name_any());
             publish(ctx, job, EventType::Normal, "FinishedWorkload", note);
             Action::await_change()
         }
         Decision::SetPodsReady(wanted) => {
-            patch_conditions(workloads, wl, with_condition(wl, wanted), None).await?;
+            match patch_conditions(workloads, wl, with_condition(wl, wanted), None).await {
+                Err(e) if !current && e.is_conflict() => return Ok(Step::Confirm),
+                written => ctx.own_writes.wrote(&written?),
+            }
             Action::await_change()
         }
         Decision::StopEvicted { message, release } => {
@@ -147,7 +164,7 @@ async fn act<J: GenericJob>(
                 Release::WhenPodsStop => Action::requeue(WAIT),
                 Release::Now => {
                     let conditions = status::released_after_eviction(wl.conditions(), &condition::now());
-                    patch_conditions(workloads, wl, conditions, Some(serde_json::Value::Null)).await?;
+                    ctx.own_writes.wrote(&patch_conditions(workloads, wl, conditions, Some(Value::Null)).await?);
                     info!(workload = %wl.name_any(), "released the quota of an evicted workload");
                     Action::await_change()
                 }
@@ -158,11 +175,12 @@ async fn act<J: GenericJob>(
             Action::await_change()
         }
         Decision::UpdateQueue(queue) => {
-            merge_patch(workloads, wl, json!({"spec": {"queueName": queue}}), "update queue of").await?;
+            let queue = json!({"spec": {"queueName": queue}});
+            ctx.own_writes.wrote(&merge_patch(workloads, wl, queue, "update queue of").await?);
             Action::await_change()
         }
         Decision::NudgeMultiKueue(nudge) => {
-            merge_patch(workloads, wl, nudge.patch(), "nudge MultiKueue about").await?;
+            ctx.own_writes.wrote(&merge_patch(workloads, wl, nudge.patch(), "nudge MultiKueue about").await?);
             info!(workload = %wl.name_any(), nudges = nudge.count, "MultiKueue left a reserved workload on no worker; asked again");
             Action::requeue(multikueue_nudge::STRANDED_AFTER)
         }
@@ -188,10 +206,11 @@ async fn ensure_one_workload<J: GenericJob>(
         // MultiKueue worker every job has a prebuilt Workload, and a read of it per reconcile
         // was most of the worker API server's Workload reads.
         let key = ObjectRef::new(name).within(&job.namespace().unwrap_or_default());
-        if let Some(cached) = ctx.workloads.get(&key).filter(|wl| {
+        if let Some(cached) = ctx.workloads.get(&key).map(|wl| ctx.own_writes.newest(wl)).filter(|n| {
+            let wl = &n.object;
             workload::controller_uid(wl) == job.uid().as_deref() && (workload::equivalent(job, wl) || wl.is_finished())
         }) {
-            return Ok(Some(Found { workload: cached, current: false }));
+            return Ok(Some(Found { workload: cached.object, current: false, stand_in: cached.stand_in }));
         }
         let Some(mut wl) = workloads.get_opt(name).await.map_err(kube_err("get", "Workload", name))? else {
             return Ok(None);
@@ -208,16 +227,19 @@ async fn ensure_one_workload<J: GenericJob>(
                 Condition::new(FINISHED, true, "OutOfSync", "The prebuilt workload is out of sync with its user job");
             wl = patch_conditions(workloads, &wl, with_condition(&wl, out_of_sync), None).await?;
         }
-        return Ok(Some(Found { workload: Arc::new(wl), current: true }));
+        return Ok(Some(Found { workload: Arc::new(wl), current: true, stand_in: false }));
     }
 
     let namespace = job.namespace();
-    let owned: Vec<Arc<Workload>> = ctx
+    let owned: Vec<Newest<Workload>> = ctx
         .workloads
         .state()
         .into_iter()
         .filter(|w| w.namespace() == namespace && workload::is_controlled_by(w, job))
+        .map(|w| ctx.own_writes.newest(w))
         .collect();
+    let stand_in = owned.iter().any(|n| n.stand_in);
+    let owned: Vec<Arc<Workload>> = owned.into_iter().map(|n| n.object).collect();
     let (mut matching, mut others): (Vec<_>, Vec<_>) = owned.into_iter().partition(|w| workload::equivalent(job, w));
     if matching.is_empty() && !others.is_empty() {
         if job.is_suspended() && !others[0].is(QUOTA_RESERVED) {
@@ -251,14 +273,20 @@ async fn ensure_one_workload<J: GenericJob>(
         return Err(Error::RemovedNonMatching(extra.len()));
     }
     if let Some(cached) = matching.into_iter().next() {
-        return Ok(Some(Found { workload: cached, current: false }));
+        return Ok(Some(Found { workload: cached, current: false, stand_in }));
     }
-    // Not in the cache, which may lag (right after our own create, or after an API server
-    // restart): looked up by name. A create that fails as AlreadyExists would be safe too, but
-    // it costs Kueue's webhooks where this costs a read.
+    // Not in the cache: our own create if the watch has not brought it yet. Otherwise there is
+    // none, as far as anyone can know without a read per new job: the cache listed every
+    // Workload before the first reconcile, and a relist keeps what it had until it is done. A
+    // create that meets one the watch trails (another replica's, just before it lost its Lease)
+    // fails as AlreadyExists, which is all it wanted.
     let name = workload::name_for(job);
-    let current = workloads.get_opt(&name).await.map_err(kube_err("get", "Workload", &name))?;
-    Ok(still_the_jobs(job, current).map(|workload| Found { workload, current: true }))
+    let created = ObjectRef::new(&name).within(&namespace.unwrap_or_default());
+    Ok(ctx.own_writes.unseen(&created).filter(|w| workload::is_controlled_by(w, job)).map(|ours| Found {
+        workload: ours,
+        current: false,
+        stand_in: true,
+    }))
 }
 
 /// The job's Workload as the API server has it now, if it is still the job's and matches it;
@@ -351,7 +379,8 @@ async fn handle_job_with_no_workload<J: GenericJob>(
     let wl = workload::construct(job, priority);
     let name = wl.name_any();
     match workloads.create(&post_params(), &wl).await {
-        Ok(_) => {
+        Ok(created) => {
+            ctx.own_writes.wrote(&created);
             debug!(workload = %name, "created");
             publish(
                 ctx,

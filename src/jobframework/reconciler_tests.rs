@@ -52,6 +52,7 @@ fn context(client: Client, cached: &[Workload]) -> Context {
         client: client.clone(),
         config: Config::default(),
         workloads: writer.as_reader(),
+        own_writes: Default::default(),
         flavors: flavors.as_reader(),
         events: EventSink::held().0,
         multikueue: Default::default(),
@@ -391,11 +392,13 @@ async fn the_workload_is_created_and_its_status_written_under_the_controllers_fi
         Method::POST => Ok(created.clone()),
         _ => Err(404),
     });
-    assert_eq!(reconcile(&job, &context(client, &[])).await.expect("created"), Action::await_change());
-    assert_eq!(
-        requested(&requests),
-        [format!("GET {workloads}/{}", workload::name_for(&job)), format!("POST {workloads}{QUERY}")]
-    );
+    let ctx = context(client, &[]);
+    assert_eq!(reconcile(&job, &ctx).await.expect("created"), Action::await_change());
+    assert_eq!(requested(&requests), [format!("POST {workloads}{QUERY}")], "none in the cache: none to read");
+    // Until the watch brings it, the Workload we created is the one a reconcile sees: no read,
+    // no second create, and a look again once that stand-in expires.
+    assert_eq!(reconcile(&job, &ctx).await.expect("waits"), Action::requeue(own_writes::KEPT_FOR));
+    assert_eq!(requested(&requests).len(), 1, "{:?}", requested(&requests));
 
     let mut done = job.clone();
     done.status = Some(ExternalJobStatus {
@@ -411,5 +414,33 @@ async fn the_workload_is_created_and_its_status_written_under_the_controllers_fi
     });
     assert_eq!(reconcile(&done, &context(client, &[admitted])).await.expect("finished"), Action::await_change());
     let path = workload_path(&job);
-    assert_eq!(requested(&requests), [format!("GET {path}?resourceVersion=1"), format!("PATCH {path}/status{QUERY}")]);
+    assert_eq!(requested(&requests), [format!("PATCH {path}/status{QUERY}")], "pinned to the cached copy: no read");
+}
+
+#[tokio::test]
+async fn a_condition_write_refused_as_a_conflict_is_decided_again_on_the_current_workload() {
+    let job = suspended_job();
+    let mut done = job.clone();
+    done.status = Some(ExternalJobStatus {
+        conditions: vec![Condition::new(crate::integrations::external_job::COMPLETE, true, "Completed", "")],
+        ..Default::default()
+    });
+    let stale = workload(&job, true);
+    let mut current = stale.clone();
+    current.metadata.resource_version = Some("2".into());
+    let patches = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let (client, requests) = scripted_client(move |method, _| match *method {
+        Method::GET => Ok(current.clone()),
+        // Kueue wrote since the cached copy: the first write is refused.
+        Method::PATCH if patches.fetch_add(1, std::sync::atomic::Ordering::SeqCst) == 0 => Err(409),
+        Method::PATCH => Ok(current.clone()),
+        _ => Err(500),
+    });
+    assert_eq!(reconcile(&done, &context(client, &[stale])).await.expect("finished"), Action::await_change());
+    let path = workload_path(&job);
+    let status = format!("PATCH {path}/status{QUERY}");
+    assert_eq!(requested(&requests), [status.clone(), format!("GET {path}?resourceVersion=1"), status]);
+    let pinned: Vec<Value> =
+        bodies(&requests, "PATCH").iter().map(|b| b["metadata"]["resourceVersion"].clone()).collect();
+    assert_eq!(pinned, [json!("1"), json!("2")], "each write pinned to the copy it was decided on");
 }

@@ -9,7 +9,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use futures::future::BoxFuture;
-use futures::{FutureExt, Stream, StreamExt};
+use futures::{FutureExt, Stream, StreamExt, TryStreamExt};
 use kube::api::Api;
 use kube::runtime::controller::{self as runtime_controller, Action, Controller};
 use kube::runtime::reflector::{self, Store};
@@ -92,16 +92,17 @@ pub async fn stopped(mut stop: watch::Receiver<bool>) {
 }
 
 /// A controller of the jobs of one kind whose cache leaves managedFields out: no reconcile reads
-/// them, and a job written back without them keeps its own on the server.
-pub fn jobs_controller<K>(api: Api<K>, kind: K::DynamicType) -> Controller<K>
+/// them, and a job written back without them keeps its own on the server. `seen` is shown each
+/// job once its cache holds it.
+pub fn jobs_controller<K>(api: Api<K>, kind: K::DynamicType, seen: impl Fn(&K) + Send + Sync + 'static) -> Controller<K>
 where
     K: Resource + Clone + Debug + DeserializeOwned + Send + Sync + 'static,
     K::DynamicType: Eq + Hash + Clone + Send + Sync,
 {
     let writer = reflector::store::Writer::new(kind.clone());
     let reader = writer.as_reader();
-    Controller::for_stream_with(reflector::reflector(writer, job_events(api)).applied_objects(), reader, kind)
-        .with_config(bounded())
+    let applied = reflector::reflector(writer, job_events(api)).applied_objects().inspect_ok(move |job| seen(job));
+    Controller::for_stream_with(applied, reader, kind).with_config(bounded())
 }
 
 /// A watch of jobs for several controllers: its store, and the feed to subscribe them to and

@@ -27,8 +27,8 @@ const CONFIGURED: &str = "configured";
 pub fn start(setup: &Setup, integration: Arc<Integration>) -> BoxFuture<'static, ()> {
     let resource = integration.api_resource();
     tracing::info!(kind = %integration.gvk().kind, "integrated by configuration");
-    let jobs = jobs_controller(Api::<DynamicObject>::all_with(setup.client.clone(), &resource), resource.clone())
-        .owns_stream(setup.workload_changes.subscribe(resource));
+    let api = Api::<DynamicObject>::all_with(setup.client.clone(), &resource);
+    let jobs = jobs_controller(api, resource.clone(), |_| {}).owns_stream(setup.workload_changes.subscribe(resource));
     setup.run(jobs, CONFIGURED, move |job: Arc<DynamicObject>, ctx: Arc<Context>| {
         let integration = integration.clone();
         async move { reconcile(&job, &integration, &ctx).await }

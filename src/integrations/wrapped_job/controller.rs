@@ -19,10 +19,17 @@ use super::watched::Caches;
 use crate::api::wrapped_job::{ComponentStatus, WRAPPED_JOB_FINALIZER, WrappedJob};
 use crate::jobframework::field_manager::patch_params;
 use crate::jobframework::managed_by::Runner;
+use crate::jobframework::own_writes::OwnWrites;
 use crate::jobframework::reconciler::{self, Context, Error};
 use crate::jobframework::served_kinds::ServedKinds;
 
-pub async fn reconcile(job: &WrappedJob, ctx: &Context, kinds: &ServedKinds, caches: &Caches) -> Result<Action, Error> {
+pub async fn reconcile(
+    job: &WrappedJob,
+    ctx: &Context,
+    kinds: &ServedKinds,
+    caches: &Caches,
+    own_writes: &OwnWrites<WrappedJob>,
+) -> Result<Action, Error> {
     // On a MultiKueue manager a worker runs the job and Kueue mirrors its status here; a job
     // another controller manages has its components and status from that controller. Either
     // way the job keeps its Workload.
@@ -41,7 +48,7 @@ pub async fn reconcile(job: &WrappedJob, ctx: &Context, kinds: &ServedKinds, cac
     let observed = components::observe(&ctx.client, kinds, caches, job).await.map_err(|e| wrapped_err(job, e))?;
     let step = lifecycle::step(job, &shape(job), &observed, &settings, time::OffsetDateTime::now_utc());
     let planned = step.requeue;
-    let (current, look_again) = act(job, ctx, kinds, step, &observed).await?;
+    let (current, look_again) = act(job, ctx, kinds, step, &observed, own_writes).await?;
     let framework = reconciler::reconcile(&current, ctx).await?;
     Ok(match planned.into_iter().chain(look_again).min() {
         Some(after) => Action::requeue(after.max(Duration::from_millis(50))),
@@ -77,8 +84,10 @@ async fn act(
     kinds: &ServedKinds,
     step: Step,
     observed: &lifecycle::Observed,
+    own_writes: &OwnWrites<WrappedJob>,
 ) -> Result<(WrappedJob, Option<Duration>), Error> {
-    let api: Api<WrappedJob> = Api::namespaced(ctx.client.clone(), &job.namespace().unwrap_or_default());
+    let namespaced: Api<WrappedJob> = Api::namespaced(ctx.client.clone(), &job.namespace().unwrap_or_default());
+    let api = Writes { api: namespaced, own_writes };
     let mut current = job.clone();
     let mut look_again = None;
     if step.actions.contains(&Act::AddFinalizer) {
@@ -131,35 +140,46 @@ async fn act(
     Ok((current, look_again))
 }
 
+/// The WrappedJob API, and where what is written through it is recorded until the watch brings
+/// it back.
+struct Writes<'a> {
+    api: Api<WrappedJob>,
+    own_writes: &'a OwnWrites<WrappedJob>,
+}
+
 /// Writes the status as a merge patch pinned to the resourceVersion read: a concurrent change
 /// is a conflict to retry, never a lost update.
 async fn write_status(
-    api: &Api<WrappedJob>,
+    writes: &Writes<'_>,
     job: &WrappedJob,
     status: &crate::api::wrapped_job::WrappedJobStatus,
 ) -> Result<WrappedJob, Error> {
     let patch = json!({"metadata": {"resourceVersion": job.resource_version()}, "status": status});
-    api.patch_status(&job.name_any(), &patch_params(), &Patch::Merge(patch)).await.map_err(|source| Error::Kube {
-        action: "update status of",
-        kind: "WrappedJob",
-        name: job.name_any(),
-        source,
-    })
+    let written =
+        writes.api.patch_status(&job.name_any(), &patch_params(), &Patch::Merge(patch)).await.map_err(|source| {
+            Error::Kube { action: "update status of", kind: "WrappedJob", name: job.name_any(), source }
+        })?;
+    writes.own_writes.wrote(&written);
+    Ok(written)
 }
 
-async fn set_finalizer(api: &Api<WrappedJob>, job: &WrappedJob, present: bool) -> Result<WrappedJob, Error> {
+async fn set_finalizer(writes: &Writes<'_>, job: &WrappedJob, present: bool) -> Result<WrappedJob, Error> {
     let mut finalizers: Vec<String> = job.finalizers().to_vec();
     finalizers.retain(|f| f != WRAPPED_JOB_FINALIZER);
     if present {
         finalizers.push(WRAPPED_JOB_FINALIZER.to_string());
     }
     let patch = json!({"metadata": {"resourceVersion": job.resource_version(), "finalizers": finalizers}});
-    api.patch(&job.name_any(), &patch_params(), &Patch::Merge(patch)).await.map_err(|source| Error::Kube {
-        action: if present { "add finalizer to" } else { "remove finalizer from" },
-        kind: "WrappedJob",
-        name: job.name_any(),
-        source,
-    })
+    let written = writes.api.patch(&job.name_any(), &patch_params(), &Patch::Merge(patch)).await.map_err(|source| {
+        Error::Kube {
+            action: if present { "add finalizer to" } else { "remove finalizer from" },
+            kind: "WrappedJob",
+            name: job.name_any(),
+            source,
+        }
+    })?;
+    writes.own_writes.wrote(&written);
+    Ok(written)
 }
 
 fn wrapped_err(job: &WrappedJob, err: components::Error) -> Error {

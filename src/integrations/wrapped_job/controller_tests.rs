@@ -51,6 +51,7 @@ fn context(client: kube::Client) -> Context {
         client,
         config: Config::default(),
         workloads: Writer::default().as_reader(),
+        own_writes: Default::default(),
         flavors: Writer::default().as_reader(),
         events: EventSink::held().0,
         multikueue: Default::default(),
@@ -73,7 +74,9 @@ async fn a_create_a_webhook_refuses_for_now_is_tried_again_within_a_second() {
     };
     let observed = lifecycle::Observed { components: vec![ObservedComponent::Missing], pods: Default::default() };
     let (_, look_again) =
-        act(&job, &context(client.clone()), &ServedKinds::new(client), step, &observed).await.expect("acted");
+        act(&job, &context(client.clone()), &ServedKinds::new(client), step, &observed, &Default::default())
+            .await
+            .expect("acted");
     assert_eq!(
         requested(&requests),
         ["GET /apis/batch/v1".to_string(), format!("POST {JOBS}{QUERY}"), format!("PATCH {STATUS}{QUERY}")]
@@ -99,7 +102,9 @@ async fn a_job_another_controller_manages_has_no_component_created_and_no_status
         job.metadata.finalizers = Some(vec![WRAPPED_JOB_FINALIZER.into()]);
         let (client, requests) = api_server(&job);
         let caches = crate::integrations::wrapped_job::watched::listed_empty();
-        reconcile(&job, &context(client.clone()), &ServedKinds::new(client), &caches).await.expect("reconciled");
+        reconcile(&job, &context(client.clone()), &ServedKinds::new(client), &caches, &Default::default())
+            .await
+            .expect("reconciled");
         let requested = requested(&requests);
         if ours {
             assert!(requested.contains(&format!("POST {JOBS}{QUERY}")), "{managed_by:?}: {requested:?}");

@@ -6,6 +6,7 @@ use std::sync::Arc;
 use futures::future::BoxFuture;
 use kube::CustomResourceExt;
 use kube::api::{Api, ApiResource};
+use kube::runtime::controller::Action;
 use serde::Deserialize;
 use serde_json::{Value, json};
 
@@ -15,6 +16,7 @@ use crate::integrations::kueue_frameworks::KUEUE_FRAMEWORKS;
 use crate::jobframework::admission::admit;
 use crate::jobframework::generic_job::reading;
 use crate::jobframework::integration_callbacks::IntegrationCallbacks;
+use crate::jobframework::own_writes::{KEPT_FOR, OwnWrites};
 use crate::jobframework::reconciler::Context;
 use crate::jobframework::served_kinds::ServedKinds;
 use crate::jobframework::setup::{Setup, jobs_controller};
@@ -56,12 +58,19 @@ fn controller_rules() -> Vec<Value> {
 
 fn start(setup: &Setup) -> BoxFuture<'static, ()> {
     let kinds = Arc::new(ServedKinds::new(setup.client.clone()));
-    let jobs = jobs_controller(Api::<WrappedJob>::all(setup.client.clone()), ())
+    let own_writes = Arc::new(OwnWrites::default());
+    let seeing = own_writes.clone();
+    let jobs = jobs_controller(Api::<WrappedJob>::all(setup.client.clone()), (), move |job| seeing.seen(job))
         .owns_stream(setup.workload_changes.subscribe(ApiResource::erase::<WrappedJob>(&())));
     let (jobs, caches) = watched::watch(jobs, &setup.client);
     setup.run(jobs, "WrappedJob", move |job: Arc<WrappedJob>, ctx: Arc<Context>| {
-        let (kinds, caches) = (kinds.clone(), caches.clone());
-        async move { controller::reconcile(&job, &ctx, &kinds, &caches).await }
+        let (kinds, caches, own_writes) = (kinds.clone(), caches.clone(), own_writes.clone());
+        async move {
+            let newest = own_writes.newest(job);
+            let action = controller::reconcile(&newest.object, &ctx, &kinds, &caches, &own_writes).await?;
+            // Decided on our own write in place of a cache that trailed it: again once it expires.
+            Ok(if newest.stand_in && action == Action::await_change() { Action::requeue(KEPT_FOR) } else { action })
+        }
     })
 }
 
