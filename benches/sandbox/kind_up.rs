@@ -13,16 +13,10 @@ use crate::report::Row;
 use crate::sandbox::{Sandbox, run};
 
 pub fn bench(runs: usize) -> Vec<Row> {
-    let mut versus_kind = Row::new(
-        "up --runtime kind: manager + 2 workers, MultiKueue Active",
-        "s",
-        "kind create cluster ×3, same node image and config, no Kueue",
-    );
-    let mut versus_process = Row::new(
-        "up --runtime kind: manager + 2 workers, MultiKueue Active",
-        "s",
-        "up --runtime process, same sandbox",
-    );
+    let what = "`up --runtime kind`: manager + 2 workers, Kueue, MultiKueue Active, controller ready";
+    let mut versus_kind =
+        Row::new(what, "s", "`kind create cluster` ×3 in parallel, same node image and config, no Kueue");
+    let mut versus_process = Row::new(what, "s", "`up --runtime process`, same sandbox");
     let kind = kind_cli_path();
     // The node image `up` uses, known once a first `up` has built or chosen it.
     // The node image `up` uses, known once a first `up` (not measured) has built or chosen it.

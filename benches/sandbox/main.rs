@@ -24,12 +24,18 @@
 //! `KUEUE_EXT_BENCH_RATE` (200 admissions/s), `KUEUE_EXT_BENCH_ADMISSIONS` (3000),
 //! `KUEUE_EXT_BENCH_WRAPPERS` (50).
 //! Prints a table and writes target/bench/sandbox.json, and the same with the commit, machine and
-//! date to benches/results/. An unknown name, or a row without samples, fails the run.
+//! date to benches/results/ (`kept.rs`), from which `cargo bench --bench results` writes the table
+//! of docs/performance.md. An unknown name, or a row without samples, fails the run.
 
 mod apiserver;
+#[path = "../results/figures.rs"]
+mod figures;
 mod jobs;
+mod kept;
 mod kind_up;
 mod multikueue;
+#[path = "../results/names.rs"]
+mod names;
 mod order;
 mod report;
 mod sandbox;
@@ -42,10 +48,8 @@ mod wrappers;
 use std::path::PathBuf;
 use std::process::Command;
 
+use names::BENCHES;
 use serde_json::json;
-
-/// Every benchmark, by the name `KUEUE_EXT_BENCH_ONLY` takes.
-const BENCHES: [&str; 6] = ["up", "up-kind", "single", "multikueue", "webhook", "wrappers"];
 
 struct Settings {
     only: Vec<String>,
@@ -88,6 +92,11 @@ impl Settings {
         self.only.is_empty() || self.only.iter().any(|o| o == bench)
     }
 
+    /// The benchmarks this run measures, in the order it measures them.
+    fn benchmarks(&self) -> Vec<&'static str> {
+        BENCHES.into_iter().filter(|b| self.wants(b)).collect()
+    }
+
     fn json(&self) -> serde_json::Value {
         json!({"only": self.only, "runs": self.runs, "job_runs": self.job_runs, "jobs": self.jobs,
                "multikueue_jobs": self.multikueue_jobs, "wrapped_jobs": self.wrapped_jobs,
@@ -112,30 +121,32 @@ fn main() {
     );
     let toolchain_root = bin_dir.parent().expect("bin dir has a parent").to_path_buf();
 
-    let mut rows = Vec::new();
-    if settings.wants("up-kind") {
-        rows.extend(kind_up::bench(settings.runs));
-    }
-    if settings.wants("up") {
-        let kwokctl = up::kwokctl(&toolchain_root.join("src"), &toolchain_root);
-        rows.extend(up::bench(settings.runs, &bin_dir, &kwokctl));
-    }
     let runtime = tokio::runtime::Runtime::new().expect("tokio runtime");
-    if settings.wants("single") {
-        rows.extend(runtime.block_on(single::bench(settings.job_runs, settings.jobs, settings.wrapped_jobs)));
+    let mut rows = Vec::new();
+    for bench in settings.benchmarks() {
+        let measured = match bench {
+            "up-kind" => kind_up::bench(settings.runs),
+            "up" => up::bench(settings.runs, &bin_dir, &up::kwokctl(&toolchain_root.join("src"), &toolchain_root)),
+            "single" => runtime.block_on(single::bench(settings.job_runs, settings.jobs, settings.wrapped_jobs)),
+            "multikueue" => runtime.block_on(multikueue::bench(settings.job_runs, settings.multikueue_jobs)),
+            "webhook" => runtime.block_on(webhook::bench(settings.runs, settings.rate, settings.admissions)),
+            "wrappers" => runtime.block_on(wrappers::bench(settings.job_runs, settings.wrappers)),
+            other => unreachable!("{other} is in BENCHES but has no arm here"),
+        };
+        rows.extend(measured.into_iter().map(|row| (bench, row)));
     }
-    if settings.wants("multikueue") {
-        rows.extend(runtime.block_on(multikueue::bench(settings.job_runs, settings.multikueue_jobs)));
+    let empty = report::print(rows.iter().map(|(_, row)| row));
+    let run = kept::Run {
+        benchmarks: settings.benchmarks(),
+        settings: settings.json(),
+        load_before: &load_before,
+        rows: &rows,
+    };
+    let (last, kept) = run.write();
+    println!("\nload average before {load_before}, after {}; wrote {}", report::load_average(), last.display());
+    if let Some(kept) = kept {
+        println!("kept {}: `cargo bench --bench results` puts it in docs/performance.md", kept.display());
     }
-    if settings.wants("webhook") {
-        rows.extend(runtime.block_on(webhook::bench(settings.runs, settings.rate, settings.admissions)));
-    }
-    if settings.wants("wrappers") {
-        rows.extend(runtime.block_on(wrappers::bench(settings.job_runs, settings.wrappers)));
-    }
-    let empty = report::print(&rows);
-    let path = report::write_json(&rows, settings.json(), &load_before);
-    println!("\nload average before {load_before}, after {}; wrote {}", report::load_average(), path.display());
     if !empty.is_empty() {
         eprintln!("rows without samples (a side that measured nothing): {}", empty.join(", "));
         std::process::exit(1);

@@ -3,7 +3,7 @@
 //! once the worker's outcome came back).
 
 use crate::jobs::Kind;
-use crate::report::Row;
+use crate::report::{Row, count};
 use crate::sandbox::Sandbox;
 use crate::throughput::versus;
 
@@ -11,15 +11,12 @@ use crate::throughput::versus;
 const SANDBOX: [&str; 6] = ["--workers", "2", "--nodes", "8", "--node-cpu", "64"];
 
 pub async fn bench(runs: usize, jobs: usize) -> Vec<Row> {
-    let go = format!("{jobs} batch/v1 Jobs through MultiKueue");
-    let mut created = Row::new(format!("MultiKueue, {jobs} ExternalJobs: all Workloads created"), "s", &go);
-    let mut admitted = Row::new(format!("MultiKueue, {jobs} ExternalJobs: all admitted"), "s", &go);
-    let mut finished = Row::new(format!("MultiKueue, {jobs} ExternalJobs: all finished"), "s", &go);
-    let mut cpu = Row::new(
-        format!("MultiKueue, {jobs} ExternalJobs: CPU seconds of the three clusters until all admitted"),
-        "s",
-        &go,
-    );
+    let go = format!("{} batch/v1 Jobs through MultiKueue", count(jobs));
+    let what = |step: &str| format!("MultiKueue, {} ExternalJobs: {step}", count(jobs));
+    let mut created = Row::new(what("all Workloads created (manager)"), "s", &go);
+    let mut admitted = Row::new(what("all admitted"), "s", &go);
+    let mut finished = Row::new(what("all finished"), "s", &go);
+    let mut cpu = Row::new(what("CPU seconds of the three clusters until all admitted"), "s", &go);
     for run in 0..runs {
         let sandbox = Sandbox::up(&SANDBOX);
         let (ours, peer) = versus(&sandbox, Kind::External, Kind::Batch, jobs, run).await;

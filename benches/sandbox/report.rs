@@ -1,9 +1,7 @@
 //! Rows of the benchmark table: our samples and the peer's, min/median/max, and the ratio of
-//! the medians; printed as a table and written as JSON together with the machine and its load.
+//! the medians; printed as a table (written as JSON by `kept.rs`).
 
-use std::path::{Path, PathBuf};
-
-use serde_json::{Value, json};
+use crate::figures::spread;
 
 pub struct Row {
     pub name: String,
@@ -23,9 +21,22 @@ impl Row {
         self.peer.push(peer);
     }
 
-    fn ratio(&self) -> Option<f64> {
+    pub fn ratio(&self) -> Option<f64> {
         Some(Summary::of(&self.ours)?.median / Summary::of(&self.peer)?.median)
     }
+}
+
+/// A count as the table writes it: `1,000`.
+pub fn count(n: usize) -> String {
+    let digits = n.to_string();
+    let mut out = String::new();
+    for (i, digit) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i).is_multiple_of(3) {
+            out.push(',');
+        }
+        out.push(digit);
+    }
+    out
 }
 
 pub struct Summary {
@@ -48,17 +59,7 @@ impl Summary {
     }
 
     fn text(&self, unit: &str) -> String {
-        format!("{}/{}/{} {unit}", short(self.min), short(self.median), short(self.max))
-    }
-}
-
-/// Three significant digits at most: `0.412`, `12.3`, `1204`.
-fn short(x: f64) -> String {
-    match x.abs() {
-        a if a >= 100.0 => format!("{x:.0}"),
-        a if a >= 10.0 => format!("{x:.1}"),
-        a if a >= 1.0 => format!("{x:.2}"),
-        _ => format!("{x:.3}"),
+        spread(self.min, self.median, self.max, unit)
     }
 }
 
@@ -68,15 +69,9 @@ pub fn load_average() -> String {
     text.split_whitespace().take(3).collect::<Vec<_>>().join(" ")
 }
 
-fn cpu_model() -> String {
-    let info = std::fs::read_to_string("/proc/cpuinfo").unwrap_or_default();
-    let line = info.lines().find(|l| l.starts_with("model name")).unwrap_or_default();
-    line.split_once(':').map(|(_, m)| m.trim().to_string()).unwrap_or_default()
-}
-
 /// Prints the table; returns the rows that have no sample on one side or both.
-pub fn print(rows: &[Row]) -> Vec<String> {
-    let width = rows.iter().map(|r| r.name.chars().count()).max().unwrap_or(0);
+pub fn print<'a>(rows: impl IntoIterator<Item = &'a Row> + Clone) -> Vec<String> {
+    let width = rows.clone().into_iter().map(|r| r.name.chars().count()).max().unwrap_or(0);
     println!(
         "\n{:<width$}  {:>3}  {:>26}  {:>26}  {:>6}  peer",
         "benchmark", "n", "ours min/median/max", "peer min/median/max", "ratio"
@@ -100,47 +95,4 @@ pub fn print(rows: &[Row]) -> Vec<String> {
         );
     }
     empty
-}
-
-fn memory_gib() -> f64 {
-    let info = std::fs::read_to_string("/proc/meminfo").unwrap_or_default();
-    let kib = info.lines().find(|l| l.starts_with("MemTotal:")).and_then(|l| l.split_whitespace().nth(1));
-    kib.and_then(|k| k.parse::<f64>().ok()).map_or(0.0, |k| k / 1024.0 / 1024.0)
-}
-
-fn commit() -> String {
-    let out = std::process::Command::new("git").args(["rev-parse", "--short=12", "HEAD"]).output();
-    out.ok()
-        .filter(|o| o.status.success())
-        .map_or("unknown".into(), |o| String::from_utf8_lossy(&o.stdout).trim().into())
-}
-
-/// Writes `target/bench/sandbox.json` (the settings, the machine, and every sample), and the
-/// same under `benches/results/` named by date and commit, so a table can be traced to its run.
-pub fn write_json(rows: &[Row], settings: Value, load_before: &str) -> PathBuf {
-    let rows: Vec<Value> = rows
-        .iter()
-        .map(|r| {
-            json!({"benchmark": r.name, "unit": r.unit, "ours": r.ours, "peer": r.peer,
-                   "peer_name": r.peer_name, "median_ratio": r.ratio()})
-        })
-        .collect();
-    let machine = json!({
-        "cores": std::thread::available_parallelism().map(|n| n.get()).unwrap_or(0),
-        "memory_gib": (memory_gib() * 10.0).round() / 10.0,
-        "cpu": cpu_model(),
-        "load_average_before": load_before,
-        "load_average_after": load_average(),
-    });
-    let out = Path::new(env!("CARGO_MANIFEST_DIR")).join("target/bench");
-    std::fs::create_dir_all(&out).expect("target/bench is writable");
-    let path = out.join("sandbox.json");
-    let (commit, date) = (commit(), k8s_openapi::jiff::Timestamp::now().strftime("%Y-%m-%dT%H%M%SZ").to_string());
-    let report = json!({"commit": commit, "date": date, "settings": settings, "machine": machine, "rows": rows});
-    let text = serde_json::to_string_pretty(&report).expect("JSON");
-    std::fs::write(&path, &text).expect("sandbox.json written");
-    let kept = Path::new(env!("CARGO_MANIFEST_DIR")).join("benches/results");
-    std::fs::create_dir_all(&kept).expect("benches/results is writable");
-    std::fs::write(kept.join(format!("{date}-{commit}.json")), &text).expect("the kept results written");
-    path
 }

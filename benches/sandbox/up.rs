@@ -16,12 +16,17 @@ use crate::report::Row;
 use crate::sandbox::{Sandbox, cpu_seconds, pids_in, run};
 
 pub fn bench(runs: usize, bin_dir: &Path, kwokctl: &Path) -> Vec<Row> {
-    let bare = "kwokctl create cluster ×3, same binaries, no Kueue";
-    let with_crds = "the same, then Kueue's CRDs and ours applied and established";
-    let mut wall = Row::new("up: manager + 2 workers, MultiKueue Active", "s", bare);
-    let mut cpu = Row::new("up: CPU seconds of the clusters' processes", "s", bare);
-    let mut wall_crds = Row::new("up: manager + 2 workers, MultiKueue Active", "s", with_crds);
-    let mut cpu_crds = Row::new("up: CPU seconds of the clusters' processes", "s", with_crds);
+    let bare = "`kwokctl create cluster --runtime binary --wait 2m` ×3, same binaries, no Kueue";
+    let with_crds = "the same three, then Kueue's CRDs and ours applied (`kubectl apply --server-side`) and \
+                     established on each";
+    let (wall_name, cpu_name) = (
+        "`up`: manager + 2 workers, Kueue, MultiKueue Active, controller ready",
+        "`up`: CPU seconds of the clusters' processes",
+    );
+    let mut wall = Row::new(wall_name, "s", bare);
+    let mut cpu = Row::new(cpu_name, "s", bare);
+    let mut wall_crds = Row::new(wall_name, "s", with_crds);
+    let mut cpu_crds = Row::new(cpu_name, "s", with_crds);
     let crds = crd_manifests(bin_dir);
     for run in 0..runs {
         let ours = || {

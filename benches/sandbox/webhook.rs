@@ -54,7 +54,7 @@ pub async fn bench(runs: usize, rate: usize, admissions: usize) -> Vec<Row> {
         .await,
     );
     let kueue = Arc::new(target(&api, Kind::Batch, "/mutate-batch-v1-job", "/validate-batch-v1-job").await);
-    let peer = "Kueue's webhook, batch/v1 Jobs";
+    let peer = "Kueue's webhook on batch/v1 Jobs";
     let mut p50 = Row::new(format!("webhook p50 at {rate} admissions/s"), "ms", peer);
     let mut p99 = Row::new(format!("webhook p99 at {rate} admissions/s"), "ms", peer);
     for run in 0..runs {

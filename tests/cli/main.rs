@@ -1,12 +1,13 @@
 //! The plugin's command line, without a cluster: what it parses, refuses and prints, its
-//! documentation's commands, the krew package and the benchmarks' declarations. Runs under a
-//! plain `cargo test`, in seconds.
+//! documentation's commands, the krew package, the benchmarks' declarations and the Performance
+//! table. Runs under a plain `cargo test`, in seconds.
 
 mod benches;
 mod completion;
 mod completion_support;
 mod docs;
 mod krew;
+mod performance;
 mod usage;
 mod version;
 
