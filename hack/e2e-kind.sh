@@ -16,6 +16,7 @@ on_kind=(
   configured_kind # a CRD-only kind whose controller the test plays: no pod runs
   completion      # names listed from a sandbox on $KUEUE_EXT_RUNTIME; no pod must run
   own_cluster     # always kind: a plain kind cluster, Kueue applied by kubectl, then install
+  wrapped_vs_appwrapper # always kind: AppWrapper's controller beside ours, busybox pods that exit
 )
 not_on_kind=(
   addons              # asserts JobSet's pods ran on kwok-* nodes; down_leaves_nothing reads pids

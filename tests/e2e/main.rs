@@ -35,3 +35,4 @@ mod single_cluster;
 mod submit;
 mod watch;
 mod wrapped_job;
+mod wrapped_vs_appwrapper;

@@ -124,7 +124,7 @@ pub fn classify(api_version: &str, kind: &str, object: &Value) -> (Completion, C
         },
         ("", "Pod", _) => match object["status"]["phase"].as_str() {
             Some("Succeeded") => ComponentOutcome::Succeeded,
-            Some("Failed") => ComponentOutcome::Failed(failure(&object["status"])),
+            Some("Failed") => ComponentOutcome::Failed(pod_failure(&object["status"])),
             _ => ComponentOutcome::Running,
         },
         ("apps", "Deployment" | "StatefulSet", _) => {
@@ -133,6 +133,30 @@ pub fn classify(api_version: &str, kind: &str, object: &Value) -> (Completion, C
         _ => ComponentOutcome::Running,
     };
     (completion_of(api_version, kind), outcome)
+}
+
+/// Why a failed Pod failed: the kubelet's reason (`Evicted`, `DeadlineExceeded`) when it gives
+/// one, else the first container that exited with a non-zero code.
+fn pod_failure(status: &Value) -> ComponentFailure {
+    let text = |v: &Value| v.as_str().unwrap_or_default().to_string();
+    if status["reason"].as_str().is_some_and(|r| !r.is_empty()) {
+        return ComponentFailure { reason: text(&status["reason"]), message: text(&status["message"]) };
+    }
+    let containers = status["containerStatuses"].as_array().into_iter().flatten();
+    let exited = containers
+        .filter_map(|c| Some((c, c["state"]["terminated"].as_object()?)))
+        .find(|(_, t)| t.get("exitCode").and_then(Value::as_i64).is_some_and(|code| code != 0));
+    match exited {
+        Some((container, terminated)) => ComponentFailure {
+            reason: terminated.get("reason").map(text).unwrap_or_default(),
+            message: format!(
+                "container {} exited with code {}",
+                text(&container["name"]),
+                terminated.get("exitCode").and_then(Value::as_i64).unwrap_or_default()
+            ),
+        },
+        None => ComponentFailure::default(),
+    }
 }
 
 /// Pods by phase; a pod being deleted counts only as terminating.
@@ -337,6 +361,29 @@ mod tests {
                 json!({"status": {"phase": "Succeeded"}}),
                 Completion::RunsToCompletion,
                 ComponentOutcome::Succeeded,
+            ),
+            (
+                "v1",
+                "Pod",
+                json!({"status": {"phase": "Failed", "containerStatuses": [
+                    {"name": "side", "state": {"terminated": {"exitCode": 0, "reason": "Completed"}}},
+                    {"name": "main", "state": {"terminated": {"exitCode": 42, "reason": "Error"}}},
+                ]}}),
+                Completion::RunsToCompletion,
+                ComponentOutcome::Failed(ComponentFailure {
+                    reason: "Error".into(),
+                    message: "container main exited with code 42".into(),
+                }),
+            ),
+            (
+                "v1",
+                "Pod",
+                json!({"status": {"phase": "Failed", "reason": "DeadlineExceeded", "message": "too long"}}),
+                Completion::RunsToCompletion,
+                ComponentOutcome::Failed(ComponentFailure {
+                    reason: "DeadlineExceeded".into(),
+                    message: "too long".into(),
+                }),
             ),
             (
                 "jobset.x-k8s.io/v1alpha2",

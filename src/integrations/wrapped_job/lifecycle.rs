@@ -440,8 +440,12 @@ impl<'a> Machine<'a> {
         if !self.delete_all(observed) {
             return;
         }
+        // False before True even when the pause ran out during the deletion, as AppWrapper does:
+        // the next run's admission and warm-up graces count from this transition, not from the
+        // first admission.
+        self.set(RESOURCES_DEPLOYED, false, "Resetting", "Components deleted for the reset");
         if !self.expired(UNHEALTHY, self.settings.retry_pause) {
-            return self.set(RESOURCES_DEPLOYED, false, "Resetting", "Waiting out the retry pause");
+            return;
         }
         self.set(RESOURCES_DEPLOYED, true, "Resuming", "Reset complete; resuming");
         let message = format!("reset {} complete", self.status.retries);

@@ -375,6 +375,28 @@ fn components_never_created_reset_after_the_admission_grace() {
 }
 
 #[test]
+fn after_a_reset_whose_deletion_outlasted_the_pause_the_graces_count_from_the_resume() {
+    let mut s = Scenario::new(fast());
+    s.running();
+    let no_pods = observed(vec![running_job(), deployment()], pods(0, 0, 0, 0));
+    s.at(11, &no_pods);
+    assert_eq!((s.phase(), s.condition(UNHEALTHY).1), (Phase::Resetting, "InsufficientPodsReady".into()));
+    s.at(12, &no_pods);
+    // The pause (8s from t=11) runs out while the components are still going away.
+    s.at(25, &nothing());
+    assert_eq!(s.phase(), Phase::Resuming);
+    let deployed = condition::find(s.job.conditions(), RESOURCES_DEPLOYED).unwrap();
+    let resumed = s.start + time::Duration::seconds(25);
+    assert_eq!(deployed.last_transition_time.as_deref(), Some(condition::timestamp(resumed).as_str()));
+    s.at(25, &nothing());
+    s.at(26, &no_pods);
+    s.at(30, &no_pods);
+    assert_eq!(s.phase(), Phase::Running, "the admission grace (10s) counts from the resume at t=25, not from t=0");
+    s.at(35, &no_pods);
+    assert_eq!((s.phase(), s.job.status.as_ref().unwrap().retries), (Phase::Failed, 1));
+}
+
+#[test]
 fn deletion_removes_the_finalizer_only_when_nothing_is_left() {
     let mut s = Scenario::new(fast());
     s.running();

@@ -1,0 +1,535 @@
+//! WrappedJob against its reference, AppWrapper v1.2.2's own controller, on one kind cluster
+//! where pods really run and exit: each case is submitted once as an AppWrapper and once as a
+//! WrappedJob of the same components with the same settings (AppWrapper's annotations under
+//! each kind's prefix), all cases at once. Per case the two must agree on the phases they went
+//! through, the resets they counted, the quota their Workload held meanwhile and released at the
+//! end, what their `Unhealthy` condition says, and (within a tolerance) how long they took;
+//! where WrappedJob differs by decision (docs/integrations.md, "WrappedJob beside AppWrapper"),
+//! the difference itself is asserted.
+
+use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use futures::{StreamExt, TryStreamExt, stream};
+use kube::Client;
+use kube::api::{Api, DynamicObject};
+use kube::runtime::watcher;
+use serde_json::Value;
+
+use crate::common::{Sandbox, api, apply_yaml, condition, condition_is, eventually, kind_images_built, workloads};
+
+/// The job pods' image the kind node image carries.
+const BUSYBOX: &str = "kueue-ext.local/busybox:1";
+/// Settings every case sets, by annotation, on both kinds: short enough that all cases end
+/// within a couple of minutes, long enough that a grace period shows in the times.
+const SETTINGS: [(&str, &str); 7] = [
+    ("admissionGracePeriodDuration", "10s"),
+    ("warmupGracePeriodDuration", "20s"),
+    ("failureGracePeriodDuration", "8s"),
+    ("retryPausePeriodDuration", "2s"),
+    ("forcefulDeletionGracePeriodDuration", "15s"),
+    ("deletionOnFailureGracePeriodDuration", "0s"),
+    ("successTTLDuration", "5m"),
+];
+const FAILURE_GRACE: f64 = 8.0;
+/// How often AppWrapper v1.2.2 looks again at a job whose pods are ready.
+const APPWRAPPER_LOOKS_AFTER: f64 = 60.0;
+/// How far apart the two kinds' times to the final phase may be where they decide alike: each
+/// controller's reaction time, pod starts and deletions on a busy node.
+const TOLERANCE: f64 = 10.0;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Wrapper {
+    AppWrapper,
+    WrappedJob,
+}
+
+impl Wrapper {
+    fn api(self, client: &Client) -> Api<DynamicObject> {
+        match self {
+            Wrapper::AppWrapper => {
+                api(client, "workload.codeflare.dev/v1beta2", "AppWrapper", "appwrappers", Some("default"))
+            }
+            Wrapper::WrappedJob => api(client, "kueue-ext.dev/v1alpha1", "WrappedJob", "wrappedjobs", Some("default")),
+        }
+    }
+
+    fn name(self, case: &str) -> String {
+        match self {
+            Wrapper::AppWrapper => format!("aw-{case}"),
+            Wrapper::WrappedJob => format!("wj-{case}"),
+        }
+    }
+
+    /// The job and its settings' annotations; `components` are the same for both kinds.
+    fn manifest(self, case: &Case) -> String {
+        let (api_version, kind, prefix) = match self {
+            Wrapper::AppWrapper => {
+                ("workload.codeflare.dev/v1beta2", "AppWrapper", "workload.codeflare.dev.appwrapper/")
+            }
+            Wrapper::WrappedJob => ("kueue-ext.dev/v1alpha1", "WrappedJob", "kueue-ext.dev/"),
+        };
+        let name = self.name(case.name);
+        let retry_limit = case.retry_limit.to_string();
+        let annotations: String = SETTINGS
+            .iter()
+            .chain(&[("retryLimit", retry_limit.as_str())])
+            .chain(case.exit_codes)
+            .map(|(key, value)| format!("\n    {prefix}{key}: \"{value}\""))
+            .collect();
+        format!(
+            r#"
+apiVersion: {api_version}
+kind: {kind}
+metadata:
+  name: {name}
+  namespace: default
+  labels: {{kueue.x-k8s.io/queue-name: user-queue}}
+  annotations:{annotations}
+spec:
+  components:
+  - template:{}
+"#,
+            (case.component)(&format!("{name}-c"))
+        )
+    }
+
+    /// What the kind counts its resets in.
+    fn resets(self, job: &Value) -> i64 {
+        match self {
+            // `omitempty`: absent until the first reset.
+            Wrapper::AppWrapper => job["status"]["resettingCount"].as_i64().unwrap_or(0),
+            Wrapper::WrappedJob => job["status"]["retries"].as_i64().unwrap_or(0),
+        }
+    }
+}
+
+/// A pod spec of busybox running `command`, quick to stop.
+fn pod_spec(indent: &str, command: &str, extra: &str) -> String {
+    let spec = format!(
+        r#"
+restartPolicy: Never
+terminationGracePeriodSeconds: 1{extra}
+containers:
+- name: main
+  image: {BUSYBOX}
+  command: [sh, -c, "{command}"]
+  resources: {{requests: {{cpu: 10m, memory: 16Mi}}}}"#
+    );
+    spec.lines().map(|line| if line.is_empty() { String::new() } else { format!("\n{indent}{line}") }).collect()
+}
+
+fn job(name: &str, command: &str) -> String {
+    format!(
+        r#"
+      apiVersion: batch/v1
+      kind: Job
+      metadata: {{name: {name}}}
+      spec:
+        backoffLimit: 0
+        template:
+          spec:{}"#,
+        pod_spec("            ", command, "")
+    )
+}
+
+fn pod(name: &str, command: &str) -> String {
+    format!(
+        r#"
+      apiVersion: v1
+      kind: Pod
+      metadata: {{name: {name}}}
+      spec:{}"#,
+        pod_spec("        ", command, "")
+    )
+}
+
+/// A Deployment of one pod; `extra` goes into its pod spec.
+fn deployment(name: &str, extra: &str) -> String {
+    format!(
+        r#"
+      apiVersion: apps/v1
+      kind: Deployment
+      metadata: {{name: {name}}}
+      spec:
+        replicas: 1
+        selector: {{matchLabels: {{app: {name}}}}}
+        template:
+          metadata: {{labels: {{app: {name}}}}}
+          spec:{}"#,
+        pod_spec("            ", "sleep 3600", extra).replace("restartPolicy: Never", "restartPolicy: Always")
+    )
+}
+
+/// What both kinds are expected to do with one case, and where WrappedJob differs by decision.
+struct Case {
+    name: &'static str,
+    component: fn(&str) -> String,
+    retry_limit: u32,
+    exit_codes: &'static [(&'static str, &'static str)],
+    /// The component is deleted by hand once the job runs.
+    delete_by_hand: bool,
+    phases: &'static [&'static str],
+    resets: i64,
+    /// `Unhealthy`'s reason at the end (AppWrapper's, WrappedJob's); `None`: not True.
+    unhealthy: (Option<&'static str>, Option<&'static str>),
+    /// Failures AppWrapper waits out the failure grace for and WrappedJob does not.
+    graces_only_appwrapper_waits: u32,
+    /// Failures AppWrapper may notice only at its next look, a minute after its pods were ready
+    /// (it watches no failed pod and no component); WrappedJob watches them.
+    appwrapper_looks: u32,
+}
+
+const RESET_ONCE_THEN_FAIL: &[&str] =
+    &["Suspended", "Resuming", "Running", "Resetting", "Resuming", "Running", "Failed"];
+const FAIL_AT_ONCE: &[&str] = &["Suspended", "Resuming", "Running", "Failed"];
+
+fn cases() -> Vec<Case> {
+    let same = |reason| (Some(reason), Some(reason));
+    vec![
+        Case {
+            name: "job-succeeds",
+            component: |name| job(name, "sleep 2"),
+            retry_limit: 1,
+            exit_codes: &[],
+            delete_by_hand: false,
+            phases: &["Suspended", "Resuming", "Running", "Succeeded"],
+            resets: 0,
+            unhealthy: (None, None),
+            graces_only_appwrapper_waits: 0,
+            appwrapper_looks: 0,
+        },
+        Case {
+            name: "job-exits-1",
+            component: |name| job(name, "sleep 2; exit 1"),
+            retry_limit: 1,
+            exit_codes: &[],
+            delete_by_hand: false,
+            phases: RESET_ONCE_THEN_FAIL,
+            resets: 1,
+            unhealthy: same("FailedComponent"),
+            graces_only_appwrapper_waits: 0,
+            appwrapper_looks: 2,
+        },
+        Case {
+            name: "pod-terminal-code",
+            component: |name| pod(name, "sleep 2; exit 42"),
+            retry_limit: 3,
+            exit_codes: &[("terminalExitCodes", "42")],
+            delete_by_hand: false,
+            phases: FAIL_AT_ONCE,
+            resets: 0,
+            unhealthy: (Some("FoundFailedPods"), Some("FailedComponent")),
+            graces_only_appwrapper_waits: 1,
+            appwrapper_looks: 1,
+        },
+        Case {
+            name: "pod-retryable-code",
+            component: |name| pod(name, "sleep 2; exit 3"),
+            retry_limit: 1,
+            exit_codes: &[("retryableExitCodes", "3")],
+            delete_by_hand: false,
+            phases: RESET_ONCE_THEN_FAIL,
+            resets: 1,
+            unhealthy: (Some("FoundFailedPods"), Some("FailedComponent")),
+            graces_only_appwrapper_waits: 2,
+            appwrapper_looks: 2,
+        },
+        Case {
+            name: "deleted-by-hand",
+            component: |name| deployment(name, ""),
+            retry_limit: 3,
+            exit_codes: &[],
+            delete_by_hand: true,
+            phases: FAIL_AT_ONCE,
+            resets: 0,
+            unhealthy: same("MissingComponent"),
+            graces_only_appwrapper_waits: 0,
+            appwrapper_looks: 1,
+        },
+        Case {
+            // No pod is ever created (its service account does not exist): the admission grace
+            // runs out, in each of the two runs.
+            name: "never-ready",
+            component: |name| deployment(name, "\nserviceAccountName: no-such-account"),
+            retry_limit: 1,
+            exit_codes: &[],
+            delete_by_hand: false,
+            phases: RESET_ONCE_THEN_FAIL,
+            resets: 1,
+            unhealthy: same("InsufficientPodsReady"),
+            graces_only_appwrapper_waits: 0,
+            appwrapper_looks: 0,
+        },
+    ]
+}
+
+/// What one job did, as the watch saw it.
+#[derive(Debug, Clone)]
+struct Outcome {
+    phases: Vec<String>,
+    /// When each phase began, seconds after the job was created.
+    at: Vec<f64>,
+    resets: i64,
+    /// From the job's creation to its final phase.
+    seconds: f64,
+    unhealthy: Option<String>,
+    message: String,
+    /// The statuses its Workload's QuotaReserved took before it finished.
+    quota_reserved: Vec<String>,
+}
+
+/// Everything the watches saw, by job name (the Workloads' by their owner's).
+#[derive(Default)]
+struct Seen {
+    phases: BTreeMap<String, Vec<(String, Instant)>>,
+    created: BTreeMap<String, Instant>,
+    latest: BTreeMap<String, Value>,
+    quota_reserved: BTreeMap<String, Vec<String>>,
+    evicted: BTreeMap<String, bool>,
+    finished: BTreeMap<String, bool>,
+}
+
+impl Seen {
+    fn job(&mut self, job: Value) {
+        let name = job["metadata"]["name"].as_str().unwrap_or_default().to_string();
+        self.created.entry(name.clone()).or_insert_with(Instant::now);
+        let phase = job["status"]["phase"].as_str().unwrap_or_default().to_string();
+        let phases = self.phases.entry(name.clone()).or_default();
+        if !phase.is_empty() && phases.last().is_none_or(|(last, _)| *last != phase) {
+            phases.push((phase, Instant::now()));
+        }
+        self.latest.insert(name, job);
+    }
+
+    fn workload(&mut self, workload: Value) {
+        let owners = workload["metadata"]["ownerReferences"].as_array().cloned().unwrap_or_default();
+        let Some(owner) = owners.iter().find_map(|o| o["name"].as_str()) else { return };
+        let finished = condition_is(&workload, "Finished", "True");
+        if condition_is(&workload, "Evicted", "True") {
+            self.evicted.insert(owner.to_string(), true);
+        }
+        if *self.finished.entry(owner.to_string()).or_default() {
+            return;
+        }
+        self.finished.insert(owner.to_string(), finished);
+        // What Kueue writes with Finished is no longer about the run.
+        let reserved = condition(&workload, "QuotaReserved").and_then(|c| c["status"].as_str());
+        if let (false, Some(reserved)) = (finished, reserved) {
+            let statuses = self.quota_reserved.entry(owner.to_string()).or_default();
+            if statuses.last().is_none_or(|last| last != reserved) {
+                statuses.push(reserved.to_string());
+            }
+        }
+    }
+
+    /// The job's outcome once it is in a final phase, its own quota released and its Workload
+    /// finished.
+    fn outcome(&self, kind: Wrapper, name: &str) -> Option<Outcome> {
+        let job = self.latest.get(name)?;
+        let phases = self.phases.get(name)?;
+        let (last, at) = phases.last()?;
+        let done = matches!(last.as_str(), "Failed" | "Succeeded")
+            && condition_is(job, "QuotaReserved", "False")
+            && self.finished.get(name) == Some(&true);
+        if !done {
+            return None;
+        }
+        let unhealthy = condition(job, "Unhealthy").filter(|c| c["status"] == "True");
+        Some(Outcome {
+            phases: phases.iter().map(|(p, _)| p.clone()).collect(),
+            at: phases.iter().map(|(_, t)| t.duration_since(self.created[name]).as_secs_f64()).collect(),
+            resets: kind.resets(job),
+            seconds: at.duration_since(self.created[name]).as_secs_f64(),
+            unhealthy: unhealthy.and_then(|c| c["reason"].as_str()).map(String::from),
+            message: unhealthy.and_then(|c| c["message"].as_str()).unwrap_or_default().to_string(),
+            quota_reserved: self.quota_reserved.get(name).cloned().unwrap_or_default(),
+        })
+    }
+}
+
+/// The watches of both kinds and of the Workloads, established before anything is submitted;
+/// every event wakes the cases that wait on it.
+struct Recorder {
+    seen: Arc<Mutex<Seen>>,
+    changed: tokio::sync::watch::Receiver<u64>,
+}
+
+enum Event {
+    Job(Value),
+    Workload(Value),
+}
+
+impl Recorder {
+    async fn start(client: &Client) -> Recorder {
+        let mut streams = Vec::new();
+        for (kind, api) in [
+            (0, Wrapper::AppWrapper.api(client)),
+            (1, Wrapper::WrappedJob.api(client)),
+            (2, workloads(client, "default")),
+        ] {
+            let mut events = watcher(api, watcher::Config::default()).boxed();
+            loop {
+                match events.try_next().await {
+                    Ok(Some(watcher::Event::InitDone)) => break,
+                    Ok(Some(_)) => {}
+                    Ok(None) => panic!("a watch ended before its first list"),
+                    Err(e) => panic!("starting a watch: {e}"),
+                }
+            }
+            streams.push(events.filter_map(move |event| {
+                std::future::ready(match event {
+                    Ok(watcher::Event::Apply(o) | watcher::Event::InitApply(o)) => {
+                        let o = serde_json::to_value(o).expect("object serializes");
+                        Some(if kind == 2 { Event::Workload(o) } else { Event::Job(o) })
+                    }
+                    _ => None,
+                })
+            }));
+        }
+        let seen = Arc::new(Mutex::new(Seen::default()));
+        let (tell, changed) = tokio::sync::watch::channel(0);
+        let recording = seen.clone();
+        tokio::spawn(async move {
+            let mut events = stream::select_all(streams);
+            while let Some(event) = events.next().await {
+                match event {
+                    Event::Job(job) => recording.lock().unwrap().job(job),
+                    Event::Workload(workload) => recording.lock().unwrap().workload(workload),
+                }
+                tell.send_modify(|n| *n += 1);
+            }
+        });
+        Recorder { seen, changed }
+    }
+
+    /// Waits for `check` to hold of what was seen, woken by each event.
+    async fn until<T>(&self, what: &str, timeout: Duration, check: impl Fn(&Seen) -> Option<T>) -> T {
+        let mut changed = self.changed.clone();
+        let wait = async {
+            loop {
+                changed.borrow_and_update();
+                if let Some(found) = check(&self.seen.lock().unwrap()) {
+                    return found;
+                }
+                changed.changed().await.expect("the recording runs");
+            }
+        };
+        match tokio::time::timeout(timeout, wait).await {
+            Ok(found) => found,
+            Err(_) => {
+                let seen = self.seen.lock().unwrap();
+                let phases: BTreeMap<&String, Vec<&String>> =
+                    seen.phases.iter().map(|(name, phases)| (name, phases.iter().map(|(p, _)| p).collect())).collect();
+                panic!("timed out after {timeout:?} waiting for {what}; phases seen: {phases:#?}")
+            }
+        }
+    }
+}
+
+/// Submits the case as both kinds at once and waits for both to end.
+async fn run(client: &Client, recorder: &Recorder, case: &Case) -> (Outcome, Outcome) {
+    let kinds = [Wrapper::AppWrapper, Wrapper::WrappedJob];
+    for kind in kinds {
+        apply_yaml(client, &kind.manifest(case)).await;
+    }
+    if case.delete_by_hand {
+        let deployments = api(client, "apps/v1", "Deployment", "deployments", Some("default"));
+        for kind in kinds {
+            let name = kind.name(case.name);
+            let component = format!("{name}-c");
+            recorder
+                .until(&format!("{name} to run"), Duration::from_secs(120), |seen| {
+                    let running = seen.phases.get(&name)?.iter().any(|(p, _)| p == "Running");
+                    let job = seen.latest.get(&name)?;
+                    // Every component of a running WrappedJob exists; an AppWrapper's once Running.
+                    let recorded = job["status"]["componentStatus"][0]["name"] == component.as_str();
+                    (running && recorded).then_some(())
+                })
+                .await;
+            eventually(&format!("{component} deleted"), Duration::from_secs(30), || async {
+                deployments.delete(&component, &Default::default()).await.map(|_| ()).map_err(|e| e.to_string())
+            })
+            .await;
+        }
+    }
+    let mut outcomes = Vec::new();
+    for kind in kinds {
+        let name = kind.name(case.name);
+        let what = format!("{name} to end, its quota released and its Workload finished");
+        outcomes.push(recorder.until(&what, Duration::from_secs(300), |seen| seen.outcome(kind, &name)).await);
+    }
+    let wrapped = outcomes.pop().expect("two outcomes");
+    (outcomes.pop().expect("two outcomes"), wrapped)
+}
+
+/// One row of the table in docs/integrations.md.
+fn row(case: &Case, aw: &Outcome, wj: &Outcome) -> String {
+    let show = |o: &Outcome| {
+        let phases: Vec<String> = o.phases.iter().zip(&o.at).map(|(p, at)| format!("{p} {at:.0}s")).collect();
+        format!("{}; resets {}; {}", phases.join(" → "), o.resets, o.unhealthy.as_deref().unwrap_or("healthy"))
+    };
+    let same = aw.phases == wj.phases && aw.resets == wj.resets && aw.unhealthy == wj.unhealthy;
+    format!("| {} | {} | {} | {} |", case.name, show(aw), show(wj), if same { "yes" } else { "no" })
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn wrapped_jobs_and_appwrappers_go_through_the_same_faults_alike() {
+    kind_images_built("appwrapper");
+    let sandbox = Sandbox::up_on_kind(&["--workers", "0", "--addons", "appwrapper"]);
+    let client = sandbox.client("manager").await;
+    let recorder = Recorder::start(&client).await;
+    let cases = cases();
+    let started = Instant::now();
+    let outcomes = futures::future::join_all(cases.iter().map(|case| run(&client, &recorder, case))).await;
+    eprintln!("all cases ended {:.0}s after the first was submitted", started.elapsed().as_secs_f64());
+
+    eprintln!("| case | AppWrapper | WrappedJob | same? |\n|---|---|---|---|");
+    for (case, (aw, wj)) in cases.iter().zip(&outcomes) {
+        eprintln!("{}", row(case, aw, wj));
+    }
+    for (case, (aw, wj)) in cases.iter().zip(&outcomes) {
+        let both = format!("{}:\nAppWrapper {aw:#?}\nWrappedJob {wj:#?}", case.name);
+        for outcome in [aw, wj] {
+            assert_eq!(outcome.phases, case.phases, "{both}");
+            assert_eq!(outcome.resets, case.resets, "{both}");
+            // The quota stays reserved through every reset, until the job has ended.
+            let held: Vec<&String> = outcome.quota_reserved.iter().skip_while(|s| *s == "False").collect();
+            assert_eq!(held, ["True"], "{both}");
+        }
+        assert_eq!((aw.unhealthy.as_deref(), wj.unhealthy.as_deref()), case.unhealthy, "{both}");
+        let recorder_seen = recorder.seen.lock().unwrap();
+        for kind in [Wrapper::AppWrapper, Wrapper::WrappedJob] {
+            let name = kind.name(case.name);
+            assert_eq!(recorder_seen.evicted.get(&name), None, "no Workload is evicted: {both}");
+        }
+        drop(recorder_seen);
+        // Where the two decide alike they take as long, but for AppWrapper's failure graces
+        // where WrappedJob has none (a failed Pod) and for the minute AppWrapper may take to look
+        // again at a job whose pods were ready.
+        let waited = f64::from(case.graces_only_appwrapper_waits) * FAILURE_GRACE;
+        let looks = f64::from(case.appwrapper_looks) * APPWRAPPER_LOOKS_AFTER;
+        let more = aw.seconds - wj.seconds;
+        assert!(
+            (waited - TOLERANCE..=waited + looks + TOLERANCE).contains(&more),
+            "AppWrapper took {more:.1}s more, not {waited}s to {}s (± {TOLERANCE}s): {both}",
+            waited + looks
+        );
+    }
+    // What each says of the failure: AppWrapper counts, WrappedJob quotes the component.
+    let ((aw_job, wj_job), (aw_pod, wj_pod)) = (&outcomes[1], &outcomes[2]);
+    assert_eq!(aw_job.message, "Found 1 failed components", "{aw_job:#?}");
+    assert!(wj_job.message.contains("failed: BackoffLimitExceeded: "), "the Job's own words: {wj_job:#?}");
+    assert_eq!(aw_pod.message, "", "AppWrapper writes no message with FoundFailedPods: {aw_pod:#?}");
+    assert!(wj_pod.message.ends_with("failed: Error: container main exited with code 42"), "{wj_pod:#?}");
+
+    // Every job ended: nothing of the queue's quota is left in use.
+    let cluster_queues = api(&client, "kueue.x-k8s.io/v1beta2", "ClusterQueue", "clusterqueues", None);
+    eventually("cluster-queue to hold no Workload", Duration::from_secs(60), || async {
+        let cq = serde_json::to_value(cluster_queues.get("cluster-queue").await.map_err(|e| e.to_string())?).unwrap();
+        let held = cq["status"]["reservingWorkloads"].as_i64().unwrap_or(0);
+        if held == 0 { Ok(()) } else { Err(format!("{:#}", cq["status"])) }
+    })
+    .await;
+}
