@@ -5,6 +5,7 @@
 use std::collections::BTreeMap;
 use std::time::Duration;
 
+use futures::stream::BoxStream;
 use futures::{StreamExt, TryStreamExt, stream};
 use kube::Client;
 use kube::api::{Api, DynamicObject};
@@ -40,32 +41,34 @@ enum Seen {
     Job(Value),
 }
 
+/// A watch of `api` that has listed once, so that every change from now on is in it: each
+/// object it applies, as JSON.
+pub async fn listed_watch(api: Api<DynamicObject>, config: watcher::Config) -> BoxStream<'static, Value> {
+    let mut events = watcher(api, config).boxed();
+    loop {
+        match events.try_next().await {
+            Ok(Some(watcher::Event::InitDone)) => break,
+            Ok(Some(_)) => {}
+            Ok(None) => panic!("a watch ended before its first list"),
+            Err(e) => panic!("starting a watch: {e}"),
+        }
+    }
+    let applied = |event: Result<watcher::Event<DynamicObject>, watcher::Error>| match event {
+        Ok(watcher::Event::Apply(o) | watcher::Event::InitApply(o)) => Some(serde_json::to_value(o).unwrap()),
+        _ => None,
+    };
+    events.filter_map(move |e| std::future::ready(applied(e))).boxed()
+}
+
 impl ConditionTimeline {
     /// Watches the Workloads of `default` and the job `name` of `jobs`; returns once both
     /// watches are established. Submit the job after this.
     pub async fn watch(client: &Client, jobs: Api<DynamicObject>, kind: &str, name: &str, phase: Phase) -> Self {
         let selector = format!("metadata.name={name}");
-        let mut workload_events = watcher(workloads(client, "default"), watcher::Config::default()).boxed();
-        let mut job_events = watcher(jobs.clone(), watcher::Config::default().fields(&selector)).boxed();
-        for events in [&mut workload_events, &mut job_events] {
-            loop {
-                match events.try_next().await {
-                    Ok(Some(watcher::Event::InitDone)) => break,
-                    Ok(Some(_)) => {}
-                    Ok(None) => panic!("a watch ended before its first list"),
-                    Err(e) => panic!("starting a watch: {e}"),
-                }
-            }
-        }
+        let workload_events = listed_watch(workloads(client, "default"), watcher::Config::default()).await;
+        let job_events = listed_watch(jobs.clone(), watcher::Config::default().fields(&selector)).await;
         let (kind, name) = (kind.to_string(), name.to_string());
-        let applied = |event: Result<watcher::Event<DynamicObject>, watcher::Error>| match event {
-            Ok(watcher::Event::Apply(o) | watcher::Event::InitApply(o)) => Some(serde_json::to_value(o).unwrap()),
-            _ => None,
-        };
-        let seen = stream::select(
-            workload_events.filter_map(move |e| std::future::ready(applied(e).map(Seen::Workload))),
-            job_events.filter_map(move |e| std::future::ready(applied(e).map(Seen::Job))),
-        );
+        let seen = stream::select(workload_events.map(Seen::Workload), job_events.map(Seen::Job));
         let recording = tokio::spawn(record(seen, jobs, kind, name, phase));
         ConditionTimeline { recording }
     }

@@ -11,13 +11,14 @@ use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use futures::{StreamExt, TryStreamExt, stream};
+use futures::{StreamExt, stream};
 use kube::Client;
 use kube::api::{Api, DynamicObject};
 use kube::runtime::watcher;
 use serde_json::Value;
 
 use crate::common::{Sandbox, api, apply_yaml, condition, condition_is, eventually, kind_images_built, workloads};
+use crate::condition_timeline::listed_watch;
 
 /// The job pods' image the kind node image carries.
 const BUSYBOX: &str = "kueue-ext.local/busybox:1";
@@ -369,24 +370,8 @@ impl Recorder {
             (1, Wrapper::WrappedJob.api(client)),
             (2, workloads(client, "default")),
         ] {
-            let mut events = watcher(api, watcher::Config::default()).boxed();
-            loop {
-                match events.try_next().await {
-                    Ok(Some(watcher::Event::InitDone)) => break,
-                    Ok(Some(_)) => {}
-                    Ok(None) => panic!("a watch ended before its first list"),
-                    Err(e) => panic!("starting a watch: {e}"),
-                }
-            }
-            streams.push(events.filter_map(move |event| {
-                std::future::ready(match event {
-                    Ok(watcher::Event::Apply(o) | watcher::Event::InitApply(o)) => {
-                        let o = serde_json::to_value(o).expect("object serializes");
-                        Some(if kind == 2 { Event::Workload(o) } else { Event::Job(o) })
-                    }
-                    _ => None,
-                })
-            }));
+            let events = listed_watch(api, watcher::Config::default()).await;
+            streams.push(events.map(move |o| if kind == 2 { Event::Workload(o) } else { Event::Job(o) }));
         }
         let seen = Arc::new(Mutex::new(Seen::default()));
         let (tell, changed) = tokio::sync::watch::channel(0);
