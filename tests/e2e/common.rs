@@ -11,6 +11,8 @@ use kube::Client;
 use kube::api::{Api, ApiResource, DynamicObject};
 use serde_json::{Value, json};
 
+use crate::fixtures::{Queue, priority_class, resource_flavor};
+
 pub const BIN: &str = env!("CARGO_BIN_EXE_kubectl-kueue_ext");
 
 pub fn text(output: &Output) -> String {
@@ -443,41 +445,23 @@ spec: {{clusterQueue: cluster-queue}}
 
 /// A flavor whose node label the kwok nodes carry, queues with 4 CPU of quota that preempt by
 /// priority, and two priority classes.
-pub const SMALL_QUEUES: &str = r#"
-apiVersion: kueue.x-k8s.io/v1beta2
-kind: ResourceFlavor
-metadata: {name: kwok-flavor}
-spec: {nodeLabels: {type: kwok}}
----
-apiVersion: kueue.x-k8s.io/v1beta2
-kind: ClusterQueue
-metadata: {name: small-cq}
-spec:
-  namespaceSelector: {}
-  preemption: {withinClusterQueue: LowerPriority}
-  resourceGroups:
-  - coveredResources: [cpu, memory]
-    flavors:
-    - name: kwok-flavor
-      resources:
-      - {name: cpu, nominalQuota: "4"}
-      - {name: memory, nominalQuota: 16Gi}
----
-apiVersion: kueue.x-k8s.io/v1beta2
-kind: LocalQueue
-metadata: {name: small, namespace: default}
-spec: {clusterQueue: small-cq}
----
-apiVersion: kueue.x-k8s.io/v1beta2
-kind: WorkloadPriorityClass
-metadata: {name: low}
-value: 10
----
-apiVersion: kueue.x-k8s.io/v1beta2
-kind: WorkloadPriorityClass
-metadata: {name: high}
-value: 1000
-"#;
+pub fn small_queues() -> String {
+    let queue = Queue {
+        cluster_queue: "small-cq",
+        local_queue: "small",
+        flavor: "kwok-flavor",
+        cpu: "4",
+        memory: "16Gi",
+        preempts: true,
+    };
+    [
+        resource_flavor("kwok-flavor", "{type: kwok}"),
+        queue.yaml(),
+        priority_class("low", 10),
+        priority_class("high", 1000),
+    ]
+    .join("\n---\n")
+}
 
 /// The pid and command line `up` recorded for `component` of cluster `cluster` (0: the manager).
 pub fn recorded_process(sandbox: &Sandbox, cluster: usize, component: &str) -> (i32, Vec<String>) {

@@ -4,7 +4,7 @@
 use std::time::Duration;
 
 use crate::common::{
-    Restarts, SMALL_QUEUES, Sandbox, api, apply_yaml, condition_is, controller_process, eventually, text, workloads,
+    Restarts, Sandbox, api, apply_yaml, condition_is, controller_process, eventually, small_queues, text, workloads,
     workloads_owned_by,
 };
 use crate::fixtures::{ExternalJob, external_job};
@@ -52,7 +52,7 @@ async fn only_workload(client: &Client, uid: &str) -> Result<Value, String> {
 async fn external_jobs_run_through_kueue_with_the_rust_jobframework() {
     let sandbox = Sandbox::up(&["--workers", "0"]);
     let client = sandbox.client("manager").await;
-    apply_yaml(&client, SMALL_QUEUES).await;
+    apply_yaml(&client, &small_queues()).await;
 
     // Admission, exact Workload name, flavor node labels on the pods, completion.
     let created = apply_yaml(&client, &priority_job("first", 2, "1", "3s", "low").yaml()).await.remove(0);
@@ -213,7 +213,7 @@ async fn invalid_external_jobs_are_rejected_with_field_paths() {
 async fn batch_job_and_external_job_get_equivalent_workloads() {
     let sandbox = Sandbox::up(&["--workers", "0"]);
     let client = sandbox.client("manager").await;
-    apply_yaml(&client, SMALL_QUEUES).await;
+    apply_yaml(&client, &small_queues()).await;
     let batch = apply_yaml(
         &client,
         r#"

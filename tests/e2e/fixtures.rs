@@ -197,3 +197,64 @@ spec:
         components.concat()
     )
 }
+
+/// A ResourceFlavor `name` with `node_labels` (`{pool: a}`, or `{}`).
+pub fn resource_flavor(name: &str, node_labels: &str) -> String {
+    format!(
+        "
+apiVersion: kueue.x-k8s.io/v1beta2
+kind: ResourceFlavor
+metadata: {{name: {name}}}
+spec: {{nodeLabels: {node_labels}}}"
+    )
+}
+
+/// What a test's queue offers: a ClusterQueue of `cpu` and `memory` in `flavor`, and the
+/// LocalQueue of `default` that feeds it.
+pub struct Queue<'a> {
+    pub cluster_queue: &'a str,
+    pub local_queue: &'a str,
+    pub flavor: &'a str,
+    pub cpu: &'a str,
+    pub memory: &'a str,
+    /// Whether a job of higher priority preempts one of lower.
+    pub preempts: bool,
+}
+
+impl Queue<'_> {
+    pub fn yaml(&self) -> String {
+        let Queue { cluster_queue, local_queue, flavor, cpu, memory, preempts } = self;
+        let preemption = if *preempts { "\n  preemption: {withinClusterQueue: LowerPriority}" } else { "" };
+        format!(
+            r#"
+apiVersion: kueue.x-k8s.io/v1beta2
+kind: ClusterQueue
+metadata: {{name: {cluster_queue}}}
+spec:
+  namespaceSelector: {{}}{preemption}
+  resourceGroups:
+  - coveredResources: [cpu, memory]
+    flavors:
+    - name: {flavor}
+      resources:
+      - {{name: cpu, nominalQuota: "{cpu}"}}
+      - {{name: memory, nominalQuota: {memory}}}
+---
+apiVersion: kueue.x-k8s.io/v1beta2
+kind: LocalQueue
+metadata: {{name: {local_queue}, namespace: default}}
+spec: {{clusterQueue: {cluster_queue}}}"#
+        )
+    }
+}
+
+/// A WorkloadPriorityClass `name` of `value`.
+pub fn priority_class(name: &str, value: i32) -> String {
+    format!(
+        "
+apiVersion: kueue.x-k8s.io/v1beta2
+kind: WorkloadPriorityClass
+metadata: {{name: {name}}}
+value: {value}"
+    )
+}

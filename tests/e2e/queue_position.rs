@@ -9,34 +9,22 @@ use std::time::Duration;
 use serde_json::Value;
 
 use crate::common::{Sandbox, api, apply_yaml, condition, eventually, text, workloads};
-use crate::fixtures::external_job;
+use crate::fixtures::{Queue, external_job, resource_flavor};
 
 const TIMEOUT: Duration = Duration::from_secs(60);
 
 /// A ClusterQueue with room for one job of one CPU, fed by `default/one-at-a-time`.
-const ROOM_FOR_ONE: &str = r#"
-apiVersion: kueue.x-k8s.io/v1beta2
-kind: ResourceFlavor
-metadata: {name: default-flavor}
----
-apiVersion: kueue.x-k8s.io/v1beta2
-kind: ClusterQueue
-metadata: {name: room-for-one}
-spec:
-  namespaceSelector: {}
-  resourceGroups:
-  - coveredResources: [cpu, memory]
-    flavors:
-    - name: default-flavor
-      resources:
-      - {name: cpu, nominalQuota: "1"}
-      - {name: memory, nominalQuota: 4Gi}
----
-apiVersion: kueue.x-k8s.io/v1beta2
-kind: LocalQueue
-metadata: {name: one-at-a-time, namespace: default}
-spec: {clusterQueue: room-for-one}
-"#;
+fn room_for_one() -> String {
+    let queue = Queue {
+        cluster_queue: "room-for-one",
+        local_queue: "one-at-a-time",
+        flavor: "default-flavor",
+        cpu: "1",
+        memory: "4Gi",
+        preempts: false,
+    };
+    [resource_flavor("default-flavor", "{}"), queue.yaml()].join("\n---\n")
+}
 
 /// An ExternalJob of one pod of one CPU that runs ten minutes.
 fn job(name: &str) -> String {
@@ -87,7 +75,7 @@ async fn holding_quota(client: &kube::Client) -> Result<Vec<String>, String> {
 async fn pending_jobs_are_listed_in_the_order_kueue_admits_them() {
     let sandbox = Sandbox::up(&["--workers", "0"]);
     let manager = sandbox.client("manager").await;
-    apply_yaml(&manager, ROOM_FOR_ONE).await;
+    apply_yaml(&manager, &room_for_one()).await;
     apply_yaml(&manager, &job("runs-first")).await;
     workload(&manager, "runs-first", Some("True")).await;
     let mut previous: Option<Value> = None;

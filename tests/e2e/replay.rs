@@ -15,7 +15,7 @@ use serde_json::{Value, json};
 
 use crate::capture::{json as file_json, unpack};
 use crate::common::{Sandbox, api, apply_yaml, condition, eventually, text, workloads};
-use crate::fixtures::{ExternalJob, external_job};
+use crate::fixtures::{ExternalJob, Queue, external_job, priority_class, resource_flavor};
 
 const TIMEOUT: Duration = Duration::from_secs(180);
 
@@ -95,36 +95,17 @@ value: 1000
 "#;
 
 /// The worker runs one job of flavor-a at a time; a higher priority one preempts.
-const WORKER_QUEUES: &str = r#"
-apiVersion: kueue.x-k8s.io/v1beta2
-kind: ResourceFlavor
-metadata: {name: flavor-a}
-spec: {nodeLabels: {pool: a}}
----
-apiVersion: kueue.x-k8s.io/v1beta2
-kind: ClusterQueue
-metadata: {name: cq-a}
-spec:
-  namespaceSelector: {}
-  preemption: {withinClusterQueue: LowerPriority}
-  resourceGroups:
-  - coveredResources: [cpu, memory]
-    flavors:
-    - name: flavor-a
-      resources:
-      - {name: cpu, nominalQuota: "1"}
-      - {name: memory, nominalQuota: 4Gi}
----
-apiVersion: kueue.x-k8s.io/v1beta2
-kind: LocalQueue
-metadata: {name: lq-a, namespace: default}
-spec: {clusterQueue: cq-a}
----
-apiVersion: kueue.x-k8s.io/v1beta2
-kind: WorkloadPriorityClass
-metadata: {name: high}
-value: 1000
-"#;
+fn worker_queues() -> String {
+    let queue = Queue {
+        cluster_queue: "cq-a",
+        local_queue: "lq-a",
+        flavor: "flavor-a",
+        cpu: "1",
+        memory: "4Gi",
+        preempts: true,
+    };
+    [resource_flavor("flavor-a", "{pool: a}"), queue.yaml(), priority_class("high", 1000)].join("\n---\n")
+}
 
 /// Kueue's objects compared, by file (the kind's plural).
 const QUEUE_KINDS: [(&str, &str); 8] = [
@@ -201,7 +182,7 @@ async fn up_from_a_capture_reproduces_its_queues_nodes_and_why_jobs_wait() {
     let original = Sandbox::up(&["--workers", "1"]);
     let (manager, worker) = (original.client("manager").await, original.client("worker1").await);
     apply_yaml(&manager, MANAGER_QUEUES).await;
-    apply_yaml(&worker, WORKER_QUEUES).await;
+    apply_yaml(&worker, &worker_queues()).await;
     let nodes: Api<Node> = Api::all(worker.clone());
     let patch = |body: Value| Patch::Merge(body);
     nodes

@@ -12,40 +12,21 @@ use kube::api::ListParams;
 use serde_json::Value;
 
 use crate::common::{Sandbox, apply_yaml, condition, condition_is, eventually, text, workloads};
-use crate::fixtures::external_job;
+use crate::fixtures::{Queue, external_job, priority_class};
 
 const TIMEOUT: Duration = Duration::from_secs(180);
 
-const LOCAL_QUEUE: &str = r#"
-apiVersion: kueue.x-k8s.io/v1beta2
-kind: ClusterQueue
-metadata: {name: local-cq}
-spec:
-  namespaceSelector: {}
-  preemption: {withinClusterQueue: LowerPriority}
-  resourceGroups:
-  - coveredResources: [cpu, memory]
-    flavors:
-    - name: default-flavor
-      resources:
-      - {name: cpu, nominalQuota: "2"}
-      - {name: memory, nominalQuota: 8Gi}
----
-apiVersion: kueue.x-k8s.io/v1beta2
-kind: LocalQueue
-metadata: {name: local, namespace: default}
-spec: {clusterQueue: local-cq}
----
-apiVersion: kueue.x-k8s.io/v1beta2
-kind: WorkloadPriorityClass
-metadata: {name: low}
-value: 10
----
-apiVersion: kueue.x-k8s.io/v1beta2
-kind: WorkloadPriorityClass
-metadata: {name: high}
-value: 1000
-"#;
+fn local_queue() -> String {
+    let queue = Queue {
+        cluster_queue: "local-cq",
+        local_queue: "local",
+        flavor: "default-flavor",
+        cpu: "2",
+        memory: "8Gi",
+        preempts: true,
+    };
+    [queue.yaml(), priority_class("low", 10), priority_class("high", 1000)].join("\n---\n")
+}
 
 /// `(cluster, namespace/name, uid)` of every Workload of the sandbox's three clusters.
 async fn all_workloads(sandbox: &Sandbox) -> BTreeSet<(String, String, String)> {
@@ -86,7 +67,7 @@ async fn simulate_answers_as_kueue_does_and_writes_nothing() {
     let (manager, worker1) = (original.client("manager").await, original.client("worker1").await);
     apply_yaml(&worker1, &external_job("filler").requests("3", "1Gi").runs_for("10m").yaml()).await;
     workload_of(&worker1, "filler", |w| condition_is(w, "Admitted", "True")).await;
-    apply_yaml(&manager, LOCAL_QUEUE).await;
+    apply_yaml(&manager, &local_queue()).await;
     let low = external_job("low").queue(Some("local")).label("kueue.x-k8s.io/priority-class", "low");
     apply_yaml(&manager, &low.requests("2", "1Gi").runs_for("10m").yaml()).await;
     workload_of(&manager, "low", |w| condition_is(w, "Admitted", "True")).await;

@@ -7,7 +7,7 @@ const HIGH: &str = ", kueue.x-k8s.io/priority-class: high";
 
 use std::time::Duration;
 
-use crate::common::{Restarts, SMALL_QUEUES, Sandbox, api, apply_yaml, condition_is, eventually, workloads_owned_by};
+use crate::common::{Restarts, Sandbox, api, apply_yaml, condition_is, eventually, small_queues, workloads_owned_by};
 use crate::fixtures::{deployment_component, job_component, wrapped_job};
 use k8s_openapi::api::core::v1::Pod;
 use kube::api::{Api, DeleteParams, DynamicObject, ListParams, Patch, PatchParams};
@@ -60,7 +60,7 @@ fn uid(job: &Value) -> String {
 async fn a_job_and_a_deployment_run_as_one_workload() {
     let sandbox = Sandbox::up(&["--workers", "0"]);
     let client = sandbox.client("manager").await;
-    apply_yaml(&client, SMALL_QUEUES).await;
+    apply_yaml(&client, &small_queues()).await;
 
     let components =
         [job_component("pipeline-work", 2, "500m", "4s", ""), deployment_component("pipeline-server", 1, "500m")];
@@ -114,7 +114,7 @@ async fn a_job_and_a_deployment_run_as_one_workload() {
 async fn failures_reset_then_fail_and_release_quota_only_when_pods_are_gone() {
     let sandbox = Sandbox::up(&["--workers", "0"]);
     let client = sandbox.client("manager").await;
-    apply_yaml(&client, SMALL_QUEUES).await;
+    apply_yaml(&client, &small_queues()).await;
     let fast = r#"kueue-ext.dev/failureGracePeriodDuration: 1s, kueue-ext.dev/retryPausePeriodDuration: 2s, kueue-ext.dev/retryLimit: "1""#;
 
     let flaky = [job_component("flaky-work", 1, "500m", "2s", r#", kueue-ext.dev/exit-code: "1""#)];
@@ -166,7 +166,7 @@ async fn failures_reset_then_fail_and_release_quota_only_when_pods_are_gone() {
 async fn a_preempted_job_is_suspended_and_later_completes() {
     let sandbox = Sandbox::up(&["--workers", "0"]);
     let client = sandbox.client("manager").await;
-    apply_yaml(&client, SMALL_QUEUES).await;
+    apply_yaml(&client, &small_queues()).await;
 
     let low =
         apply_yaml(&client, &wrapped_job("low", "small", LOW, "", &[job_component("low-work", 4, "1", "15s", "")]))
@@ -227,7 +227,7 @@ async fn create_as(client: &Client, yaml: &str) -> Result<Value, String> {
 async fn nobody_wraps_what_they_could_not_create() {
     let sandbox = Sandbox::up(&["--workers", "0"]);
     let admin = sandbox.client("manager").await;
-    apply_yaml(&admin, SMALL_QUEUES).await;
+    apply_yaml(&admin, &small_queues()).await;
     apply_yaml(&admin, ALICE_MAY_WRAP_JOBS).await;
     let alice = impersonating(&sandbox, "alice").await;
 
@@ -283,7 +283,7 @@ async fn nobody_wraps_what_they_could_not_create() {
 async fn restarting_the_controller_in_every_phase_loses_and_leaks_nothing() {
     let sandbox = Sandbox::up(&["--workers", "0"]);
     let client = sandbox.client("manager").await;
-    apply_yaml(&client, SMALL_QUEUES).await;
+    apply_yaml(&client, &small_queues()).await;
     let fast = r#"kueue-ext.dev/failureGracePeriodDuration: 1s, kueue-ext.dev/retryPausePeriodDuration: 1s, kueue-ext.dev/retryLimit: "1""#;
     let mut uids = Vec::new();
     for i in 0..6 {
