@@ -9,7 +9,7 @@ use futures::stream::BoxStream;
 use futures::{StreamExt, TryStreamExt, stream};
 use kube::Client;
 use kube::api::{Api, DynamicObject};
-use kube::runtime::watcher;
+use kube::runtime::{WatchStreamExt, watcher};
 use serde_json::Value;
 
 use crate::common::{condition_is, workloads};
@@ -42,9 +42,10 @@ enum Seen {
 }
 
 /// A watch of `api` that has listed once, so that every change from now on is in it: each
-/// object it applies, as JSON.
+/// object it applies, as JSON. It backs off after an error: once the sandbox is down, a watch
+/// retried at once never yields, and the test's runtime could never shut down.
 pub async fn listed_watch(api: Api<DynamicObject>, config: watcher::Config) -> BoxStream<'static, Value> {
-    let mut events = watcher(api, config).boxed();
+    let mut events = watcher(api, config).default_backoff().boxed();
     loop {
         match events.try_next().await {
             Ok(Some(watcher::Event::InitDone)) => break,
