@@ -416,31 +416,15 @@ pub fn down_leaves_nothing(sandbox: &Sandbox) {
 /// Queues as Kueue's documentation has a user make them: the flavor `default-flavor`, the
 /// ClusterQueue `cluster-queue` with `cpu` and `memory` of quota, the LocalQueue `default/user-queue`.
 pub fn plain_queues(cpu: &str, memory: &str) -> String {
-    format!(
-        r#"
-apiVersion: kueue.x-k8s.io/v1beta2
-kind: ResourceFlavor
-metadata: {{name: default-flavor}}
----
-apiVersion: kueue.x-k8s.io/v1beta2
-kind: ClusterQueue
-metadata: {{name: cluster-queue}}
-spec:
-  namespaceSelector: {{}}
-  resourceGroups:
-  - coveredResources: [cpu, memory]
-    flavors:
-    - name: default-flavor
-      resources:
-      - {{name: cpu, nominalQuota: "{cpu}"}}
-      - {{name: memory, nominalQuota: {memory}}}
----
-apiVersion: kueue.x-k8s.io/v1beta2
-kind: LocalQueue
-metadata: {{name: user-queue, namespace: default}}
-spec: {{clusterQueue: cluster-queue}}
-"#
-    )
+    let queue = Queue {
+        cluster_queue: "cluster-queue",
+        local_queue: "user-queue",
+        flavor: "default-flavor",
+        cpu,
+        memory,
+        preempts: false,
+    };
+    [resource_flavor("default-flavor", "{}"), queue.yaml()].join("\n---\n")
 }
 
 /// A flavor whose node label the kwok nodes carry, queues with 4 CPU of quota that preempt by
