@@ -28,7 +28,8 @@ pub use error::SandboxError;
 pub use kind_runtime::{
     ImageSource, KIND_VERSION, KUEUE_MANIFESTS_SHA256, KUEUE_MANIFESTS_URL, KindAddon, KindError, KindOptions,
     NODE_IMAGE, kind_config, load_controller_image, local_images::LocalImages, local_images::ensure_kind_cli,
-    local_images::kind_cli_path, local_kind_images, prepare_kind_images,
+    local_images::kind_cli_path, local_images::recipes::BUSYBOX as KIND_JOB_IMAGE, local_kind_images,
+    prepare_kind_images, thaw_kind_cluster,
 };
 pub use record::RuntimeKind;
 pub use runtime::{ComponentHealth, NodePool};

@@ -63,6 +63,8 @@ pub trait Docker {
     fn remove_network(&self, name: &str) -> impl Future<Output = Result<bool, KindError>>;
     /// The node containers of a kind cluster.
     fn cluster_nodes(&self, cluster: &str) -> impl Future<Output = Result<Vec<NodeContainer>, KindError>>;
+    /// The host pid of a running container's first process; `None` when it does not run.
+    fn container_pid(&self, name: &str) -> impl Future<Output = Result<Option<u32>, KindError>>;
 }
 
 /// bollard on `$DOCKER_HOST` or the default socket.
@@ -221,6 +223,13 @@ impl Docker for BollardDocker {
             Err(bollard::errors::Error::DockerResponseServerError { status_code: 403, .. }) => Ok(false),
             Err(e) => Err(self.classify(e)),
         }
+    }
+
+    async fn container_pid(&self, name: &str) -> Result<Option<u32>, KindError> {
+        let options = bollard::query_parameters::InspectContainerOptions::default();
+        let container = self.docker()?.inspect_container(name, Some(options)).await.map_err(|e| self.classify(e))?;
+        let pid = container.state.and_then(|s| s.pid).filter(|pid| *pid > 0);
+        Ok(pid.and_then(|pid| u32::try_from(pid).ok()))
     }
 
     async fn cluster_nodes(&self, cluster: &str) -> Result<Vec<NodeContainer>, KindError> {

@@ -9,6 +9,7 @@ mod dns;
 mod docker;
 mod download;
 pub(super) mod error;
+mod frozen;
 mod image;
 mod kubeconfig;
 mod kueue;
@@ -163,6 +164,22 @@ pub async fn load_controller_image(cluster: &str, progress: &Progress) -> Result
     })?;
     step.done();
     Ok(tag)
+}
+
+/// Thaws the cgroups a killed runc left frozen in the running nodes of kind cluster `cluster`
+/// (`frozen`): how many. A node stuck so cannot be stopped or deleted until then.
+pub async fn thaw_kind_cluster(cluster: &str) -> usize {
+    thaw_nodes(&BollardDocker::connect(), cluster).await
+}
+
+async fn thaw_nodes(docker: &impl Docker, cluster: &str) -> usize {
+    let mut thawed = 0;
+    for node in docker.cluster_nodes(cluster).await.unwrap_or_default() {
+        if let Ok(Some(pid)) = docker.container_pid(&node.name).await {
+            thawed += frozen::thaw_under(pid).unwrap_or(0);
+        }
+    }
+    thawed
 }
 
 /// The kind node image and Kueue's manifests rendered from its module, built on this machine
@@ -457,7 +474,12 @@ impl<K: KindTool, D: Docker> ClusterRuntime for KindRuntime<K, D> {
         let mut failures = Vec::new();
         for cluster in &state.clusters {
             let Some(kind_name) = &cluster.kind_cluster else { continue };
-            match self.kind.delete_cluster(kind_name, &cluster.dir.join(KIND_KUBECONFIG)).await {
+            let kubeconfig = cluster.dir.join(KIND_KUBECONFIG);
+            let mut outcome = self.kind.delete_cluster(kind_name, &kubeconfig).await;
+            if outcome.is_err() && thaw_nodes(&self.docker, kind_name).await > 0 {
+                outcome = self.kind.delete_cluster(kind_name, &kubeconfig).await;
+            }
+            match outcome {
                 Ok(()) => deleted += 1,
                 Err(e) => failures.push(e.to_string()),
             }

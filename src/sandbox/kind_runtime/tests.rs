@@ -208,6 +208,10 @@ impl Docker for FakeDocker {
             address: Some("172.18.0.2".into()),
         }])
     }
+
+    async fn container_pid(&self, _name: &str) -> Result<Option<u32>, KindError> {
+        Ok(None)
+    }
 }
 
 // --- runtime selection ---
