@@ -17,6 +17,7 @@ on_kind=(
   completion      # names listed from a sandbox on $KUEUE_EXT_RUNTIME; no pod must run
   own_cluster     # always kind: a plain kind cluster, Kueue applied by kubectl, then install
   wrapped_vs_appwrapper # always kind: AppWrapper's controller beside ours, busybox pods that exit
+  kind_soak       # always kind: pods deleted, a node container restarted, an upgrade rolled
 )
 not_on_kind=(
   addons              # asserts JobSet's pods ran on kwok-* nodes; down_leaves_nothing reads pids

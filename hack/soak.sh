@@ -12,15 +12,33 @@
 #
 #   hack/soak.sh [EXTERNAL_JOBS] [WRAPPED_JOBS] [ROUNDS] [SEED]   default 2000 300 10, random seed
 #
+# With --kind, the kind soak (tests/e2e/kind_soak.rs) instead, on kind clusters (a manager and a
+# worker) where pods really run: jobs of every kind under our controller's and Kueue's pods
+# deleted, the worker's node container restarted and its kube-apiserver killed, then an upgrade
+# of our controller with jobs in flight. Needs Docker (hack/docker.sh up).
+#
+#   hack/soak.sh --kind [JOBS] [FAULTS] [SEED]   default 300 30, random seed
+#
 # The log lands in target/soak/; a failing run is replayed with the seed it printed.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-export KUEUE_EXT_CRASH_EXTERNAL_JOBS="${1:-2000}"
-export KUEUE_EXT_CRASH_WRAPPED_JOBS="${2:-300}"
-export KUEUE_EXT_CRASH_ROUNDS="${3:-10}"
-export KUEUE_EXT_CRASH_BATCH_JOBS="${KUEUE_EXT_CRASH_BATCH_JOBS:-$((KUEUE_EXT_CRASH_EXTERNAL_JOBS / 10))}"
-if [ -n "${4:-}" ]; then export KUEUE_EXT_CRASH_SEED="$4"; fi
+test=crash_safety::every_job_finishes_exactly_once
+summary="crash-safety summary"
+if [ "${1:-}" = --kind ]; then
+  shift
+  test=kind_soak::every_job_finishes_exactly_once_on_kind
+  summary="kind soak summary"
+  export KUEUE_EXT_KIND_SOAK_JOBS="${1:-300}"
+  export KUEUE_EXT_KIND_SOAK_FAULTS="${2:-30}"
+  if [ -n "${3:-}" ]; then export KUEUE_EXT_KIND_SOAK_SEED="$3"; fi
+else
+  export KUEUE_EXT_CRASH_EXTERNAL_JOBS="${1:-2000}"
+  export KUEUE_EXT_CRASH_WRAPPED_JOBS="${2:-300}"
+  export KUEUE_EXT_CRASH_ROUNDS="${3:-10}"
+  export KUEUE_EXT_CRASH_BATCH_JOBS="${KUEUE_EXT_CRASH_BATCH_JOBS:-$((KUEUE_EXT_CRASH_EXTERNAL_JOBS / 10))}"
+  if [ -n "${4:-}" ]; then export KUEUE_EXT_CRASH_SEED="$4"; fi
+fi
 
 mkdir -p target/soak
 log="target/soak/soak-$(date -u +%Y%m%dT%H%M%SZ).log"
@@ -28,8 +46,8 @@ cargo build --locked --tests
 target/debug/kubectl-kueue_ext toolchain install
 export KUEUE_EXT_KEEP_LOGS=1  # every component's log and the clusters' objects, kept in target/tmp/e2e-logs/
 status=0
-cargo test --locked --features e2e --test e2e crash_safety::every_job_finishes_exactly_once -- --nocapture 2>&1 | tee "$log" || status=$?
+cargo test --locked --features e2e --test e2e "$test" -- --nocapture 2>&1 | tee "$log" || status=$?
 echo
-grep -A 5 "crash-safety summary" "$log" || echo "no summary: the run stopped before the end (see $log)"
+grep -A 12 "$summary" "$log" || echo "no summary: the run stopped before the end (see $log)"
 echo "log: $log"
 exit "$status"

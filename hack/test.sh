@@ -62,8 +62,9 @@ cargo test --locked --features e2e --lib --bins --test cli
 
 step "tests: end-to-end (--features e2e: one binary, tests/e2e/)"
 summary=target/tmp/crash-safety-summary.md
+kind_summary=target/tmp/kind-soak-summary.md
 turns=target/tmp/e2e-turns.tsv
-rm -f "$summary" "$turns"
+rm -f "$summary" "$kind_summary" "$turns"
 # Tests take turns in two lanes, process-runtime sandboxes and kind clusters, which run side by
 # side (tests/e2e/common.rs); the threads beyond two let kind tests wait for their images
 # without holding up the other lane.
@@ -80,5 +81,5 @@ tail -n 1 "$builds_log"
 step "end-to-end tests that start clusters, slowest first (seconds each held its turn)"
 if [[ -f $turns ]]; then sort -t $'\t' -k2,2nr "$turns" | head -20; fi
 
-step "crash safety: what tests/e2e/crash_safety.rs counted"
-cat "$summary"
+step "crash safety: what tests/e2e/crash_safety.rs and tests/e2e/kind_soak.rs counted"
+cat "$summary" "$kind_summary"

@@ -19,22 +19,21 @@
 //! KUEUE_EXT_CRASH_BATCH_JOBS adds plain batch/v1 Jobs, which Kueue runs through its own
 //! integration, under the same faults: their row shows what Kueue does with its own jobs.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashSet;
 use std::fmt;
 use std::path::PathBuf;
-use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use crate::common::{Sandbox, api, condition_is};
+use crate::common::Sandbox;
 use crate::crash::Rng;
 use crate::crash::by_kueue;
+use crate::crash::end::{orphans, outcomes, unfinished_workloads};
 use crate::crash::faults::{Injected, Injector, LeaseRenewals, WaitingForNomination};
-use crate::crash::jobs::{self, Kind, Planned, Submitted};
+use crate::crash::jobs::{self, Kind, Nodes, Planned, Submitted};
 use crate::crash::ledger::{self, Evidence, Ledger};
 use futures::StreamExt;
 use kube::Client;
-use kube::api::{DynamicObject, ListParams};
-use kube::runtime::{WatchStreamExt, watcher};
+use kube::api::DynamicObject;
 
 const WORKERS: usize = 2;
 /// How long no job may finish before those left are counted as stuck: many times what our
@@ -76,14 +75,6 @@ async fn watching_client(sandbox: &Sandbox, cluster: &str) -> Client {
         .expect("client for the sandbox context")
 }
 
-fn jobs_api(client: &Client, kind: Kind) -> kube::Api<DynamicObject> {
-    match kind {
-        Kind::External => api(client, "kueue-ext.dev/v1alpha1", "ExternalJob", "externaljobs", Some("default")),
-        Kind::Wrapped => api(client, "kueue-ext.dev/v1alpha1", "WrappedJob", "wrappedjobs", Some("default")),
-        Kind::Batch => api(client, "batch/v1", "Job", "jobs", Some("default")),
-    }
-}
-
 /// Submits a wave a few at a time, as a busy user would.
 async fn submit_all(client: Client, wave: Vec<Planned>) -> Vec<Submitted> {
     futures::stream::iter(wave)
@@ -96,130 +87,6 @@ async fn submit_all(client: Client, wave: Vec<Planned>) -> Vec<Submitted> {
         .await
 }
 
-/// Each job's outcome on the manager once all are done, or once none has finished for `stall`
-/// (`None`: still going, i.e. stuck): a wait that fits any size of run, as long as jobs keep
-/// finishing. Read from watches: listing every job every two seconds kept the manager's
-/// API server busy at soak size and slowed the very run it waited for.
-async fn outcomes(client: &Client, submitted: &[Submitted], stall: Duration) -> Vec<Option<bool>> {
-    let seen: Arc<Mutex<HashMap<String, Option<bool>>>> = Arc::default();
-    let watches: Vec<_> = Kind::ALL
-        .into_iter()
-        .map(|kind| {
-            let (api, seen) = (jobs_api(client, kind), seen.clone());
-            tokio::spawn(async move {
-                let mut jobs = watcher(api, watcher::Config::default()).default_backoff().applied_objects().boxed();
-                while let Some(job) = jobs.next().await {
-                    let Ok(job) = job else { continue };
-                    let job = serde_json::to_value(job).expect("object serializes");
-                    let uid = job["metadata"]["uid"].as_str().unwrap_or_default().to_string();
-                    seen.lock().unwrap().insert(uid, jobs::outcome(kind, &job));
-                }
-            })
-        })
-        .collect();
-    let (mut done_before, mut progressed) = (0, Instant::now());
-    let now = loop {
-        let now: Vec<Option<bool>> = {
-            let seen = seen.lock().unwrap();
-            submitted.iter().map(|s| seen.get(&s.uid).copied().flatten()).collect()
-        };
-        let done = now.iter().filter(|o| o.is_some()).count();
-        if done > done_before {
-            (done_before, progressed) = (done, Instant::now());
-        }
-        if done == now.len() || progressed.elapsed() >= stall {
-            break now;
-        }
-        tokio::time::sleep(Duration::from_secs(2)).await;
-    };
-    watches.iter().for_each(|w| w.abort());
-    now
-}
-
-/// Objects of ours on `cluster` that nothing owns any more, or that still run for a finished
-/// job: pods, WrappedJob components and Workloads.
-async fn orphans_on(client: &Client) -> Result<Vec<String>, String> {
-    let list = |api_version: &str, kind: &str, plural: &str, labels: Option<&str>| {
-        let api = api(client, api_version, kind, plural, Some("default"));
-        let params = labels.map_or_else(ListParams::default, |l| ListParams::default().labels(l));
-        async move { api.list(&params).await.map(|l| l.items).map_err(|e| e.to_string()) }
-    };
-    let mut owners: HashSet<String> = HashSet::new();
-    for (api_version, kind, plural) in [
-        ("kueue-ext.dev/v1alpha1", "ExternalJob", "externaljobs"),
-        ("kueue-ext.dev/v1alpha1", "WrappedJob", "wrappedjobs"),
-        ("batch/v1", "Job", "jobs"),
-        ("apps/v1", "ReplicaSet", "replicasets"),
-    ] {
-        owners.extend(list(api_version, kind, plural, None).await?.into_iter().filter_map(|o| o.metadata.uid));
-    }
-    let owner_gone = |o: &DynamicObject| {
-        let owner = o.metadata.owner_references.iter().flatten().find(|r| r.controller == Some(true));
-        owner.is_some_and(|r| !owners.contains(&r.uid))
-    };
-    let mut found = Vec::new();
-    for selector in ["kueue-ext.dev/job-name", "kueue-ext.dev/wrapped-job"] {
-        for pod in list("v1", "Pod", "pods", Some(selector)).await? {
-            let phase = pod.data["status"]["phase"].as_str().unwrap_or("Pending").to_string();
-            let active = !matches!(phase.as_str(), "Succeeded" | "Failed");
-            if active || owner_gone(&pod) {
-                found.push(format!("pod {} ({phase})", pod.metadata.name.unwrap_or_default()));
-            }
-        }
-    }
-    for deployment in list("apps/v1", "Deployment", "deployments", Some("kueue-ext.dev/wrapped-job")).await? {
-        found.push(format!("deployment {} of a finished job", deployment.metadata.name.unwrap_or_default()));
-    }
-    for job in list("batch/v1", "Job", "jobs", Some("kueue-ext.dev/wrapped-job")).await? {
-        if owner_gone(&job) {
-            found.push(format!("job {}", job.metadata.name.unwrap_or_default()));
-        }
-    }
-    for wl in list("kueue.x-k8s.io/v1beta2", "Workload", "workloads", None).await? {
-        if owner_gone(&wl) {
-            found.push(format!("workload {}", wl.metadata.name.unwrap_or_default()));
-        }
-    }
-    Ok(found)
-}
-
-/// Orphans on every cluster once the garbage collectors had `timeout` to act.
-async fn orphans(sandbox: &Sandbox, timeout: Duration) -> Vec<String> {
-    let deadline = Instant::now() + timeout;
-    loop {
-        let mut all = Vec::new();
-        for cluster in CLUSTERS {
-            match orphans_on(&sandbox.client(cluster).await).await {
-                Ok(found) => all.extend(found.into_iter().map(|o| format!("{cluster}: {o}"))),
-                Err(e) => all.push(format!("{cluster}: cannot list: {e}")),
-            }
-        }
-        if all.is_empty() || Instant::now() >= deadline {
-            return all;
-        }
-        tokio::time::sleep(Duration::from_secs(3)).await;
-    }
-}
-
-/// What the ledger has yet to see on every cluster, once its watches caught up (every object they
-/// cover seen as its API server lists it now) or `timeout` passed: the verdicts are read from it.
-async fn ledger_behind(sandbox: &Sandbox, ledger: &Ledger, timeout: Duration) -> Vec<String> {
-    let deadline = Instant::now() + timeout;
-    loop {
-        let mut all = Vec::new();
-        for cluster in CLUSTERS {
-            match ledger.behind(&sandbox.client(cluster).await).await {
-                Ok(behind) => all.extend(behind.into_iter().map(|b| format!("{cluster}: {b}"))),
-                Err(e) => all.push(format!("{cluster}: cannot list: {e}")),
-            }
-        }
-        if all.is_empty() || Instant::now() >= deadline {
-            return all;
-        }
-        tokio::time::sleep(Duration::from_secs(1)).await;
-    }
-}
-
 /// What Kueue last said about a job's Workloads on the manager, for the report of a lost job.
 fn workload_story(workloads: &[serde_json::Value]) -> String {
     let conditions = |wl: &serde_json::Value| {
@@ -229,20 +96,6 @@ fn workload_story(workloads: &[serde_json::Value]) -> String {
         format!("{} [{}] checks {}", wl["metadata"]["name"], said.join("; "), wl["status"]["admissionChecks"])
     };
     workloads.iter().map(conditions).collect::<Vec<_>>().join(" | ")
-}
-
-/// Manager Workloads of the jobs that are not Finished.
-async fn unfinished_workloads(client: &Client, submitted: &[Submitted]) -> usize {
-    let uids: HashSet<&str> = submitted.iter().map(|s| s.uid.as_str()).collect();
-    let workloads =
-        crate::common::workloads(client, "default").list(&ListParams::default()).await.expect("list Workloads");
-    let finished: HashSet<String> = workloads
-        .items
-        .iter()
-        .filter(|w| condition_is(&serde_json::to_value(w).expect("serializes"), "Finished", "True"))
-        .flat_map(|w| w.metadata.owner_references.iter().flatten().map(|o| o.uid.clone()))
-        .collect();
-    uids.iter().filter(|uid| !finished.contains(**uid)).count()
 }
 
 /// How the jobs of one side fared.
@@ -418,7 +271,7 @@ async fn every_job_finishes_exactly_once_through_controller_kueue_and_api_server
     }
     let manager = sandbox.client("manager").await;
     let mut rng = Rng::new(size.seed);
-    let planned = jobs::plan([size.external, size.wrapped, size.batch], &mut rng);
+    let planned = jobs::plan([size.external, size.wrapped, size.batch], Nodes::Kwok, &mut rng);
     let waiting = WaitingForNomination::default();
     watches.push(waiting.watch(&manager));
     let mut injector = Injector::new(&sandbox, WORKERS, waiting);
@@ -439,11 +292,15 @@ async fn every_job_finishes_exactly_once_through_controller_kueue_and_api_server
     println!("{:>4.0} s: submitted and faults injected", started.elapsed().as_secs_f64());
     let outcomes = outcomes(&manager, &submitted, STALL).await;
     println!("{:>4.0} s: every job done (or none finished for {STALL:?})", started.elapsed().as_secs_f64());
-    let orphans = orphans(&sandbox, Duration::from_secs(180)).await;
+    let mut clients = Vec::new();
+    for cluster in CLUSTERS {
+        clients.push((cluster, sandbox.client(cluster).await));
+    }
+    let orphans = orphans(&clients, Duration::from_secs(180)).await;
     println!("{:>4.0} s: no orphan left (or the deadline passed)", started.elapsed().as_secs_f64());
     let unseen_faults = injector.unseen_within(&renewals, TAKEOVER).await;
     println!("{:>4.0} s: every fault seen taking effect (or the deadline passed)", started.elapsed().as_secs_f64());
-    let behind = ledger_behind(&sandbox, &ledger, Duration::from_secs(60)).await;
+    let behind = ledger.behind_within(&clients, Duration::from_secs(60)).await;
     println!(
         "{:>4.0} s: the ledger saw everything as it is now (or the deadline passed)",
         started.elapsed().as_secs_f64()
@@ -522,7 +379,7 @@ async fn every_job_finishes_exactly_once_through_controller_kueue_and_api_server
 fn evidence_tells_a_job_that_ran_twice_from_one_that_ran_once() {
     use crate::crash::ledger::Seen;
     let job = Submitted {
-        job: Planned { kind: Kind::External, name: "ej-1".into(), pods: 1, run_seconds: 1 },
+        job: Planned { kind: Kind::External, name: "ej-1".into(), pods: 1, run_seconds: 1, nodes: Nodes::Kwok },
         uid: "u-manager".into(),
     };
     let pod = |uid: &str, cluster: &str, succeeded| Seen {
@@ -635,7 +492,7 @@ fn every_job_gets_a_verdict_and_only_a_second_dispatch_kueue_logged_is_not_held_
 async fn jobs_created_just_after_an_api_server_restart_are_run() {
     let sandbox = Sandbox::up(&["--workers", "0"]);
     let client = sandbox.client("manager").await;
-    let job = |kind, name: &str| Planned { kind, name: name.into(), pods: 1, run_seconds: 2 };
+    let job = |kind, name: &str| Planned { kind, name: name.into(), pods: 1, run_seconds: 2, nodes: Nodes::Kwok };
     let first = job(Kind::External, "before-restart").submit(&client).await;
     let done = |submitted: Vec<Submitted>, timeout: Duration| {
         let client = client.clone();
@@ -659,7 +516,7 @@ async fn jobs_created_just_after_an_api_server_restart_are_run() {
 
 #[test]
 fn a_plan_has_the_jobs_asked_for_with_every_kind_spread_along_the_run() {
-    let planned = jobs::plan([6, 3, 3], &mut Rng::new(7));
+    let planned = jobs::plan([6, 3, 3], Nodes::Kwok, &mut Rng::new(7));
     let count = |kind| planned.iter().filter(|p| p.kind == kind).count();
     assert_eq!((count(Kind::External), count(Kind::Wrapped), count(Kind::Batch)), (6, 3, 3));
     for half in planned.chunks(6) {
@@ -668,5 +525,5 @@ fn a_plan_has_the_jobs_asked_for_with_every_kind_spread_along_the_run() {
     let names: HashSet<&str> = planned.iter().map(|p| p.name.as_str()).collect();
     assert_eq!(names.len(), 12);
     assert!(names.contains("ej-6") && names.contains("wj-3") && names.contains("bj-3"));
-    assert!(jobs::plan([2, 0, 0], &mut Rng::new(7)).iter().all(|p| p.kind == Kind::External));
+    assert!(jobs::plan([2, 0, 0], Nodes::Kwok, &mut Rng::new(7)).iter().all(|p| p.kind == Kind::External));
 }

@@ -3,6 +3,9 @@
 
 use serde_json::{Value, json};
 
+/// The job pods' image of the kind runtime: the node image carries it (no registry answers).
+pub const BUSYBOX: &str = kueue_ext::sandbox::KIND_JOB_IMAGE;
+
 /// An ExternalJob in `default` with one pod set; [`external_job`] gives the defaults.
 pub struct ExternalJob {
     name: String,

@@ -11,12 +11,9 @@ use crate::common::{
     workloads_owned_by,
 };
 use crate::condition_timeline::{ConditionTimeline, Conditions, show};
-use crate::fixtures::{self, ExternalJob};
+use crate::fixtures::{self, BUSYBOX, ExternalJob};
 use kube::api::{Api, DynamicObject};
 use serde_json::Value;
-
-/// The job pods' image the node image carries.
-const BUSYBOX: &str = "kueue-ext.local/busybox:1";
 
 /// An ExternalJob of two busybox pods that really run, two seconds each.
 fn external_job(name: &str) -> ExternalJob {

@@ -20,6 +20,7 @@ mod declarative;
 mod doctor;
 mod external_job;
 mod kind;
+mod kind_soak;
 mod kubectl_plugin;
 mod manifests;
 mod multikueue;

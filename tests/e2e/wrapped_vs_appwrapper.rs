@@ -19,9 +19,8 @@ use serde_json::Value;
 
 use crate::common::{Sandbox, api, apply_yaml, condition, condition_is, eventually, kind_images_built, workloads};
 use crate::condition_timeline::listed_watch;
+use crate::fixtures::BUSYBOX;
 
-/// The job pods' image the kind node image carries.
-const BUSYBOX: &str = "kueue-ext.local/busybox:1";
 /// Settings every case sets, by annotation, on both kinds: short enough that all cases end
 /// within a couple of minutes, long enough that a grace period shows in the times.
 const SETTINGS: [(&str, &str); 7] = [

@@ -1,7 +1,7 @@
 //! The jobs of a crash-safety run: ExternalJobs and WrappedJobs (a batch Job and a Deployment)
 //! of a few small pods with random run times, submitted to the manager's `user-queue`, and
 //! optionally plain batch/v1 Jobs, run by Kueue's own integration, as a peer under the same
-//! faults.
+//! faults. On kind the same jobs run busybox pods that sleep as long as kwok would run them.
 
 use std::time::Duration;
 
@@ -10,7 +10,7 @@ use serde_json::Value;
 
 use super::Rng;
 use crate::common::eventually;
-use crate::fixtures::{batch_job, deployment_component, external_job, job_component, wrapped_job};
+use crate::fixtures::{BUSYBOX, batch_job, deployment_component, external_job, job_component, wrapped_job};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Kind {
@@ -37,6 +37,15 @@ impl Kind {
     }
 }
 
+/// Where a job's pods run.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Nodes {
+    /// kwok's: a pod "runs" for as long as its `kueue-ext.dev/run-duration` says.
+    Kwok,
+    /// Real ones (kind): busybox that sleeps as long.
+    Real,
+}
+
 /// A job to submit, and how many pods of its work must succeed, once.
 #[derive(Clone, Debug)]
 pub struct Planned {
@@ -44,6 +53,7 @@ pub struct Planned {
     pub name: String,
     pub pods: u32,
     pub run_seconds: u64,
+    pub nodes: Nodes,
 }
 
 /// A planned job that the manager accepted.
@@ -54,7 +64,7 @@ pub struct Submitted {
 }
 
 /// `counts[i]` jobs of `Kind::ALL[i]`, interleaved so every kind meets every fault.
-pub fn plan(counts: [usize; 3], rng: &mut Rng) -> Vec<Planned> {
+pub fn plan(counts: [usize; 3], nodes: Nodes, rng: &mut Rng) -> Vec<Planned> {
     let total: usize = counts.iter().sum();
     let mut made = [0usize; 3];
     let mut out = Vec::with_capacity(total);
@@ -67,7 +77,7 @@ pub fn plan(counts: [usize; 3], rng: &mut Rng) -> Vec<Planned> {
         made[next] += 1;
         let kind = Kind::ALL[next];
         let name = format!("{}-{}", kind.prefix(), made[next]);
-        out.push(Planned { kind, name, pods: rng.between(1, 2) as u32, run_seconds: rng.between(2, 10) });
+        out.push(Planned { kind, name, pods: rng.between(1, 2) as u32, run_seconds: rng.between(2, 10), nodes });
     }
     out
 }
@@ -91,13 +101,46 @@ impl Planned {
     /// Submits it, retrying while the webhooks are down (they fail closed while a controller
     /// restarts): the retry a user or a CI pipeline does. Server-side apply makes it idempotent.
     pub async fn submit(&self, client: &Client) -> Submitted {
-        let object: Value = serde_saphyr::from_str(&self.yaml()).expect("job YAML parses");
+        let mut object: Value = serde_saphyr::from_str(&self.yaml()).expect("job YAML parses");
+        if self.nodes == Nodes::Real {
+            on_real_nodes(&mut object, self.run_seconds, false);
+        }
         let applied = eventually(&format!("{} to be accepted", self.name), Duration::from_secs(180), || async {
             kueue_ext::kube_util::apply(client, &object).await.map_err(|e| e.to_string())
         })
         .await;
         Submitted { job: self.clone(), uid: applied.metadata.uid.expect("an applied object has a uid") }
     }
+}
+
+/// The job of kwok pods made to run on real nodes: every container busybox that sleeps for
+/// `run_seconds` (a Deployment's for good) and asks for little, so that a run's jobs fit one
+/// kind node; every Job retries a pod three times, as the job's own answer to a node restart
+/// that kills its pod.
+fn on_real_nodes(object: &mut Value, run_seconds: u64, in_deployment: bool) {
+    let Some(fields) = object.as_object_mut() else {
+        if let Some(items) = object.as_array_mut() {
+            items.iter_mut().for_each(|item| on_real_nodes(item, run_seconds, in_deployment));
+        }
+        return;
+    };
+    let in_deployment = in_deployment || fields.get("kind").is_some_and(|k| k == "Deployment");
+    if let Some(annotations) = fields.get_mut("annotations").and_then(Value::as_object_mut) {
+        annotations.remove("kueue-ext.dev/run-duration");
+    }
+    if let Some(limit) = fields.get_mut("backoffLimit") {
+        *limit = 3.into();
+    }
+    if let Some(containers) = fields.get_mut("containers").and_then(Value::as_array_mut) {
+        let sleep = if in_deployment { "sleep 3600".to_string() } else { format!("sleep {run_seconds}") };
+        for container in containers {
+            container["image"] = BUSYBOX.into();
+            container["command"] = serde_json::json!(["sh", "-c", sleep]);
+            container["resources"] = serde_json::json!({"requests": {"cpu": "20m", "memory": "16Mi"}});
+        }
+        return;
+    }
+    fields.values_mut().for_each(|value| on_real_nodes(value, run_seconds, in_deployment));
 }
 
 /// Whether the manager's copy of the job says it is done: `Some(true)` succeeded,
@@ -119,5 +162,25 @@ pub fn outcome(kind: Kind, job: &Value) -> Option<bool> {
             Some("Failed") => Some(false),
             _ => None,
         },
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn on_real_nodes_every_container_is_busybox_that_sleeps_and_a_deployments_for_good() {
+        let job = Planned { kind: Kind::Wrapped, name: "wj-1".into(), pods: 2, run_seconds: 7, nodes: Nodes::Real };
+        let mut object: Value = serde_saphyr::from_str(&job.yaml()).unwrap();
+        on_real_nodes(&mut object, job.run_seconds, false);
+        let text = object.to_string();
+        assert!(!text.contains("registry.invalid") && !text.contains("run-duration"), "{text}");
+        let components = object["spec"]["components"].as_array().unwrap();
+        let command = |i: usize, path: &str| components[i]["template"]["spec"].pointer(path).unwrap()[2].clone();
+        assert_eq!(command(0, "/template/spec/containers/0/command"), "sleep 7");
+        assert_eq!(command(1, "/template/spec/containers/0/command"), "sleep 3600");
+        assert_eq!(components[0]["template"]["spec"]["backoffLimit"], 3, "the job's own retries");
+        assert_eq!(components[0]["template"]["spec"]["template"]["spec"]["containers"][0]["image"], BUSYBOX);
     }
 }

@@ -5,6 +5,7 @@
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::{Arc, Mutex, PoisonError};
+use std::time::{Duration, Instant};
 
 use futures::StreamExt;
 use kube::api::{Api, ApiResource, DynamicObject, ListParams};
@@ -13,6 +14,7 @@ use kube::{Client, ResourceExt};
 use tokio::task::JoinHandle;
 
 use kueue_ext::jobframework::multikueue_nudge::RETRY_ANNOTATION;
+use kueue_ext::jobframework::watches::RetryBackoff;
 
 use super::jobs::{Kind, Submitted};
 
@@ -86,7 +88,9 @@ impl Ledger {
                 };
                 let (ledger, cluster, kind) = (self.clone(), cluster.to_string(), resource.kind.clone());
                 tokio::spawn(async move {
-                    let mut objects = watcher(api, config).default_backoff().applied_objects().boxed();
+                    // Back within 2 s of an API server's return, as our controller is: a pod that
+                    // succeeds and is collected while the watch waits is never seen succeeding.
+                    let mut objects = watcher(api, config).backoff(RetryBackoff::default()).applied_objects().boxed();
                     while let Some(next) = objects.next().await {
                         if let Ok(object) = next {
                             ledger.record(&cluster, &kind, &object);
@@ -141,13 +145,33 @@ impl Ledger {
         Ok(behind)
     }
 
+    /// What the ledger has yet to see on every one of `clusters`, once its watches caught up
+    /// (every object they cover seen as its API server lists it now) or `timeout` passed: the
+    /// verdicts are read from it.
+    pub async fn behind_within(&self, clusters: &[(&str, Client)], timeout: Duration) -> Vec<String> {
+        let deadline = Instant::now() + timeout;
+        loop {
+            let mut all = Vec::new();
+            for (cluster, client) in clusters {
+                match self.behind(client).await {
+                    Ok(behind) => all.extend(behind.into_iter().map(|b| format!("{cluster}: {b}"))),
+                    Err(e) => all.push(format!("{cluster}: cannot list: {e}")),
+                }
+            }
+            if all.is_empty() || Instant::now() >= deadline {
+                return all;
+            }
+            tokio::time::sleep(Duration::from_secs(1)).await;
+        }
+    }
+
     pub fn snapshot(&self) -> Vec<Seen> {
         self.seen.lock().unwrap_or_else(PoisonError::into_inner).values().cloned().collect()
     }
 }
 
 /// What the ledger says about one submitted job.
-#[derive(Debug, Default, PartialEq)]
+#[derive(Clone, Debug, Default, PartialEq)]
 pub struct Evidence {
     /// Pods of its work ever created, on any cluster.
     pub pods: usize,
@@ -155,6 +179,9 @@ pub struct Evidence {
     pub succeeded: usize,
     /// Clusters its pods ran on.
     pub ran_on: BTreeSet<String>,
+    /// Its pods never seen Succeeded: the cluster of each, and when it was created (seconds
+    /// since the epoch).
+    pub unfinished_pods: Vec<(String, Option<i64>)>,
     /// Workloads on the manager owned by the job.
     pub manager_workloads: usize,
     /// The most Workloads owned by one copy of the job on one worker.
@@ -183,6 +210,25 @@ impl Evidence {
 
     pub fn ran_once(&self, wanted_pods: usize) -> bool {
         !self.duplicated(wanted_pods) && self.succeeded == wanted_pods
+    }
+
+    /// Succeeded once, on one worker, though node restarts there may have killed some of its
+    /// pods: every pod that never succeeded was created before a restart of its cluster's node
+    /// (`node_restarts`: the cluster, and when in seconds since the epoch), and the job's own
+    /// retries made up for it — a Job's `backoffLimit`, or a WrappedJob's reset, which
+    /// recreates its components as AppWrapper does after a failed pod. A second Workload or copy
+    /// still counts as a second run, and so does a second set of components with no pod killed.
+    pub fn ran_once_despite(&self, wanted_pods: usize, node_restarts: &[(String, i64)]) -> bool {
+        let killed_by_a_restart = |(cluster, created): &(String, Option<i64>)| {
+            node_restarts.iter().any(|(restarted, at)| restarted == cluster && created.is_some_and(|t| t <= *at))
+        };
+        self.succeeded == wanted_pods
+            && self.unfinished_pods.iter().all(killed_by_a_restart)
+            && self.ran_on.len() == 1
+            && !self.ran_on.contains("manager")
+            && self.manager_workloads == 1
+            && self.workloads_per_copy <= 1
+            && (self.components_per_name <= 1 || !self.unfinished_pods.is_empty())
     }
 
     /// Ran exactly once on each of two workers from one manager Workload: the shape of a
@@ -252,6 +298,7 @@ pub fn evidence(job: &Submitted, seen: &[Seen]) -> Evidence {
         pods: work.len(),
         succeeded: work.iter().filter(|s| s.succeeded).count(),
         ran_on: work.iter().map(|s| s.cluster.clone()).collect(),
+        unfinished_pods: work.iter().filter(|s| !s.succeeded).map(|s| (s.cluster.clone(), s.created)).collect(),
         manager_workloads: manager_workloads(job, seen).count(),
         workloads_per_copy: per_copy.values().copied().max().unwrap_or(0),
         components_per_name: per_component.values().copied().max().unwrap_or(0),

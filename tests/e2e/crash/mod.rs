@@ -3,8 +3,10 @@
 //! "exactly once" is counted.
 
 pub mod by_kueue;
+pub mod end;
 pub mod faults;
 pub mod jobs;
+pub mod kind_faults;
 pub mod ledger;
 
 /// A small seeded generator (xorshift64*): a failing run is replayed with the same seed.
