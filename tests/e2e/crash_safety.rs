@@ -56,14 +56,13 @@ struct Size {
 
 impl Size {
     fn from_env() -> Self {
-        let read = |name: &str, default: u64| std::env::var(name).ok().and_then(|v| v.parse().ok()).unwrap_or(default);
-        let clock = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default();
+        let read = crate::crash::env_size;
         Size {
             external: read("KUEUE_EXT_CRASH_EXTERNAL_JOBS", 60) as usize,
             wrapped: read("KUEUE_EXT_CRASH_WRAPPED_JOBS", 10) as usize,
             batch: read("KUEUE_EXT_CRASH_BATCH_JOBS", 0) as usize,
             rounds: read("KUEUE_EXT_CRASH_ROUNDS", 1).max(1) as usize,
-            seed: read("KUEUE_EXT_CRASH_SEED", clock.as_nanos() as u64),
+            seed: crate::crash::env_seed("KUEUE_EXT_CRASH_SEED"),
         }
     }
 }

@@ -49,13 +49,12 @@ struct Size {
 
 impl Size {
     fn from_env() -> Self {
-        let read = |name: &str, default: u64| std::env::var(name).ok().and_then(|v| v.parse().ok()).unwrap_or(default);
-        let clock = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default();
+        let read = crate::crash::env_size;
         Size {
             jobs: read("KUEUE_EXT_KIND_SOAK_JOBS", 40) as usize,
             faults: read("KUEUE_EXT_KIND_SOAK_FAULTS", 8) as usize,
             upgrade_jobs: read("KUEUE_EXT_KIND_SOAK_UPGRADE_JOBS", 24).max(IN_FLIGHT_AT_UPGRADE as u64) as usize,
-            seed: read("KUEUE_EXT_KIND_SOAK_SEED", clock.as_nanos() as u64),
+            seed: crate::crash::env_seed("KUEUE_EXT_KIND_SOAK_SEED"),
         }
     }
 }

@@ -9,6 +9,17 @@ pub mod jobs;
 pub mod kind_faults;
 pub mod ledger;
 
+/// A size a run takes from the environment variable `name`, else `default`.
+pub fn env_size(name: &str, default: u64) -> u64 {
+    std::env::var(name).ok().and_then(|v| v.parse().ok()).unwrap_or(default)
+}
+
+/// The seed a run takes from `name`, else the clock: printed, so that a failing run is replayed.
+pub fn env_seed(name: &str) -> u64 {
+    let clock = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default();
+    env_size(name, clock.as_nanos() as u64)
+}
+
 /// A small seeded generator (xorshift64*): a failing run is replayed with the same seed.
 pub struct Rng(u64);
 
