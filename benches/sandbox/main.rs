@@ -10,6 +10,9 @@
 //! - `single`: N ExternalJobs vs N batch/v1 Jobs of the same shape on one cluster, until all are
 //!   admitted and all finished; the peak RSS of our controller vs Kueue's manager meanwhile; then
 //!   WrappedJobs of a Job and a Deployment vs as many batch/v1 Jobs (`single.rs`).
+//! - `scheduler-perf`: Kueue's scheduler-perf baseline mix (5 cohorts × 6 ClusterQueues, three
+//!   classes of workloads) as ExternalJobs vs as batch/v1 Jobs, each on a fresh cluster
+//!   (`scheduler_perf.rs`).
 //! - `multikueue`: the same through a manager and two workers (`multikueue.rs`).
 //! - `webhook`: p50/p99 of our webhook vs Kueue's under a fixed admission rate (`webhook.rs`).
 //! - `wrappers`: N WrappedJobs vs N AppWrappers of the same Job on a kind cluster with AppWrapper's
@@ -18,11 +21,12 @@
 //! `cargo bench --bench sandbox`. Sized by environment variables (defaults are the issue's):
 //! `KUEUE_EXT_BENCH_ONLY` (comma list of the names above; all by default),
 //! `KUEUE_EXT_BENCH_RUNS` (4: repeats of `up`, `up-kind` and `webhook`), `KUEUE_EXT_BENCH_JOB_RUNS` (2:
-//! repeats of `single`, `multikueue` and `wrappers`); both are rounded up to whole pairs, as
-//! every versus benchmark runs its sides in ABBA order (`order.rs`). `KUEUE_EXT_BENCH_JOBS` (1000),
+//! repeats of `single`, `scheduler-perf`, `multikueue` and `wrappers`); both are rounded up to
+//! whole pairs, as every versus benchmark runs its sides in ABBA order (`order.rs`). `KUEUE_EXT_BENCH_JOBS` (1000),
 //! `KUEUE_EXT_BENCH_MULTIKUEUE_JOBS` (500), `KUEUE_EXT_BENCH_WRAPPED_JOBS` (200),
 //! `KUEUE_EXT_BENCH_RATE` (200 admissions/s), `KUEUE_EXT_BENCH_ADMISSIONS` (3000),
-//! `KUEUE_EXT_BENCH_WRAPPERS` (50).
+//! `KUEUE_EXT_BENCH_WRAPPERS` (50), `KUEUE_EXT_BENCH_SCHEDULER_PERF_WORKLOADS` (3000; the
+//! baseline's is 15000).
 //! Prints a table and writes target/bench/sandbox.json, and the same with the commit, machine and
 //! date to benches/results/ (`kept.rs`), from which `cargo bench --bench results` writes the table
 //! of docs/performance.md. An unknown name, or a row without samples, fails the run.
@@ -39,6 +43,7 @@ mod names;
 mod order;
 mod report;
 mod sandbox;
+mod scheduler_perf;
 mod single;
 mod throughput;
 mod up;
@@ -61,6 +66,7 @@ struct Settings {
     rate: usize,
     admissions: usize,
     wrappers: usize,
+    scheduler_perf_workloads: usize,
 }
 
 fn env_number(name: &str, default: usize) -> usize {
@@ -85,6 +91,7 @@ impl Settings {
             rate: env_number("KUEUE_EXT_BENCH_RATE", 200).max(1),
             admissions: env_number("KUEUE_EXT_BENCH_ADMISSIONS", 3000).max(1),
             wrappers: env_number("KUEUE_EXT_BENCH_WRAPPERS", 50).max(1),
+            scheduler_perf_workloads: env_number("KUEUE_EXT_BENCH_SCHEDULER_PERF_WORKLOADS", 3000).max(1),
         }
     }
 
@@ -100,7 +107,8 @@ impl Settings {
     fn json(&self) -> serde_json::Value {
         json!({"only": self.only, "runs": self.runs, "job_runs": self.job_runs, "jobs": self.jobs,
                "multikueue_jobs": self.multikueue_jobs, "wrapped_jobs": self.wrapped_jobs,
-               "rate": self.rate, "admissions": self.admissions, "wrappers": self.wrappers})
+               "rate": self.rate, "admissions": self.admissions, "wrappers": self.wrappers,
+               "scheduler_perf_workloads": self.scheduler_perf_workloads})
     }
 }
 
@@ -128,6 +136,9 @@ fn main() {
             "up-kind" => kind_up::bench(settings.runs),
             "up" => up::bench(settings.runs, &bin_dir, &up::kwokctl(&toolchain_root.join("src"), &toolchain_root)),
             "single" => runtime.block_on(single::bench(settings.job_runs, settings.jobs, settings.wrapped_jobs)),
+            "scheduler-perf" => {
+                runtime.block_on(scheduler_perf::bench(settings.job_runs, settings.scheduler_perf_workloads))
+            }
             "multikueue" => runtime.block_on(multikueue::bench(settings.job_runs, settings.multikueue_jobs)),
             "webhook" => runtime.block_on(webhook::bench(settings.runs, settings.rate, settings.admissions)),
             "wrappers" => runtime.block_on(wrappers::bench(settings.job_runs, settings.wrappers)),
