@@ -473,6 +473,10 @@ fn only_a_pod_that_a_node_restart_killed_is_made_up_for() {
     assert!(!two_copies.ran_once_despite(1, &restarts(100)));
     let reset = Evidence { components_per_name: 2, ..once.clone() };
     assert!(reset.ran_once_despite(1, &restarts(100)), "a WrappedJob reset after its pod was killed");
+    let reset_after_a_pod_succeeded = Evidence { pods: 4, succeeded: 3, ..reset.clone() };
+    assert!(reset_after_a_pod_succeeded.ran_once_despite(2, &restarts(100)), "the reset runs the whole set again");
+    let three_sets_worth = Evidence { pods: 4, succeeded: 5, ..reset.clone() };
+    assert!(!three_sets_worth.ran_once_despite(2, &restarts(100)), "more than each set once");
     let reset_for_nothing = Evidence { components_per_name: 2, pods: 1, unfinished_pods: vec![], ..once.clone() };
     assert!(!reset_for_nothing.ran_once_despite(1, &restarts(100)), "components recreated with no pod killed");
     let on_the_manager = Evidence { ran_on: ["manager".to_string()].into(), ..once.clone() };

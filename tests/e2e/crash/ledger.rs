@@ -216,19 +216,26 @@ impl Evidence {
     /// pods: every pod that never succeeded was created before a restart of its cluster's node
     /// (`node_restarts`: the cluster, and when in seconds since the epoch), and the job's own
     /// retries made up for it — a Job's `backoffLimit`, or a WrappedJob's reset, which
-    /// recreates its components as AppWrapper does after a failed pod. A second Workload or copy
-    /// still counts as a second run, and so does a second set of components with no pod killed.
+    /// recreates its components as AppWrapper does after a failed pod and so runs again the
+    /// pods of the first set that had succeeded (each set at most once). A second Workload or
+    /// copy still counts as a second run, and so does a second set of components with no pod
+    /// killed.
     pub fn ran_once_despite(&self, wanted_pods: usize, node_restarts: &[(String, i64)]) -> bool {
         let killed_by_a_restart = |(cluster, created): &(String, Option<i64>)| {
             node_restarts.iter().any(|(restarted, at)| restarted == cluster && created.is_some_and(|t| t <= *at))
         };
-        self.succeeded == wanted_pods
+        let reset_by_a_restart = self.components_per_name > 1 && !self.unfinished_pods.is_empty();
+        let succeeded_enough = if reset_by_a_restart {
+            (wanted_pods..=wanted_pods * self.components_per_name).contains(&self.succeeded)
+        } else {
+            self.succeeded == wanted_pods && self.components_per_name <= 1
+        };
+        succeeded_enough
             && self.unfinished_pods.iter().all(killed_by_a_restart)
             && self.ran_on.len() == 1
             && !self.ran_on.contains("manager")
             && self.manager_workloads == 1
             && self.workloads_per_copy <= 1
-            && (self.components_per_name <= 1 || !self.unfinished_pods.is_empty())
     }
 
     /// Ran exactly once on each of two workers from one manager Workload: the shape of a
