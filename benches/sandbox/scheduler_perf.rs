@@ -30,9 +30,8 @@
 use std::collections::HashMap;
 use std::time::{Duration, Instant};
 
-use futures::{StreamExt, future};
+use futures::future;
 use kube::api::{Api, ApiResource, DynamicObject, ListParams, PostParams};
-use kube::runtime::{WatchStreamExt, watcher};
 use serde_json::{Value, json};
 use tokio::sync::watch;
 
@@ -42,6 +41,7 @@ use crate::jobs::Kind;
 use crate::order;
 use crate::report::{Row, count};
 use crate::sandbox::{Sandbox, cpu_seconds, peak_rss_mib};
+use crate::throughput::follow_workloads;
 
 /// One cluster whose nodes never bound a run: the 30 queues share at most 600 CPU of quota, as up
 /// to 600 pods of 1 CPU (kwok nodes hold 110 pods each). kube-controller-manager's client has no
@@ -314,21 +314,12 @@ fn track(client: &kube::Client, n: usize) -> watch::Receiver<Progress> {
     let (tx, rx) = watch::channel(Progress::default());
     let api: Api<DynamicObject> = Api::all_with(client.clone(), &workload_resource());
     tokio::spawn(async move {
-        let mut events = std::pin::pin!(watcher(api, watcher::Config::default()).default_backoff().applied_objects());
-        loop {
-            // Ends with the watch, or once nobody reads the progress.
-            let event = tokio::select! {
-                () = tx.closed() => break,
-                event = events.next() => event,
-            };
-            let workload = match event {
-                Some(Ok(workload)) => workload,
-                Some(Err(_)) => continue,
-                None => break,
-            };
-            let Some(key) = owner_key(&workload) else { continue };
-            tx.send_modify(|p| p.observe(key, &workload, Instant::now(), n));
-        }
+        follow_workloads(api, &tx, |workload| {
+            if let Some(key) = owner_key(&workload) {
+                tx.send_modify(|p| p.observe(key, &workload, Instant::now(), n));
+            }
+        })
+        .await;
     });
     rx
 }

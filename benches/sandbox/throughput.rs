@@ -101,6 +101,27 @@ fn holds(workload: &DynamicObject, condition: &str) -> bool {
         .is_some_and(|c| c.iter().any(|c| c["type"] == condition && c["status"] == "True"))
 }
 
+/// Calls `seen` with each Workload the watch of `api` delivers, until the watch ends or
+/// nobody reads `progress` any more.
+pub async fn follow_workloads<T>(
+    api: Api<DynamicObject>,
+    progress: &watch::Sender<T>,
+    mut seen: impl FnMut(DynamicObject),
+) {
+    let mut events = std::pin::pin!(watcher(api, watcher::Config::default()).default_backoff().applied_objects());
+    loop {
+        let event = tokio::select! {
+            () = progress.closed() => return,
+            event = events.next() => event,
+        };
+        match event {
+            Some(Ok(workload)) => seen(workload),
+            Some(Err(_)) => continue,
+            None => return,
+        }
+    }
+}
+
 /// Follows the Workloads named `prefix…` and notes when `n` were admitted and `n` finished
 /// (a Workload counts once it was seen admitted, even if it has moved on since).
 fn track(client: &kube::Client, prefix: &'static str, n: usize) -> watch::Receiver<Progress> {
@@ -108,21 +129,10 @@ fn track(client: &kube::Client, prefix: &'static str, n: usize) -> watch::Receiv
     let api: Api<DynamicObject> = Api::namespaced_with(client.clone(), "default", &workload_resource());
     tokio::spawn(async move {
         let (mut created, mut admitted, mut finished) = (HashSet::new(), HashSet::new(), HashSet::new());
-        let mut events = std::pin::pin!(watcher(api, watcher::Config::default()).default_backoff().applied_objects());
-        loop {
-            // Ends with the watch, or once nobody reads the progress.
-            let event = tokio::select! {
-                () = tx.closed() => break,
-                event = events.next() => event,
-            };
-            let workload = match event {
-                Some(Ok(workload)) => workload,
-                Some(Err(_)) => continue,
-                None => break,
-            };
+        follow_workloads(api, &tx, |workload| {
             let name = workload.metadata.name.clone().unwrap_or_default();
             if !name.starts_with(prefix) {
-                continue;
+                return;
             }
             created.insert(name.clone());
             if holds(&workload, "Admitted") || holds(&workload, "Finished") {
@@ -145,7 +155,8 @@ fn track(client: &kube::Client, prefix: &'static str, n: usize) -> watch::Receiv
                     p.all_finished = Some(Instant::now());
                 }
             });
-        }
+        })
+        .await;
     });
     rx
 }
