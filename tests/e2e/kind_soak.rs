@@ -28,7 +28,7 @@ use serde_json::Value;
 
 use crate::common::{BIN, Sandbox, api, kind_images_built, text};
 use crate::crash::Rng;
-use crate::crash::end::{Outcomes, orphans, unfinished_workloads};
+use crate::crash::end::{Outcomes, left_after, orphans, unfinished_workloads};
 use crate::crash::jobs::{self, Kind, Nodes, Planned, Submitted};
 use crate::crash::kind_faults::{self, Fault, Injected};
 use crate::crash::ledger::{self, Ledger};
@@ -221,18 +221,6 @@ async fn quota_held(client: &Client) -> Result<Vec<String>, String> {
     Ok(held)
 }
 
-/// The quota still in use once Kueue had `timeout` to release it.
-async fn quota_held_after(client: &Client, timeout: Duration) -> Vec<String> {
-    let deadline = Instant::now() + timeout;
-    loop {
-        let held = quota_held(client).await.unwrap_or_else(|e| vec![format!("cannot read: {e}")]);
-        if held.is_empty() || Instant::now() >= deadline {
-            return held;
-        }
-        tokio::time::sleep(Duration::from_secs(2)).await;
-    }
-}
-
 #[derive(Default)]
 struct Tally {
     submitted: usize,
@@ -397,9 +385,10 @@ async fn every_job_finishes_exactly_once_on_kind_through_pod_deletions_node_rest
     let behind = ledger.behind_within(&clients, Duration::from_secs(60)).await;
     let mut quota = Vec::new();
     for (cluster, client) in &clients {
-        quota.extend(
-            quota_held_after(client, Duration::from_secs(60)).await.into_iter().map(|q| format!("{cluster}: {q}")),
-        );
+        let held = left_after(Duration::from_secs(60), Duration::from_secs(2), || async {
+            quota_held(client).await.unwrap_or_else(|e| vec![format!("cannot read: {e}")])
+        });
+        quota.extend(held.await.into_iter().map(|q| format!("{cluster}: {q}")));
     }
     let seen = ledger.snapshot();
     watches.iter().for_each(|w| w.abort());
@@ -429,8 +418,7 @@ async fn every_job_finishes_exactly_once_on_kind_through_pod_deletions_node_rest
             tally.retried_after_restart += usize::from(!evidence.unfinished_pods.is_empty());
             continue;
         }
-        let duplicated = evidence.succeeded > wanted || evidence.ran_on.len() > 1 || evidence.manager_workloads > 1;
-        let duplicated = duplicated || evidence.workloads_per_copy > 1 || evidence.components_per_name > 1;
+        let duplicated = evidence.more_than_once(wanted);
         if duplicated {
             tally.duplicated += 1;
         } else {

@@ -128,10 +128,26 @@ pub async fn orphans_on(client: &Client) -> Result<Vec<String>, String> {
     Ok(found)
 }
 
-/// Orphans on every one of `clusters` once the garbage collectors had `timeout` to act.
-pub async fn orphans(clusters: &[(&str, Client)], timeout: Duration) -> Vec<String> {
+/// What `left` finds, once it finds nothing or `timeout` passed, looking every `pause`: the
+/// wait of every end-state check, which the cluster may need time to settle into.
+pub async fn left_after<F, Fut>(timeout: Duration, pause: Duration, mut left: F) -> Vec<String>
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = Vec<String>>,
+{
     let deadline = Instant::now() + timeout;
     loop {
+        let found = left().await;
+        if found.is_empty() || Instant::now() >= deadline {
+            return found;
+        }
+        tokio::time::sleep(pause).await;
+    }
+}
+
+/// Orphans on every one of `clusters` once the garbage collectors had `timeout` to act.
+pub async fn orphans(clusters: &[(&str, Client)], timeout: Duration) -> Vec<String> {
+    left_after(timeout, Duration::from_secs(3), || async {
         let mut all = Vec::new();
         for (cluster, client) in clusters {
             match orphans_on(client).await {
@@ -139,11 +155,9 @@ pub async fn orphans(clusters: &[(&str, Client)], timeout: Duration) -> Vec<Stri
                 Err(e) => all.push(format!("{cluster}: cannot list: {e}")),
             }
         }
-        if all.is_empty() || Instant::now() >= deadline {
-            return all;
-        }
-        tokio::time::sleep(Duration::from_secs(3)).await;
-    }
+        all
+    })
+    .await
 }
 
 /// Manager Workloads of the jobs that are not Finished.

@@ -5,7 +5,7 @@
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::{Arc, Mutex, PoisonError};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use futures::StreamExt;
 use kube::api::{Api, ApiResource, DynamicObject, ListParams};
@@ -149,8 +149,7 @@ impl Ledger {
     /// (every object they cover seen as its API server lists it now) or `timeout` passed: the
     /// verdicts are read from it.
     pub async fn behind_within(&self, clusters: &[(&str, Client)], timeout: Duration) -> Vec<String> {
-        let deadline = Instant::now() + timeout;
-        loop {
+        super::end::left_after(timeout, Duration::from_secs(1), || async {
             let mut all = Vec::new();
             for (cluster, client) in clusters {
                 match self.behind(client).await {
@@ -158,11 +157,9 @@ impl Ledger {
                     Err(e) => all.push(format!("{cluster}: cannot list: {e}")),
                 }
             }
-            if all.is_empty() || Instant::now() >= deadline {
-                return all;
-            }
-            tokio::time::sleep(Duration::from_secs(1)).await;
-        }
+            all
+        })
+        .await
     }
 
     pub fn snapshot(&self) -> Vec<Seen> {
@@ -200,8 +197,13 @@ impl Evidence {
     /// Ran more than once somewhere: more pods than asked, two places, two Workloads, two
     /// incarnations of a component.
     pub fn duplicated(&self, wanted_pods: usize) -> bool {
-        self.pods > wanted_pods
-            || self.succeeded > wanted_pods
+        self.pods > wanted_pods || self.more_than_once(wanted_pods)
+    }
+
+    /// Ran more than once in a way no killed pod explains: more successes than asked, two
+    /// places, two Workloads, two incarnations of a component.
+    pub fn more_than_once(&self, wanted_pods: usize) -> bool {
+        self.succeeded > wanted_pods
             || self.ran_on.len() > 1
             || self.manager_workloads > 1
             || self.workloads_per_copy > 1
