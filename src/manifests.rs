@@ -117,7 +117,14 @@ pub fn controller_rules() -> Value {
         rule(&["kueue.x-k8s.io"], &["workloads/status"], &["get", "update", "patch"]),
         rule(
             &["kueue.x-k8s.io"],
-            &["localqueues", "clusterqueues", "admissionchecks", "resourceflavors", "workloadpriorityclasses"],
+            &[
+                "localqueues",
+                "clusterqueues",
+                "admissionchecks",
+                "resourceflavors",
+                "workloadpriorityclasses",
+                "multikueueclusters",
+            ],
             &READ,
         ),
         rule(&["scheduling.k8s.io"], &["priorityclasses"], &READ),

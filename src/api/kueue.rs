@@ -215,6 +215,23 @@ pub struct AdmissionCheckSpec {
     pub controller_name: String,
 }
 
+/// A worker the manager's MultiKueue dispatches to; read for whether it is connected.
+#[derive(CustomResource, Serialize, Deserialize, Clone, Debug, Default, PartialEq)]
+#[kube(
+    group = "kueue.x-k8s.io",
+    version = "v1beta2",
+    kind = "MultiKueueCluster",
+    status = "MultiKueueClusterStatus",
+    schema = "disabled"
+)]
+pub struct MultiKueueClusterSpec {}
+
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq)]
+pub struct MultiKueueClusterStatus {
+    #[serde(default)]
+    pub conditions: Vec<Condition>,
+}
+
 /// A cluster's part in MultiKueue: the manager, where jobs are queued, or a worker, where
 /// they run.
 #[derive(Clone, Copy, Debug, Serialize, Deserialize, PartialEq, Eq)]

@@ -28,7 +28,7 @@ use kube::{Client, Resource};
 use tokio::sync::watch;
 use tracing::info;
 
-use crate::api::kueue::{AdmissionCheck, ClusterQueue, LocalQueue, ResourceFlavor, Workload};
+use crate::api::kueue::{AdmissionCheck, ClusterQueue, LocalQueue, MultiKueueCluster, ResourceFlavor, Workload};
 use crate::integrations::declarative::{self, config::Integration};
 use crate::integrations::registry;
 use crate::jobframework::events::EventSink;
@@ -82,6 +82,9 @@ where
 
 /// Runs until SIGINT/SIGTERM.
 pub async fn run(options: Options) -> Result<(), ControllerError> {
+    // Listened for from the start: a replica stopped while it waits for its caches or the Lease
+    // still drains its webhook server; the default action would drop admissions mid-answer.
+    let terminated = terminated().map_err(ControllerError::Signal)?;
     let client = options.client;
     let integrations: Vec<Arc<Integration>> = options.integrations.into_iter().map(Arc::new).collect();
     let metrics = options.metrics;
@@ -130,86 +133,97 @@ pub async fn run(options: Options) -> Result<(), ControllerError> {
     let (listen, shutdown) = (options.listen, stopped(stop_rx.clone()));
     let server = on_own_thread("webhooks", async move { server::serve(listen, tls, router, shutdown).await })?;
 
-    // The webhooks read only the queue caches: they serve as soon as those hold, without waiting
-    // for the Workloads (thousands on a busy cluster). While they refuse, the API server refuses
-    // every job of our kinds, MultiKueue's copies on a worker included.
-    for (what, ready) in [
-        ("LocalQueues", queues.local_queues.wait_until_ready().await.is_ok()),
-        ("ClusterQueues", queues.cluster_queues.wait_until_ready().await.is_ok()),
-        ("AdmissionChecks", queues.admission_checks.wait_until_ready().await.is_ok()),
-    ] {
-        if !ready {
-            return Err(ControllerError::NeverSynced(what));
+    let work = async {
+        // The webhooks read only the queue caches: they serve as soon as those hold, without waiting
+        // for the Workloads (thousands on a busy cluster). While they refuse, the API server refuses
+        // every job of our kinds, MultiKueue's copies on a worker included.
+        for (what, ready) in [
+            ("LocalQueues", queues.local_queues.wait_until_ready().await.is_ok()),
+            ("ClusterQueues", queues.cluster_queues.wait_until_ready().await.is_ok()),
+            ("AdmissionChecks", queues.admission_checks.wait_until_ready().await.is_ok()),
+        ] {
+            if !ready {
+                return Err(ControllerError::NeverSynced(what));
+            }
         }
-    }
-    state.ready.store(true, Ordering::Relaxed);
-    info!(listen = %options.listen, "queue caches synced; serving webhooks");
-    workloads.wait_until_ready().await.map_err(|_| ControllerError::NeverSynced("Workloads"))?;
+        state.ready.store(true, Ordering::Relaxed);
+        info!(listen = %options.listen, "queue caches synced; serving webhooks");
+        workloads.wait_until_ready().await.map_err(|_| ControllerError::NeverSynced("Workloads"))?;
 
-    // Every replica answers admissions; only the Lease holder writes.
-    if let Some(election) = &options.election {
-        info!(identity = %election.identity, lease = leader::LEASE, "waiting to lead");
-        leadership.until_leading().await?;
-        info!(identity = %election.identity, "leading");
-    }
-    let lease_lost = leadership.until_lost();
+        // Every replica answers admissions; only the Lease holder writes.
+        if let Some(election) = &options.election {
+            info!(identity = %election.identity, lease = leader::LEASE, "waiting to lead");
+            leadership.until_leading().await?;
+            info!(identity = %election.identity, "leading");
+        }
+        let lease_lost = leadership.until_lost();
 
-    let ctx = Arc::new(Context {
-        client: client.clone(),
-        config: options.config,
-        workloads,
-        own_writes: our_workloads.own_writes.clone(),
-        flavors: cache(Api::<ResourceFlavor>::all(client.clone())),
-        events: EventSink::start(client.clone(), Reporter { controller: MANAGER.into(), instance: None }),
-        multikueue: Default::default(),
-    });
-    let record: Record = {
-        let metrics = metrics.clone();
-        Arc::new(move |label, ok, took| metrics.reconciled(label, ok, took))
-    };
-    let setup = Setup::new(ctx.clone(), workload_changes, stop_rx.clone(), record);
-    let compiled = registry::COMPILED.iter().map(|kind| (kind.start)(&setup));
-    let configured = integrations.iter().map(|integration| declarative::controller::start(&setup, integration.clone()));
-    let jobs = futures::future::join_all(compiled.chain(configured).collect::<Vec<_>>());
-    let orphans = Controller::for_stream(our_workloads.deleting, our_workloads.store)
-        .with_config(bounded())
-        .graceful_shutdown_on(setup.stopped())
-        .run(
-            move |wl: Arc<Workload>, ctx: Arc<Context>| {
-                let orphan_kinds = orphan_kinds.clone();
-                async move {
-                    // Only a Workload being deleted can have lost its job for good.
-                    if wl.metadata.deletion_timestamp.is_none() {
-                        return Ok(Action::await_change());
+        let ctx = Arc::new(Context {
+            client: client.clone(),
+            config: options.config,
+            workloads,
+            own_writes: our_workloads.own_writes.clone(),
+            flavors: cache(Api::<ResourceFlavor>::all(client.clone())),
+            events: EventSink::start(client.clone(), Reporter { controller: MANAGER.into(), instance: None }),
+            multikueue: Default::default(),
+            multikueue_clusters: cache(Api::<MultiKueueCluster>::all(client.clone())),
+        });
+        let record: Record = {
+            let metrics = metrics.clone();
+            Arc::new(move |label, ok, took| metrics.reconciled(label, ok, took))
+        };
+        let setup = Setup::new(ctx.clone(), workload_changes, stop_rx.clone(), record);
+        let compiled = registry::COMPILED.iter().map(|kind| (kind.start)(&setup));
+        let configured =
+            integrations.iter().map(|integration| declarative::controller::start(&setup, integration.clone()));
+        let jobs = futures::future::join_all(compiled.chain(configured).collect::<Vec<_>>());
+        let orphans = Controller::for_stream(our_workloads.deleting, our_workloads.store)
+            .with_config(bounded())
+            .graceful_shutdown_on(setup.stopped())
+            .run(
+                move |wl: Arc<Workload>, ctx: Arc<Context>| {
+                    let orphan_kinds = orphan_kinds.clone();
+                    async move {
+                        // Only a Workload being deleted can have lost its job for good.
+                        if wl.metadata.deletion_timestamp.is_none() {
+                            return Ok(Action::await_change());
+                        }
+                        for kind in &orphan_kinds {
+                            reconciler::finalize_orphan(&wl, &ctx.client, kind).await?;
+                        }
+                        Ok(Action::await_change())
                     }
-                    for kind in &orphan_kinds {
-                        reconciler::finalize_orphan(&wl, &ctx.client, kind).await?;
-                    }
-                    Ok(Action::await_change())
-                }
-            },
-            error_policy,
-            ctx,
-        )
-        .for_each(|_| async {});
+                },
+                error_policy,
+                ctx,
+            )
+            .for_each(|_| async {});
 
-    let signal = async {
-        let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())?;
         tokio::select! {
-            _ = tokio::signal::ctrl_c() => {}
-            _ = term.recv() => {}
+            _ = async { tokio::join!(jobs, orphans) } => Ok(()),
+            // Another replica may already be writing: stop at once, as controller-runtime does.
+            _ = lease_lost => Err(ControllerError::LostLease(leader::LEASE)),
         }
-        Ok::<_, std::io::Error>(())
     };
     let outcome = tokio::select! {
-        _ = async { tokio::join!(jobs, orphans) } => Ok(()),
-        result = signal => { info!("shutting down"); result.map_err(ControllerError::Signal) }
-        // Another replica may already be writing: stop at once, as controller-runtime does.
-        _ = lease_lost => Err(ControllerError::LostLease(leader::LEASE)),
+        outcome = work => outcome,
+        () = terminated => { info!("shutting down"); Ok(()) }
     };
     let _ = stop_tx.send(true);
     server.await.map_err(|_| ControllerError::ServerGone)??;
     outcome
+}
+
+/// Resolves at the first SIGINT or SIGTERM; both are caught from the call on.
+fn terminated() -> std::io::Result<impl Future<Output = ()>> {
+    use tokio::signal::unix::{SignalKind, signal};
+    let (mut interrupt, mut terminate) = (signal(SignalKind::interrupt())?, signal(SignalKind::terminate())?);
+    Ok(async move {
+        tokio::select! {
+            _ = interrupt.recv() => {}
+            _ = terminate.recv() => {}
+        }
+    })
 }
 
 /// Runs `task` on a runtime of its own, on a thread of its own. The webhooks run so: an

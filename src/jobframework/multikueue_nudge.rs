@@ -21,6 +21,9 @@
 //! within `STRANDED_AFTER`, as [`MultiKueueProgress`] remembers), unless it was passed over: a Workload
 //! reserved more than `STRANDED_AFTER` after it is past that stage. Eager nudges slowed a
 //! 500-job MultiKueue run down (the README's Performance section has the figures).
+//! While the manager reaches none of its workers (no MultiKueueCluster `Active`), a nudge
+//! would find none either: the Workload waits, its nudges uncounted, and is nudged within
+//! `STRANDED_AFTER` of a worker coming back, not up to `LONGEST_WAIT` later.
 
 use std::collections::HashMap;
 use std::ops::Deref;
@@ -31,7 +34,7 @@ use time::OffsetDateTime;
 use time::format_description::well_known::Rfc3339;
 
 use crate::api::condition;
-use crate::api::kueue::{FINISHED, QUOTA_RESERVED, Workload, WorkloadStatus};
+use crate::api::kueue::{FINISHED, MultiKueueCluster, QUOTA_RESERVED, Workload, WorkloadStatus};
 
 /// Holds the time of the last nudge.
 pub const RETRY_ANNOTATION: &str = "kueue-ext.dev/multikueue-retry";
@@ -138,13 +141,22 @@ impl MultiKueueProgress {
     }
 }
 
+/// Whether the manager reaches a worker: one of `clusters` is `Active`. With none known (not a
+/// manager, or MultiKueueClusters not readable) nothing says a nudge would be wasted.
+pub fn a_worker_connected<C: Deref<Target = MultiKueueCluster>>(clusters: &[C]) -> bool {
+    let active = |cluster: &C| cluster.status.as_ref().is_some_and(|s| condition::is_true(&s.conditions, "Active"));
+    clusters.is_empty() || clusters.iter().any(active)
+}
+
 /// Where MultiKueue stands with `wl` at `now`; `others` gives the Workloads to compare it with,
-/// read only once it has waited long enough.
+/// read only once it has waited long enough; `connected`: whether a worker is
+/// ([`a_worker_connected`]).
 pub fn dispatch<W: Deref<Target = Workload>>(
     wl: &Workload,
     now: OffsetDateTime,
     others: impl FnOnce() -> Vec<W>,
     progress: &MultiKueueProgress,
+    connected: bool,
 ) -> Dispatch {
     let Some(status) = wl.status.as_ref().filter(|_| waits_for_a_worker(wl)) else { return Dispatch::Moving };
     let annotation = |key| wl.metadata.annotations.as_ref().and_then(|a| a.get(key));
@@ -157,7 +169,10 @@ pub fn dispatch<W: Deref<Target = Workload>>(
     };
     let stage = Stage::of(status);
     let allowed = stage.first_wait().saturating_mul(1 << nudges.min(16)).min(LONGEST_WAIT);
-    let stranded = || Dispatch::Stranded(Nudge { at: condition::timestamp(now), count: nudges + 1 });
+    let stranded = || match connected {
+        true => Dispatch::Stranded(Nudge { at: condition::timestamp(now), count: nudges + 1 }),
+        false => Dispatch::Waiting(STRANDED_AFTER),
+    };
     let Some(since) = reserved.max(nudged) else { return stranded() };
     let waited = Duration::try_from(now - since).unwrap_or_default();
     match allowed.checked_sub(waited) {
@@ -252,7 +267,7 @@ mod tests {
 
     /// `dispatch` for a Workload with no other in its ClusterQueue.
     fn alone(wl: &Workload, now: OffsetDateTime) -> Dispatch {
-        dispatch(wl, now, Vec::<&Workload>::new, &MultiKueueProgress::default())
+        dispatch(wl, now, Vec::<&Workload>::new, &MultiKueueProgress::default(), true)
     }
 
     fn stranded(t: &str, count: u32) -> Dispatch {
@@ -338,6 +353,33 @@ mod tests {
         }
     }
 
+    fn worker(active: bool) -> MultiKueueCluster {
+        let mut cluster = MultiKueueCluster::new("worker1", Default::default());
+        let active = Condition::new("Active", active, if active { "Active" } else { "ClientConnectionFailed" }, "");
+        cluster.status = Some(crate::api::kueue::MultiKueueClusterStatus { conditions: vec![active] });
+        cluster
+    }
+
+    #[test]
+    fn a_worker_is_connected_when_one_multikueuecluster_is_active_or_none_is_known() {
+        let (up, down) = (worker(true), worker(false));
+        assert!(a_worker_connected(&[&down, &up]));
+        assert!(!a_worker_connected(&[&down]));
+        assert!(!a_worker_connected(&[&MultiKueueCluster::new("new", Default::default())]), "no status yet");
+        assert!(a_worker_connected::<&MultiKueueCluster>(&[]), "nothing says a nudge would be wasted");
+    }
+
+    #[test]
+    fn with_no_worker_connected_a_stranded_workload_waits_uncounted_and_is_nudged_once_one_is() {
+        let wl = nudged(left_without_a_worker(), "2026-11-24T01:00:30Z");
+        let look = |t: &str, connected| dispatch(&wl, at(t), Vec::<&Workload>::new, &Default::default(), connected);
+        let due = "2026-11-24T01:01:30Z";
+        assert_eq!(look(due, false), secs(30), "no worker to find: no nudge");
+        assert_eq!(look("2026-11-24T01:20:00Z", false), secs(30), "still none, however long");
+        let back = "2026-11-24T01:20:30Z";
+        assert_eq!(look(back, true), stranded(back, 2), "the nudges not made were not counted");
+    }
+
     /// A Workload of the same ClusterQueue reserved `secs` seconds after `RESERVED_AT`, with a
     /// worker nominated or not.
     fn reserved_later(secs: i64, worker: bool) -> Workload {
@@ -357,7 +399,7 @@ mod tests {
         let progress = MultiKueueProgress::default();
         let placed: Vec<Workload> = (1..=3).map(|i| reserved_later(i, true)).collect();
         // Looks at `t`, when the first `n` of them have a worker.
-        let look = |t: &str, n: usize| dispatch(&wl, at(t), || placed.iter().take(n).collect(), &progress);
+        let look = |t: &str, n: usize| dispatch(&wl, at(t), || placed.iter().take(n).collect(), &progress, true);
         assert_eq!(look("2026-11-24T01:00:30Z", 1), secs(30), "first counted: moving");
         assert_eq!(look("2026-11-24T01:00:55Z", 2), secs(30), "one more placed");
         assert_eq!(look("2026-11-24T01:01:25Z", 3), secs(30), "and one more");
@@ -369,7 +411,7 @@ mod tests {
         let now = "2026-11-24T01:05:00Z";
         let progress = MultiKueueProgress::default();
         assert_eq!(
-            dispatch(&nominated, at(now), || placed.iter().collect(), &progress),
+            dispatch(&nominated, at(now), || placed.iter().collect(), &progress, true),
             stranded(now, 1),
             "placed nowhere"
         );
@@ -380,9 +422,9 @@ mod tests {
         let wl = left_without_a_worker();
         let (soon_after, well_after) = (reserved_later(10, true), reserved_later(31, true));
         let now = "2026-11-24T01:01:00Z";
-        assert_eq!(dispatch(&wl, at(now), || vec![&soon_after], &MultiKueueProgress::default()), secs(30));
+        assert_eq!(dispatch(&wl, at(now), || vec![&soon_after], &MultiKueueProgress::default(), true), secs(30));
         let others = || vec![&soon_after, &well_after];
-        assert_eq!(dispatch(&wl, at(now), others, &MultiKueueProgress::default()), stranded(now, 1));
+        assert_eq!(dispatch(&wl, at(now), others, &MultiKueueProgress::default(), true), stranded(now, 1));
     }
 
     #[test]
@@ -392,9 +434,9 @@ mod tests {
         let mut elsewhere = reserved_later(5, true);
         elsewhere.status.as_mut().unwrap().admission.as_mut().unwrap().cluster_queue = "other".into();
         let placed = reserved_later(5, true);
-        assert_eq!(dispatch(&wl, at("2026-11-24T01:00:30Z"), || vec![&placed], &progress), secs(30));
+        assert_eq!(dispatch(&wl, at("2026-11-24T01:00:30Z"), || vec![&placed], &progress, true), secs(30));
         let now = "2026-11-24T01:01:01Z";
-        assert_eq!(dispatch(&wl, at(now), || vec![&elsewhere], &progress), stranded(now, 1));
+        assert_eq!(dispatch(&wl, at(now), || vec![&elsewhere], &progress, true), stranded(now, 1));
     }
 
     #[test]
@@ -417,7 +459,7 @@ mod tests {
         let wl = left_without_a_worker();
         let burst: Vec<Workload> = (0..200).map(|_| left_without_a_worker()).collect();
         let progress = MultiKueueProgress::default();
-        let look = |t: &str| dispatch(&wl, at(t), || burst.iter().collect(), &progress);
+        let look = |t: &str| dispatch(&wl, at(t), || burst.iter().collect(), &progress, true);
         assert_eq!(look("2026-11-24T01:00:30Z"), secs(50), "200 waiting × 400 ms: 80 s");
         let passed = "2026-11-24T01:01:20Z";
         assert_eq!(look(passed), stranded(passed, 1), "then progress counts, and none was shown");
@@ -440,7 +482,7 @@ mod tests {
         let progress = MultiKueueProgress::default();
         let placed: Vec<Workload> = (1..=3).map(|i| nominated_at(i, true)).collect();
         // Looks at `t`, when the first `n` of them have been placed.
-        let look = |t: &str, n: usize| dispatch(&wl, at(t), || placed.iter().take(n).collect(), &progress);
+        let look = |t: &str, n: usize| dispatch(&wl, at(t), || placed.iter().take(n).collect(), &progress, true);
         assert_eq!(look("2026-11-24T01:04:00Z", 1), secs(60), "its first wait of five minutes");
         assert_eq!(look("2026-11-24T01:05:00Z", 1), secs(30), "past it, one placed: moving");
         assert_eq!(look("2026-11-24T01:05:25Z", 2), secs(30), "one more placed");
@@ -455,7 +497,7 @@ mod tests {
         let nominated: Vec<Workload> = (1..=3).map(|i| nominated_at(i, false)).collect();
         let now = "2026-11-24T01:05:00Z";
         assert_eq!(
-            dispatch(&wl, at(now), || nominated.iter().collect(), &MultiKueueProgress::default()),
+            dispatch(&wl, at(now), || nominated.iter().collect(), &MultiKueueProgress::default(), true),
             stranded(now, 1)
         );
     }
@@ -465,8 +507,8 @@ mod tests {
         let wl = nominated_at(0, false);
         let (soon_after, well_after) = (nominated_at(10, true), nominated_at(31, true));
         let now = "2026-11-24T01:05:00Z";
-        assert_eq!(dispatch(&wl, at(now), || vec![&soon_after], &MultiKueueProgress::default()), secs(30));
+        assert_eq!(dispatch(&wl, at(now), || vec![&soon_after], &MultiKueueProgress::default(), true), secs(30));
         let others = || vec![&soon_after, &well_after];
-        assert_eq!(dispatch(&wl, at(now), others, &MultiKueueProgress::default()), stranded(now, 1));
+        assert_eq!(dispatch(&wl, at(now), others, &MultiKueueProgress::default(), true), stranded(now, 1));
     }
 }

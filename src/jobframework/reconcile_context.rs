@@ -10,7 +10,7 @@ use super::api_error;
 use super::events::EventSink;
 use super::multikueue_nudge;
 use super::own_writes::OwnWrites;
-use crate::api::kueue::{ResourceFlavor, Workload};
+use crate::api::kueue::{MultiKueueCluster, ResourceFlavor, Workload};
 
 /// Framework settings (Kueue's Configuration fields that matter to a job reconciler).
 #[derive(Clone, Debug)]
@@ -43,6 +43,8 @@ pub struct Context {
     pub events: EventSink,
     /// What MultiKueue has shown of its progress, for the nudge.
     pub multikueue: multikueue_nudge::MultiKueueProgress,
+    /// The manager's MultiKueueClusters, from a watch: a nudge waits for one to be connected.
+    pub multikueue_clusters: Store<MultiKueueCluster>,
 }
 
 #[derive(Debug, thiserror::Error)]

@@ -119,8 +119,10 @@ async fn act<J: GenericJob>(
     current: bool,
 ) -> Result<Step, Error> {
     let now = time::OffsetDateTime::now_utc();
-    let decision =
-        decide(job, wl, &ctx.config, || multikueue_nudge::dispatch(wl, now, || ctx.workloads.state(), &ctx.multikueue));
+    let decision = decide(job, wl, &ctx.config, || {
+        let connected = multikueue_nudge::a_worker_connected(&ctx.multikueue_clusters.state());
+        multikueue_nudge::dispatch(wl, now, || ctx.workloads.state(), &ctx.multikueue, connected)
+    });
     if !current && decision.writes(job, wl) && !decision.only_pinned_workload_writes() {
         return Ok(Step::Confirm);
     }

@@ -56,6 +56,7 @@ fn context(client: Client, cached: &[Workload]) -> Context {
         flavors: flavors.as_reader(),
         events: EventSink::held().0,
         multikueue: Default::default(),
+        multikueue_clusters: Writer::default().as_reader(),
     }
 }
 

@@ -55,6 +55,7 @@ fn context(client: kube::Client) -> Context {
         flavors: Writer::default().as_reader(),
         events: EventSink::held().0,
         multikueue: Default::default(),
+        multikueue_clusters: Writer::default().as_reader(),
     }
 }
 
