@@ -239,17 +239,41 @@ impl Sandbox {
                 let _ = std::fs::copy(log.path(), into.join(log.file_name()));
             }
         }
-        for cluster in entries.iter().filter(|e| e.join("logs").is_dir()) {
-            let name = cluster.file_name().unwrap_or_default().to_string_lossy().into_owned();
-            self.dump_objects(&name, &kept.join(&name).join("objects.yaml"));
+        for cluster in self.clusters() {
+            let into = kept.join(&cluster);
+            let _ = std::fs::create_dir_all(&into);
+            self.dump_objects(&cluster, &into.join("objects.yaml"));
+            if self.on_kind() {
+                // The kubelet's, containerd's and every pod's logs: a pod that never started is
+                // explained there, not in the API.
+                let name = format!("kueue-ext-{cluster}");
+                let dir = into.join("kind-logs");
+                let _ = Command::new(kueue_ext::sandbox::kind_cli_path())
+                    .args(["export", "logs", path_str(&dir), "--name", &name])
+                    .output();
+            }
         }
         eprintln!("component logs kept in {}", kept.display());
+    }
+
+    fn on_kind(&self) -> bool {
+        self.runtime == Some("kind") || std::env::var("KUEUE_EXT_RUNTIME").is_ok_and(|runtime| runtime == "kind")
+    }
+
+    /// The clusters the sandbox's kubeconfig names (contexts `kueue-ext-<cluster>`).
+    fn clusters(&self) -> Vec<String> {
+        let Some(kubectl) = toolchain_kubectl() else { return Vec::new() };
+        let kubeconfig = self.kubeconfig();
+        let args = ["--kubeconfig", path_str(&kubeconfig), "config", "get-contexts", "-o", "name"];
+        let Ok(out) = Command::new(kubectl).args(args).output() else { return Vec::new() };
+        let contexts = String::from_utf8_lossy(&out.stdout).into_owned();
+        contexts.lines().filter_map(|context| context.strip_prefix("kueue-ext-")).map(str::to_string).collect()
     }
 
     /// What the cluster held when the test failed: jobs, their parts, Workloads and events.
     fn dump_objects(&self, cluster: &str, into: &Path) {
         let Some(kubectl) = toolchain_kubectl() else { return };
-        let kinds = "externaljobs,wrappedjobs,workloads,jobs,deployments,pods,localqueues,clusterqueues,events";
+        let kinds = "externaljobs,wrappedjobs,workloads,jobs,deployments,pods,nodes,localqueues,clusterqueues,events";
         let context = format!("kueue-ext-{cluster}");
         let kubeconfig = self.kubeconfig();
         let args = ["--kubeconfig", path_str(&kubeconfig), "--context", &context, "get", kinds, "-A", "-o", "yaml"];
