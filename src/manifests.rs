@@ -302,8 +302,10 @@ pub fn deployment(image: &str) -> Value {
                         "args": controller_args(),
                         "ports": [{"name": "webhook", "containerPort": WEBHOOK_PORT, "protocol": "TCP"}],
                         // A replica on its way out answers until the Service has stopped sending it
-                        // admissions (endpoints are removed while this waits).
-                        "lifecycle": {"preStop": {"sleep": {"seconds": 5}}},
+                        // admissions: endpoints and kube-proxy's rules are updated while this
+                        // waits, which on a busy node took longer than 5 s. With the server's
+                        // drain after it, well within the default 30 s grace.
+                        "lifecycle": {"preStop": {"sleep": {"seconds": 10}}},
                         // Nothing listens until the first certificate is written.
                         "startupProbe": {"httpGet": {"path": "/healthz", "port": "webhook", "scheme": "HTTPS"},
                                          "periodSeconds": 2, "failureThreshold": 90},

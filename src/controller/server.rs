@@ -222,7 +222,9 @@ async fn serve_on(
     let stopper = handle.clone();
     tokio::spawn(async move {
         shutdown.await;
-        stopper.graceful_shutdown(Some(std::time::Duration::from_secs(5)));
+        // Long enough for the answers in flight; the API server is told (HTTP/2 GOAWAY) to send
+        // the next ones elsewhere.
+        stopper.graceful_shutdown(Some(std::time::Duration::from_secs(10)));
     });
     // No Nagle delay: a TLS record written after an unacknowledged one would wait for the ACK,
     // which shows in the latency tail of small admission answers (Go's servers disable it too).

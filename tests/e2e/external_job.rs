@@ -319,7 +319,7 @@ async fn a_second_replica_takes_over_when_the_leader_dies() {
     .await;
 
     // A second replica on its own port: it serves webhooks but waits for the Lease.
-    let (mut replica, port) = waiting_replica(&sandbox, &command, "replica", &holder).await;
+    let (replica, port) = waiting_replica(&sandbox, &command, "replica", &holder).await;
     let renewed_at = lease_renewal(&client).await;
     eventually("the leader to renew its Lease while the replica waits", Duration::from_secs(30), || async {
         let now = lease_renewal(&client).await;
@@ -347,22 +347,31 @@ async fn a_second_replica_takes_over_when_the_leader_dies() {
     .await;
     wait_complete(&client, "after-failover", Duration::from_secs(90)).await;
     let successor = lease_holder(&client).await;
-    assert!(successor.ends_with(&format!("-{}", replica.id())), "the replica leads now: {successor}");
+    assert!(successor.ends_with(&format!("-{}", replica.0.id())), "the replica leads now: {successor}");
 
     // A replica stopped while it waits for the Lease (a Deployment's roll stops such a standby
     // as often as the leader) shuts its webhook server down in order instead of dying mid-answer.
     let (mut standby, _) = waiting_replica(&sandbox, &command, "standby", &successor).await;
-    nix::sys::signal::kill(nix::unistd::Pid::from_raw(standby.id() as i32), nix::sys::signal::Signal::SIGTERM).unwrap();
-    let status = standby.wait().unwrap();
+    nix::sys::signal::kill(nix::unistd::Pid::from_raw(standby.0.id() as i32), nix::sys::signal::Signal::SIGTERM)
+        .unwrap();
+    let status = standby.0.wait().unwrap();
     let log = std::fs::read_to_string(sandbox.dir.join("manager/logs/standby.log")).unwrap_or_default();
     assert!(status.success() && log.contains("shutting down"), "a waiting replica stops in order: {status}\n{log}");
-    replica.kill().unwrap();
-    replica.wait().unwrap();
+}
+
+/// A replica the test started, stopped when the test ends, also when it fails.
+struct Replica(Child);
+
+impl Drop for Replica {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
 }
 
 /// Another replica of the controller of `command`, on a port of its own, started once it has
 /// found `holder` leading and tried for the Lease; its log is `manager/logs/<name>.log`.
-async fn waiting_replica(sandbox: &Sandbox, command: &[String], name: &str, holder: &str) -> (Child, u16) {
+async fn waiting_replica(sandbox: &Sandbox, command: &[String], name: &str, holder: &str) -> (Replica, u16) {
     let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
     let args: Vec<String> = command[1..]
         .iter()
@@ -370,15 +379,17 @@ async fn waiting_replica(sandbox: &Sandbox, command: &[String], name: &str, hold
         .collect();
     let replica_log = sandbox.dir.join(format!("manager/logs/{name}.log"));
     let log = std::fs::File::create(&replica_log).unwrap();
-    let replica = std::process::Command::new(&command[0])
-        .args(&args)
-        // The replica says whom it found leading (ours, at info), and each time it tries for the
-        // Lease and finds it held (kube-lease-manager's, at debug).
-        .env("RUST_LOG", "kueue_ext=info,kube_lease_manager=debug")
-        .stdout(log.try_clone().unwrap())
-        .stderr(log)
-        .spawn()
-        .unwrap();
+    let replica = Replica(
+        std::process::Command::new(&command[0])
+            .args(&args)
+            // The replica says whom it found leading (ours, at info), and each time it tries for the
+            // Lease and finds it held (kube-lease-manager's, at debug).
+            .env("RUST_LOG", "kueue_ext=info,kube_lease_manager=debug")
+            .stdout(log.try_clone().unwrap())
+            .stderr(log)
+            .spawn()
+            .unwrap(),
+    );
     // The replica competes: it found the leader and tried for the Lease, held by the leader.
     eventually("the replica to find the leader and try for its Lease", Duration::from_secs(60), || async {
         let log = std::fs::read_to_string(&replica_log).unwrap_or_default();

@@ -40,6 +40,13 @@ const STALL: Duration = Duration::from_secs(600);
 /// The jobs the upgrade must find in flight, as the issue asks.
 const IN_FLIGHT_AT_UPGRADE: usize = 20;
 
+/// The queues' CPU, as a user sizes them to what the one kind node holds beside its control
+/// plane, Kueue and our controller (about 1 of its 2 cores, with room for a roll's extra
+/// replica): `up`'s default quota (sized for kwok nodes) lets Kueue admit far more than the
+/// node runs, piling pods up unschedulable, and a WrappedJob's servers could then hold the node
+/// while its work waits.
+const QUOTA_CPU: &str = "800m";
+
 struct Size {
     jobs: usize,
     faults: usize,
@@ -325,7 +332,8 @@ async fn every_job_finishes_exactly_once_on_kind_through_pod_deletions_node_rest
         size.jobs, size.faults, size.upgrade_jobs, size.seed
     );
     kind_images_built("");
-    let sandbox = Sandbox::up_on_kind(&["--workers", "1"]);
+    let sandbox =
+        Sandbox::up_on_kind(&["--workers", "1", "--nodes", "1", "--node-cpu", QUOTA_CPU, "--node-memory", "4Gi"]);
     let started = Instant::now();
     let mut clients = Vec::new();
     for cluster in CLUSTERS {
