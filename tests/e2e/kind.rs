@@ -209,7 +209,9 @@ fn sandbox_containers() -> Vec<String> {
         .expect("docker runs");
     let mut names: Vec<String> = String::from_utf8_lossy(&output.stdout)
         .lines()
-        .filter(|n| n.starts_with("kueue-ext-"))
+        // The plain clusters of tests/e2e/own_cluster (kueue-ext-e2e-*) are not a sandbox's: one
+        // left by a killed run is no sandbox leftover.
+        .filter(|n| n.starts_with("kueue-ext-") && !n.starts_with("kueue-ext-e2e-"))
         .map(String::from)
         .collect();
     names.sort();
