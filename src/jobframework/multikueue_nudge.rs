@@ -149,14 +149,14 @@ pub fn a_worker_connected<C: Deref<Target = MultiKueueCluster>>(clusters: &[C]) 
 }
 
 /// Where MultiKueue stands with `wl` at `now`; `others` gives the Workloads to compare it with,
-/// read only once it has waited long enough; `connected`: whether a worker is
-/// ([`a_worker_connected`]).
+/// and `connected` whether a worker is ([`a_worker_connected`]), both read only once it has
+/// waited long enough.
 pub fn dispatch<W: Deref<Target = Workload>>(
     wl: &Workload,
     now: OffsetDateTime,
     others: impl FnOnce() -> Vec<W>,
     progress: &MultiKueueProgress,
-    connected: bool,
+    connected: impl FnOnce() -> bool,
 ) -> Dispatch {
     let Some(status) = wl.status.as_ref().filter(|_| waits_for_a_worker(wl)) else { return Dispatch::Moving };
     let annotation = |key| wl.metadata.annotations.as_ref().and_then(|a| a.get(key));
@@ -169,7 +169,7 @@ pub fn dispatch<W: Deref<Target = Workload>>(
     };
     let stage = Stage::of(status);
     let allowed = stage.first_wait().saturating_mul(1 << nudges.min(16)).min(LONGEST_WAIT);
-    let stranded = || match connected {
+    let stranded = || match connected() {
         true => Dispatch::Stranded(Nudge { at: condition::timestamp(now), count: nudges + 1 }),
         false => Dispatch::Waiting(STRANDED_AFTER),
     };
@@ -267,7 +267,7 @@ mod tests {
 
     /// `dispatch` for a Workload with no other in its ClusterQueue.
     fn alone(wl: &Workload, now: OffsetDateTime) -> Dispatch {
-        dispatch(wl, now, Vec::<&Workload>::new, &MultiKueueProgress::default(), true)
+        dispatch(wl, now, Vec::<&Workload>::new, &MultiKueueProgress::default(), || true)
     }
 
     fn stranded(t: &str, count: u32) -> Dispatch {
@@ -372,7 +372,8 @@ mod tests {
     #[test]
     fn with_no_worker_connected_a_stranded_workload_waits_uncounted_and_is_nudged_once_one_is() {
         let wl = nudged(left_without_a_worker(), "2026-11-24T01:00:30Z");
-        let look = |t: &str, connected| dispatch(&wl, at(t), Vec::<&Workload>::new, &Default::default(), connected);
+        let look =
+            |t: &str, connected: bool| dispatch(&wl, at(t), Vec::<&Workload>::new, &Default::default(), || connected);
         let due = "2026-11-24T01:01:30Z";
         assert_eq!(look(due, false), secs(30), "no worker to find: no nudge");
         assert_eq!(look("2026-11-24T01:20:00Z", false), secs(30), "still none, however long");
@@ -399,7 +400,7 @@ mod tests {
         let progress = MultiKueueProgress::default();
         let placed: Vec<Workload> = (1..=3).map(|i| reserved_later(i, true)).collect();
         // Looks at `t`, when the first `n` of them have a worker.
-        let look = |t: &str, n: usize| dispatch(&wl, at(t), || placed.iter().take(n).collect(), &progress, true);
+        let look = |t: &str, n: usize| dispatch(&wl, at(t), || placed.iter().take(n).collect(), &progress, || true);
         assert_eq!(look("2026-11-24T01:00:30Z", 1), secs(30), "first counted: moving");
         assert_eq!(look("2026-11-24T01:00:55Z", 2), secs(30), "one more placed");
         assert_eq!(look("2026-11-24T01:01:25Z", 3), secs(30), "and one more");
@@ -411,7 +412,7 @@ mod tests {
         let now = "2026-11-24T01:05:00Z";
         let progress = MultiKueueProgress::default();
         assert_eq!(
-            dispatch(&nominated, at(now), || placed.iter().collect(), &progress, true),
+            dispatch(&nominated, at(now), || placed.iter().collect(), &progress, || true),
             stranded(now, 1),
             "placed nowhere"
         );
@@ -422,9 +423,9 @@ mod tests {
         let wl = left_without_a_worker();
         let (soon_after, well_after) = (reserved_later(10, true), reserved_later(31, true));
         let now = "2026-11-24T01:01:00Z";
-        assert_eq!(dispatch(&wl, at(now), || vec![&soon_after], &MultiKueueProgress::default(), true), secs(30));
+        assert_eq!(dispatch(&wl, at(now), || vec![&soon_after], &MultiKueueProgress::default(), || true), secs(30));
         let others = || vec![&soon_after, &well_after];
-        assert_eq!(dispatch(&wl, at(now), others, &MultiKueueProgress::default(), true), stranded(now, 1));
+        assert_eq!(dispatch(&wl, at(now), others, &MultiKueueProgress::default(), || true), stranded(now, 1));
     }
 
     #[test]
@@ -434,9 +435,9 @@ mod tests {
         let mut elsewhere = reserved_later(5, true);
         elsewhere.status.as_mut().unwrap().admission.as_mut().unwrap().cluster_queue = "other".into();
         let placed = reserved_later(5, true);
-        assert_eq!(dispatch(&wl, at("2026-11-24T01:00:30Z"), || vec![&placed], &progress, true), secs(30));
+        assert_eq!(dispatch(&wl, at("2026-11-24T01:00:30Z"), || vec![&placed], &progress, || true), secs(30));
         let now = "2026-11-24T01:01:01Z";
-        assert_eq!(dispatch(&wl, at(now), || vec![&elsewhere], &progress, true), stranded(now, 1));
+        assert_eq!(dispatch(&wl, at(now), || vec![&elsewhere], &progress, || true), stranded(now, 1));
     }
 
     #[test]
@@ -459,7 +460,7 @@ mod tests {
         let wl = left_without_a_worker();
         let burst: Vec<Workload> = (0..200).map(|_| left_without_a_worker()).collect();
         let progress = MultiKueueProgress::default();
-        let look = |t: &str| dispatch(&wl, at(t), || burst.iter().collect(), &progress, true);
+        let look = |t: &str| dispatch(&wl, at(t), || burst.iter().collect(), &progress, || true);
         assert_eq!(look("2026-11-24T01:00:30Z"), secs(50), "200 waiting × 400 ms: 80 s");
         let passed = "2026-11-24T01:01:20Z";
         assert_eq!(look(passed), stranded(passed, 1), "then progress counts, and none was shown");
@@ -482,7 +483,7 @@ mod tests {
         let progress = MultiKueueProgress::default();
         let placed: Vec<Workload> = (1..=3).map(|i| nominated_at(i, true)).collect();
         // Looks at `t`, when the first `n` of them have been placed.
-        let look = |t: &str, n: usize| dispatch(&wl, at(t), || placed.iter().take(n).collect(), &progress, true);
+        let look = |t: &str, n: usize| dispatch(&wl, at(t), || placed.iter().take(n).collect(), &progress, || true);
         assert_eq!(look("2026-11-24T01:04:00Z", 1), secs(60), "its first wait of five minutes");
         assert_eq!(look("2026-11-24T01:05:00Z", 1), secs(30), "past it, one placed: moving");
         assert_eq!(look("2026-11-24T01:05:25Z", 2), secs(30), "one more placed");
@@ -497,7 +498,7 @@ mod tests {
         let nominated: Vec<Workload> = (1..=3).map(|i| nominated_at(i, false)).collect();
         let now = "2026-11-24T01:05:00Z";
         assert_eq!(
-            dispatch(&wl, at(now), || nominated.iter().collect(), &MultiKueueProgress::default(), true),
+            dispatch(&wl, at(now), || nominated.iter().collect(), &MultiKueueProgress::default(), || true),
             stranded(now, 1)
         );
     }
@@ -507,8 +508,8 @@ mod tests {
         let wl = nominated_at(0, false);
         let (soon_after, well_after) = (nominated_at(10, true), nominated_at(31, true));
         let now = "2026-11-24T01:05:00Z";
-        assert_eq!(dispatch(&wl, at(now), || vec![&soon_after], &MultiKueueProgress::default(), true), secs(30));
+        assert_eq!(dispatch(&wl, at(now), || vec![&soon_after], &MultiKueueProgress::default(), || true), secs(30));
         let others = || vec![&soon_after, &well_after];
-        assert_eq!(dispatch(&wl, at(now), others, &MultiKueueProgress::default(), true), stranded(now, 1));
+        assert_eq!(dispatch(&wl, at(now), others, &MultiKueueProgress::default(), || true), stranded(now, 1));
     }
 }

@@ -120,7 +120,7 @@ async fn act<J: GenericJob>(
 ) -> Result<Step, Error> {
     let now = time::OffsetDateTime::now_utc();
     let decision = decide(job, wl, &ctx.config, || {
-        let connected = multikueue_nudge::a_worker_connected(&ctx.multikueue_clusters.state());
+        let connected = || multikueue_nudge::a_worker_connected(&ctx.multikueue_clusters.state());
         multikueue_nudge::dispatch(wl, now, || ctx.workloads.state(), &ctx.multikueue, connected)
     });
     if !current && decision.writes(job, wl) && !decision.only_pinned_workload_writes() {
