@@ -21,16 +21,18 @@ trap 'hack/docker.sh down' EXIT
 command -v debootstrap || apt-get install -y debootstrap || { apt-get update && apt-get install -y debootstrap; }
 
 step "toolchain, kind images and add-ons: built in the background from here on"
-# Cold, the toolchain's go build is about 10 minutes and the kind images and four add-ons about
-# as long again. The toolchain builds while the lints and unit tests run; the images, at a low
-# priority, while the process-runtime tests run. Every test waits for what it needs (file locks
-# of the cache); the last step says whether the build itself failed.
+# Cold, the toolchain's go build takes about 20 minutes on 2 cores, the kind images about 10 and
+# the four add-ons about 20 more. The toolchain builds while the lints and unit tests run; then
+# the kind images at the same priority as the process-runtime tests (the kind lane's tests take
+# longest and wait for them), and the add-ons at a low one. Every test waits for what it needs
+# (file locks of the cache); the last step says whether the build itself failed.
 cargo build --locked
 mkdir -p target/tmp
 builds_log=target/tmp/background-builds.log
 set -m # the builds get a process group of their own, which the trap below stops whole
 {
   target/debug/kubectl-kueue_ext toolchain install &&
+    target/debug/kubectl-kueue_ext toolchain install --kind &&
     nice -n 15 target/debug/kubectl-kueue_ext toolchain install --kind --addons jobset,appwrapper,kubeflow,tekton
 } >"$builds_log" 2>&1 &
 builds=$!

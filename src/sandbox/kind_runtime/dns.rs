@@ -25,7 +25,7 @@ const READY_TIMEOUT: Duration = Duration::from_secs(180);
 /// kubeadm's Corefile without its upstream: the cluster's zone, health, readiness and metrics,
 /// and no cached answers for the cluster's names (a Service's name resolves as soon as it has a
 /// ready pod, not 30 s after a first lookup found none).
-const CLUSTER_ONLY_COREFILE: &str = "\
+pub(super) const CLUSTER_ONLY_COREFILE: &str = "\
 .:53 {
     errors
     health {

@@ -40,6 +40,7 @@ pub fn cache_key(go: &str) -> String {
     let inputs = [
         recipes::NODE_FILES.iter().map(|(_, _, text)| *text).collect(),
         go::SOURCES.to_vec(),
+        go::COREDNS_PLUGINS.to_vec(),
         rootfs::PACKAGES.to_vec(),
     ];
     let digest = super::sha256_hex(inputs.concat().join("\0").as_bytes());
@@ -68,6 +69,10 @@ impl Entry {
     }
     fn log(&self) -> PathBuf {
         self.root.join("build.log")
+    }
+    /// debootstrap's, apart: it runs beside the Go builds.
+    fn rootfs_log(&self) -> PathBuf {
+        self.root.join("rootfs.log")
     }
     fn ready(&self) -> PathBuf {
         self.root.join("ready.json")
@@ -122,29 +127,38 @@ async fn build(
 ) -> Result<(), KindError> {
     let log = entry.log();
     let bin = entry.root.join("bin");
-    let step = progress.step("go build kubelet/kubeadm/kube-proxy/kubectl and pause");
-    go::build(&entry.root.join("src"), &bin, &log).await?;
-    step.done();
-
-    let step = progress.step(format!("go build CoreDNS {COREDNS}"));
-    go::build_coredns(&bin, &log).await?;
-    step.done();
-
-    let step = progress.step("rendering Kueue's manifests from its module");
-    release::render(toolchain, &entry.kueue_manifests(), &log).await?;
-    step.done();
-
+    std::fs::create_dir_all(&bin).map_err(LocalImageError::io(&bin))?;
+    // debootstrap waits mostly on Debian's archive, so it runs beside the Go builds.
+    let programs = async {
+        let step = progress.step("go build kubelet/kubeadm/kube-proxy/kubectl and pause");
+        go::build(&entry.root.join("src"), &bin, &log).await?;
+        step.done();
+        let step = progress.step(format!("go build CoreDNS {COREDNS}"));
+        go::build_coredns(&entry.root.join("coredns-src"), &bin, &log).await?;
+        step.done();
+        let step = progress.step("rendering Kueue's manifests from its module");
+        release::render(toolchain, &entry.kueue_manifests(), &log).await?;
+        step.done();
+        Ok::<_, KindError>(())
+    };
     let digest = key.rsplit('_').next().unwrap_or_default();
     let rootfs_image = format!("{}/kind-rootfs:{digest}", recipes::REGISTRY);
-    // The root filesystem also gives the job pods' busybox, which a new entry does not have yet.
-    if !docker.has_image(&rootfs_image).await? || !bin.join("busybox").exists() {
+    let root_filesystem = async {
+        // It also gives the job pods' busybox, which a new entry does not have yet.
+        if docker.has_image(&rootfs_image).await? && bin.join("busybox").exists() {
+            return Ok(());
+        }
         let step = progress.step(format!("Debian {} root filesystem (debootstrap)", rootfs::SUITE));
         let archive = entry.root.join("rootfs.tar");
-        rootfs::build(&entry.root.join("rootfs"), &archive, &bin.join("busybox"), &log).await?;
+        rootfs::build(&entry.root.join("rootfs"), &archive, &bin.join("busybox"), &entry.rootfs_log()).await?;
         docker.import_rootfs(&rootfs_image, &archive).await?;
         std::fs::remove_file(&archive).map_err(LocalImageError::io(&archive))?;
         step.done();
-    }
+        Ok::<_, KindError>(())
+    };
+    // Both run to their end, so that a failed one leaves no build of the other behind.
+    let (programs, root_filesystem) = tokio::join!(programs, root_filesystem);
+    programs.and(root_filesystem)?;
 
     let step = progress.step("control plane, etcd, pause, kube-proxy, CoreDNS, Kueue and busybox images");
     let [apiserver, rest @ ..] = recipes::control_plane_images();
