@@ -228,17 +228,26 @@ async fn api_server_container(client: &Client, node: &str) -> Result<String, Str
 }
 
 /// Kills the kube-apiserver container (its task, in the node's containerd); seen once the
-/// kubelet runs another one and the API server answers.
+/// kubelet runs another one and the API server answers. Just after a node restart the mirror
+/// pod's status can still name the container the restart ended: that one is looked up again
+/// until the status names a task the node has.
 async fn kill_api_server(cluster: &str, client: &Client) -> (String, Result<(), String>) {
     let node = node_container(cluster);
-    let killed = match api_server_container(client, &node).await {
-        Ok(id) => id,
-        Err(e) => return (node, Err(e)),
+    let deadline = Instant::now() + TAKING_EFFECT;
+    let killed = loop {
+        let id = match api_server_container(client, &node).await {
+            Ok(id) => id,
+            Err(e) => return (node, Err(e)),
+        };
+        match docker(&["exec", &node, "ctr", "-n", "k8s.io", "tasks", "kill", "-s", "SIGKILL", &id]).await {
+            Ok(_) => break id,
+            Err(e) if e.contains("not found") && Instant::now() < deadline => {
+                tokio::time::sleep(Duration::from_secs(1)).await;
+            }
+            Err(e) => return (format!("kube-apiserver container {}", short(&id)), Err(e)),
+        }
     };
-    let target = format!("kube-apiserver container {}", &killed[..killed.len().min(13)]);
-    if let Err(e) = docker(&["exec", &node, "ctr", "-n", "k8s.io", "tasks", "kill", "-s", "SIGKILL", &killed]).await {
-        return (target, Err(e));
-    }
+    let target = format!("kube-apiserver container {}", short(&killed));
     let seen = until_seen(|| async {
         if api_server_container(client, &node).await? == killed {
             return Err("the killed container still runs".into());
@@ -247,6 +256,10 @@ async fn kill_api_server(cluster: &str, client: &Client) -> (String, Result<(), 
     })
     .await;
     (target, seen)
+}
+
+fn short(container: &str) -> &str {
+    &container[..container.len().min(13)]
 }
 
 #[cfg(test)]
