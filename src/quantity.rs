@@ -1,6 +1,8 @@
 //! Kubernetes quantities (`500m`, `32Gi`, `1e3`) as numbers, so quota, usage and templates can be
 //! compared and a shortfall told in the units a user wrote.
 
+use std::collections::BTreeMap;
+
 /// Text that is not a Kubernetes quantity.
 #[derive(Debug, thiserror::Error)]
 #[error("must be a quantity such as 500m, 2 or 1Gi")]
@@ -74,6 +76,37 @@ pub fn format(resource: &str, value: f64) -> String {
         return whole.to_string();
     }
     format!("{}m", (value * 1000.0).round() as i64)
+}
+
+/// What one pod asks of its node, by resource, from its spec: its containers' requests summed,
+/// an init container's when larger (it runs alone), a limit standing for a request left out, as
+/// the API server defaults it.
+pub fn pod_requests(spec: &serde_json::Value) -> BTreeMap<String, f64> {
+    let mut per_pod: BTreeMap<String, f64> = BTreeMap::new();
+    for container in spec["containers"].as_array().into_iter().flatten() {
+        for (resource, amount) in container_requests(container) {
+            *per_pod.entry(resource).or_default() += amount;
+        }
+    }
+    for container in spec["initContainers"].as_array().into_iter().flatten() {
+        for (resource, amount) in container_requests(container) {
+            let entry = per_pod.entry(resource).or_default();
+            *entry = entry.max(amount);
+        }
+    }
+    per_pod
+}
+
+fn container_requests(container: &serde_json::Value) -> BTreeMap<String, f64> {
+    let mut out = BTreeMap::new();
+    for field in ["limits", "requests"] {
+        for (resource, amount) in container["resources"][field].as_object().into_iter().flatten() {
+            if let Some(amount) = amount.as_str().and_then(parse) {
+                out.insert(resource.clone(), amount);
+            }
+        }
+    }
+    out
 }
 
 #[cfg(test)]

@@ -39,16 +39,17 @@ pub struct Args {
     /// Port of the manager's kube-apiserver on 127.0.0.1 [default: a free port]
     #[arg(long, value_name = "PORT")]
     pub api_server_port: Option<u16>,
-    /// Fake (kwok) nodes per cluster that runs pods (on kind: one real worker node, and these
-    /// only size the default queues).
-    #[arg(long, default_value_t = 4)]
-    pub nodes: u32,
-    /// CPU of each fake node.
-    #[arg(long, default_value = "8")]
-    pub node_cpu: String,
-    /// Memory of each fake node.
-    #[arg(long, default_value = "32Gi")]
-    pub node_memory: String,
+    /// Fake (kwok) nodes per cluster that runs pods [default: 4]. On kind, which runs one real
+    /// node per cluster, these three only size the default queues; without them the queues hold
+    /// what the nodes can still give job pods.
+    #[arg(long)]
+    pub nodes: Option<u32>,
+    /// CPU of each fake node [default: 8].
+    #[arg(long)]
+    pub node_cpu: Option<String>,
+    /// Memory of each fake node [default: 32Gi].
+    #[arg(long)]
+    pub node_memory: Option<String>,
     /// Also merge the sandbox contexts into your kubeconfig ($KUBECONFIG or ~/.kube/config), as
     /// kind does; `down` removes them again.
     #[arg(long)]
@@ -287,7 +288,12 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
         state_dir: args.sandbox.dir(),
         workers: replay.as_ref().map_or(args.workers, Replay::workers),
         api_server_port: args.api_server_port,
-        nodes: NodePool { count: args.nodes, cpu: args.node_cpu, memory: args.node_memory },
+        queues_from_kind_nodes: args.nodes.is_none() && args.node_cpu.is_none() && args.node_memory.is_none(),
+        nodes: NodePool {
+            count: args.nodes.unwrap_or(NodePool::default().count),
+            cpu: args.node_cpu.unwrap_or(NodePool::default().cpu),
+            memory: args.node_memory.unwrap_or(NodePool::default().memory),
+        },
         component_args: args.component_args,
         merge_kubeconfig: args.merge_kubeconfig.then(crate::sandbox::kubeconfig::user_default_path),
         runtime: args.runtime.map(|r| match r {

@@ -327,43 +327,17 @@ fn workload(object: &DynamicObject) -> Workload {
     }
 }
 
-/// What a Workload's pod sets ask in all, by resource: per pod its containers' requests summed
-/// (an init container's when larger, as it runs alone), times the pod set's count.
+/// What a Workload's pod sets ask in all, by resource: each pod's requests times the pod set's
+/// count.
 pub fn pod_set_requests(spec: &Value) -> BTreeMap<String, f64> {
     let mut total = BTreeMap::new();
     for pod_set in spec["podSets"].as_array().into_iter().flatten() {
         let count = pod_set["count"].as_f64().unwrap_or(1.0);
-        let pod = &pod_set["template"]["spec"];
-        let mut per_pod: BTreeMap<String, f64> = BTreeMap::new();
-        for container in pod["containers"].as_array().into_iter().flatten() {
-            for (resource, amount) in requests_of(container) {
-                *per_pod.entry(resource).or_default() += amount;
-            }
-        }
-        for container in pod["initContainers"].as_array().into_iter().flatten() {
-            for (resource, amount) in requests_of(container) {
-                let entry = per_pod.entry(resource).or_default();
-                *entry = entry.max(amount);
-            }
-        }
-        for (resource, amount) in per_pod {
+        for (resource, amount) in quantity::pod_requests(&pod_set["template"]["spec"]) {
             *total.entry(resource).or_default() += amount * count;
         }
     }
     total
-}
-
-/// A container's requests; a limit stands for a request left out, as the API server defaults it.
-fn requests_of(container: &Value) -> BTreeMap<String, f64> {
-    let mut out = BTreeMap::new();
-    for field in ["limits", "requests"] {
-        for (resource, amount) in container["resources"][field].as_object().into_iter().flatten() {
-            if let Some(amount) = amount.as_str().and_then(quantity::parse) {
-                out.insert(resource.clone(), amount);
-            }
-        }
-    }
-    out
 }
 
 /// Every job of every kind the manager runs (a kind not served here has none).

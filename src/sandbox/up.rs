@@ -35,6 +35,9 @@ pub struct UpOptions {
     pub api_server_port: Option<u16>,
     /// Fake nodes of each cluster that runs pods.
     pub nodes: NodePool,
+    /// On kind, the default queues hold what the real nodes can still give job pods instead of
+    /// `nodes`' capacity (no node flag was given).
+    pub queues_from_kind_nodes: bool,
     /// Extra flags per component name, appended to its command line.
     pub component_args: Vec<(String, String)>,
     /// Also merge the sandbox contexts into this kubeconfig (kind's behaviour).
@@ -320,7 +323,8 @@ async fn start_all(
     let started = try_join_all(plans.iter().map(|plan| runtime.start_cluster(plan, record, progress))).await?;
     let queues = if options.replay.is_some() { "the captured queues and nodes" } else { "default queues" };
     let step = progress.step(if options.workers > 0 { format!("MultiKueue and {queues}") } else { queues.to_string() });
-    let mut not_as_captured = connect_clusters(options, &started).await?;
+    let from_nodes = options.queues_from_kind_nodes && runtime.runtime_kind() == RuntimeKind::Kind;
+    let mut not_as_captured = connect_clusters(options, &started, from_nodes).await?;
     step.done();
     if let Some(replay) = options.replay.as_deref().filter(|r| r.clusters.iter().any(|c| !c.jobs.is_empty())) {
         let step = progress.step("the captured jobs");
@@ -337,10 +341,55 @@ async fn start_all(
     Ok(not_as_captured)
 }
 
+/// Each started cluster's default queue quota (CPU, memory): the node pool's capacity times the
+/// nodes that run its pods or, with `from_nodes`, what its real nodes can still give job pods.
+/// The manager with workers holds the sum of theirs.
+async fn queue_quotas(
+    options: &UpOptions,
+    started: &[StartedCluster],
+    from_nodes: bool,
+) -> Result<Vec<(String, String)>, SandboxError> {
+    let workers = started.iter().filter(|c| c.role == Role::Worker).count() as u32;
+    let runs_pods = |cluster: &StartedCluster| cluster.role == Role::Worker || workers == 0;
+    if from_nodes {
+        let mut rooms = Vec::new();
+        for cluster in started {
+            let room = if runs_pods(cluster) {
+                queues::Room::on_nodes(&cluster.client)
+                    .await
+                    .map_err(|e| SandboxError::step(&cluster.name, "reading what the nodes can still run", e))?
+            } else {
+                queues::Room::default()
+            };
+            rooms.push(room);
+        }
+        let everywhere = rooms.iter().fold(queues::Room::default(), |sum, room| sum.plus(*room));
+        return Ok(started
+            .iter()
+            .zip(rooms)
+            .map(|(cluster, room)| if runs_pods(cluster) { room.quota() } else { everywhere.quota() })
+            .collect());
+    }
+    let pool = &options.nodes;
+    started
+        .iter()
+        .map(|cluster| {
+            let nodes = if runs_pods(cluster) { pool.count } else { pool.count * workers };
+            let quota =
+                |q: &str| queues::scale_quantity(q, nodes).map_err(|e| SandboxError::step(&cluster.name, "quota", e));
+            Ok((quota(&pool.cpu)?, quota(&pool.memory)?))
+        })
+        .collect()
+}
+
 /// Wires MultiKueue (with workers), creates the default queues or a capture's objects and
 /// nodes, and waits until the manager's Kueue reports every worker connection Active. Returns
 /// what of a replayed capture is not as captured.
-async fn connect_clusters(options: &UpOptions, started: &[StartedCluster]) -> Result<Vec<String>, SandboxError> {
+async fn connect_clusters(
+    options: &UpOptions,
+    started: &[StartedCluster],
+    queues_from_nodes: bool,
+) -> Result<Vec<String>, SandboxError> {
     let manager = started.iter().find(|c| c.role == Role::Manager).expect("the manager is always planned");
     let workers: Vec<&StartedCluster> = started.iter().filter(|c| c.role == Role::Worker).collect();
     let replay = options.replay.as_deref();
@@ -374,24 +423,16 @@ async fn connect_clusters(options: &UpOptions, started: &[StartedCluster]) -> Re
             return Err(SandboxError::step("manager", "MultiKueue preflight", problems.join("; ")));
         }
     }
-    let pool = &options.nodes;
-    let per_cluster_nodes = |role| match role {
-        Role::Worker => pool.count,
-        Role::Manager if workers.is_empty() => pool.count,
-        Role::Manager => pool.count * workers.len() as u32,
-    };
+    let quotas = queue_quotas(options, started, queues_from_nodes).await?;
     let mut not_as_captured = Vec::new();
-    for cluster in started {
+    for (cluster, (cpu, memory)) in started.iter().zip(quotas) {
         if let Some(replayed) = replay.and_then(|r| r.cluster(&cluster.name)) {
             let applied = from_capture::apply_setup(&cluster.client, replayed).await;
             not_as_captured.extend(applied.map_err(|e| SandboxError::step(&cluster.name, "replaying the capture", e))?);
             continue;
         }
-        let nodes = per_cluster_nodes(cluster.role);
-        let quota =
-            |q: &str| queues::scale_quantity(q, nodes).map_err(|e| SandboxError::step(&cluster.name, "quota", e));
         let check = (cluster.role == Role::Manager && !workers.is_empty()).then_some(multikueue::ADMISSION_CHECK);
-        for obj in queues::default_queues(&quota(&pool.cpu)?, &quota(&pool.memory)?, check) {
+        for obj in queues::default_queues(&cpu, &memory, check) {
             kube_util::apply(&cluster.client, &obj)
                 .await
                 .map_err(|e| SandboxError::step(&cluster.name, "creating the default queues", e))?;

@@ -84,6 +84,7 @@ async fn in_sandbox(
         workers: replay.workers(),
         api_server_port: None,
         nodes: NodePool { count: 0, cpu: "1".into(), memory: "1Gi".into() },
+        queues_from_kind_nodes: false,
         component_args: Vec::new(),
         merge_kubeconfig: None,
         runtime: Some(RuntimeKind::Process),

@@ -277,6 +277,19 @@ async fn a_kind_sandbox_runs_jobs_through_multikueue_and_down_leaves_nothing() {
     let manager = sandbox.client("manager").await;
     let worker = sandbox.client("worker1").await;
 
+    // With no node flag, the default queues hold what the worker's node can still give job pods
+    // (its 2 cores less what runs there), not a kwok pool's 32 CPU; the manager holds as much.
+    let quota_cpu = |client: kube::Client| async move {
+        let queues = api(&client, "kueue.x-k8s.io/v1beta2", "ClusterQueue", "clusterqueues", None);
+        let queue = queues.get("cluster-queue").await.expect("the default ClusterQueue");
+        let quota = &queue.data["spec"]["resourceGroups"][0]["flavors"][0]["resources"][0];
+        assert_eq!(quota["name"], "cpu", "{quota}");
+        kueue_ext::quantity::parse(quota["nominalQuota"].as_str().unwrap()).unwrap()
+    };
+    let on_worker = quota_cpu(worker.clone()).await;
+    assert!(on_worker > 0.0 && on_worker < 2.0, "the worker's queue holds {on_worker} CPU of its node's 2");
+    assert_eq!(quota_cpu(manager.clone()).await, on_worker, "the manager's queue holds its one worker's");
+
     let job = apply_yaml(&manager, &external_job("kind-external").yaml()).await.remove(0);
     assert_eq!(job["spec"]["managedBy"], "kueue.x-k8s.io/multikueue", "our webhook hands it to MultiKueue");
     let externals = api(&manager, "kueue-ext.dev/v1alpha1", "ExternalJob", "externaljobs", Some("default"));

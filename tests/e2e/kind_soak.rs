@@ -40,11 +40,10 @@ const STALL: Duration = Duration::from_secs(600);
 /// The jobs the upgrade must find in flight, as the issue asks.
 const IN_FLIGHT_AT_UPGRADE: usize = 20;
 
-/// The queues' CPU, as a user sizes them to what the one kind node holds beside its control
-/// plane, Kueue and our controller (about 1 of its 2 cores, with room for a roll's extra
-/// replica): `up`'s default quota (sized for kwok nodes) lets Kueue admit far more than the
-/// node runs, piling pods up unschedulable, and a WrappedJob's servers could then hold the node
-/// while its work waits.
+/// The queues' CPU, fixed rather than measured at `up` (about 1 CPU there, the one kind node's
+/// 2 cores less its control plane, Kueue and our controller) so that every run of a seed admits
+/// alike. A quota above what the node runs would pile pods up unschedulable, and a WrappedJob's
+/// servers could then hold the node while its work waits.
 const QUOTA_CPU: &str = "800m";
 
 struct Size {
