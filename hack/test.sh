@@ -68,9 +68,10 @@ kind_summary=target/tmp/kind-soak-summary.md
 turns=target/tmp/e2e-turns.tsv
 rm -f "$summary" "$kind_summary" "$turns"
 # Tests take turns in two lanes, process-runtime sandboxes and kind clusters, which run side by
-# side (tests/e2e/common.rs); the threads beyond two let kind tests wait for their images
-# without holding up the other lane.
-cargo test --locked --features e2e --test e2e -- --test-threads=8
+# side (tests/e2e/common.rs). Every test gets a thread at once and waits there for what it
+# needs and for its lane: the kind lane starts as soon as the kind images are built, not when
+# the test harness's name order reaches the kind tests.
+cargo test --locked --features e2e --test e2e -- --test-threads=100
 
 step "the background builds"
 if ! wait "$builds"; then
