@@ -74,6 +74,9 @@ pub async fn reconcile(job: &ExternalJob, client: &Client, cache: &PodCache) -> 
             }
         }
     }
-    // A pod running on without a change would never bring the job back before its deadline.
-    Ok(pods::until_deadline(job, &plan.status, &now).map_or_else(Action::await_change, Action::requeue))
+    // A pod running on without a change would never bring the job back before its deadline, nor
+    // a stranded pod before it is due for replacement.
+    let deadline = pods::until_deadline(job, &plan.status, &now);
+    let look_again = deadline.into_iter().chain(pods::until_stranded(&observed, &now)).min();
+    Ok(look_again.map_or_else(Action::await_change, Action::requeue))
 }

@@ -9,7 +9,9 @@
 
 use std::collections::BTreeMap;
 
-use k8s_openapi::api::core::v1::{Pod, PodTemplateSpec};
+use std::time::Duration;
+
+use k8s_openapi::api::core::v1::{ContainerStatus, Pod, PodTemplateSpec};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use kube::ResourceExt;
 
@@ -33,6 +35,9 @@ pub struct ObservedPod {
     pub phase: String,
     pub ready: bool,
     pub deleting: bool,
+    /// Since when its node has held it with no sandbox, its containers created and never
+    /// started ([`stranded_since`]).
+    pub stranded_since: Option<String>,
 }
 
 impl ObservedPod {
@@ -45,6 +50,7 @@ impl ObservedPod {
             phase: status.phase.unwrap_or_else(|| "Pending".into()),
             ready: status.conditions.iter().flatten().any(|c| c.type_ == "Ready" && c.status == "True"),
             deleting: pod.metadata.deletion_timestamp.is_some(),
+            stranded_since: stranded_since(pod),
         }
     }
 
@@ -56,6 +62,56 @@ impl ObservedPod {
     pub fn is_terminating(&self) -> bool {
         self.deleting && matches!(self.phase.as_str(), "Pending" | "Running")
     }
+}
+
+/// How long a pod may sit with its sandbox lost and its containers never started before it is
+/// replaced: a kubelet makes a new sandbox within seconds when it will make one at all.
+pub const STRANDED_AFTER: Duration = Duration::from_secs(60);
+
+/// When a pod's node lost its sandbox after creating its containers and before starting them
+/// (a node restarted at that moment): the pod stays Pending with `PodReadyToStartContainers`
+/// False and every container waiting for no reason. For a pod of `restartPolicy: Never` the
+/// kubelet makes no new sandbox then, so the pod would wait for ever; its work never began, so
+/// replacing it runs nothing twice.
+fn stranded_since(pod: &Pod) -> Option<String> {
+    let status = pod.status.as_ref()?;
+    if status.phase.as_deref() != Some("Pending") {
+        return None;
+    }
+    let conditions = status.conditions.iter().flatten();
+    let lost = conditions.into_iter().find(|c| c.type_ == "PodReadyToStartContainers" && c.status == "False")?;
+    let containers = status.container_statuses.as_deref().unwrap_or_default();
+    let never_started = |c: &ContainerStatus| {
+        let waiting_for_nothing = c.state.as_ref().and_then(|s| s.waiting.as_ref()).is_some_and(|w| w.reason.is_none());
+        let ran_before = c.last_state.as_ref().is_some_and(|s| s.running.is_some() || s.terminated.is_some());
+        c.container_id.is_some() && waiting_for_nothing && !ran_before
+    };
+    if containers.is_empty() || !containers.iter().all(never_started) {
+        return None;
+    }
+    Some(lost.last_transition_time.as_ref()?.0.to_string())
+}
+
+/// Seconds from `since` to `now` (RFC 3339 both), if both parse.
+fn seconds_between(since: &str, now: &str) -> Option<i64> {
+    let parse = |t: &str| time::OffsetDateTime::parse(t, &time::format_description::well_known::Rfc3339).ok();
+    Some((parse(now)? - parse(since)?).whole_seconds())
+}
+
+fn stranded_long_enough(pod: &ObservedPod, now: &str) -> bool {
+    let waited = pod.stranded_since.as_deref().and_then(|since| seconds_between(since, now));
+    !pod.deleting && waited.is_some_and(|s| s >= STRANDED_AFTER.as_secs() as i64)
+}
+
+/// When to look again at a pod stranded for less than [`STRANDED_AFTER`]: nothing about it
+/// changes meanwhile.
+pub fn until_stranded(pods: &[ObservedPod], now: &str) -> Option<Duration> {
+    pods.iter()
+        .filter(|p| !p.deleting)
+        .filter_map(|p| seconds_between(p.stranded_since.as_deref()?, now))
+        .filter(|waited| *waited < STRANDED_AFTER.as_secs() as i64)
+        .map(|waited| Duration::from_secs((STRANDED_AFTER.as_secs() as i64 - waited) as u64 + 1))
+        .min()
 }
 
 /// The next step for a job's pods.
@@ -79,8 +135,18 @@ pub struct NewPod {
     pub attempt: usize,
 }
 
-/// Decides what to do from the job and its pods; pure, so every rule has a table test.
+/// Decides what to do from the job and its pods; pure, so every rule has a table test. A pod
+/// stranded for [`STRANDED_AFTER`] is deleted and counted as leaving, so its slot gets a new one.
 pub fn plan(job: &ExternalJob, pods: &[ObservedPod], now: &str) -> Plan {
+    let stranded: Vec<String> = pods.iter().filter(|p| stranded_long_enough(p, now)).map(|p| p.name.clone()).collect();
+    let leaving = |p: &ObservedPod| ObservedPod { deleting: p.deleting || stranded.contains(&p.name), ..p.clone() };
+    let pods: Vec<ObservedPod> = pods.iter().map(leaving).collect();
+    let mut plan = plan_for(job, &pods, now);
+    plan.delete.extend(stranded);
+    plan
+}
+
+fn plan_for(job: &ExternalJob, pods: &[ObservedPod], now: &str) -> Plan {
     let previous = job.status_or_default();
     let mut status = ExternalJobStatus { conditions: previous.conditions.clone(), ..Default::default() };
     status.pod_sets = job.spec.pod_sets.iter().map(|p| observed_counts(&p.name, pods)).collect();
@@ -172,19 +238,18 @@ fn deadline_passed(job: &ExternalJob, start: Option<&str>, now: &str) -> bool {
 /// Seconds until the job has been active longer than `activeDeadlineSeconds` (negative once it has).
 fn seconds_left(job: &ExternalJob, start: Option<&str>, now: &str) -> Option<i64> {
     let (limit, start) = (job.spec.active_deadline_seconds?, start?);
-    let parse = |t: &str| time::OffsetDateTime::parse(t, &time::format_description::well_known::Rfc3339).ok();
-    Some(limit - (parse(now)? - parse(start)?).whole_seconds())
+    Some(limit - seconds_between(start, now)?)
 }
 
 /// When to look at a running job again although none of its pods changed: just past its
 /// deadline. `None` for a job without one, suspended, or ended (`status` as planned).
-pub fn until_deadline(job: &ExternalJob, status: &ExternalJobStatus, now: &str) -> Option<std::time::Duration> {
+pub fn until_deadline(job: &ExternalJob, status: &ExternalJobStatus, now: &str) -> Option<Duration> {
     let ended = condition::is_true(&status.conditions, COMPLETE) || condition::is_true(&status.conditions, FAILED);
     if job.is_suspended() || ended {
         return None;
     }
     let left = seconds_left(job, status.start_time.as_deref(), now)?;
-    Some(std::time::Duration::from_secs(left.max(0) as u64 + 1))
+    Some(Duration::from_secs(left.max(0) as u64 + 1))
 }
 
 /// The pod `new` names, owned by the job, from its pod set's (admission-injected) template.

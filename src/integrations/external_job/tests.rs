@@ -1,6 +1,6 @@
 use std::collections::BTreeMap;
 
-use k8s_openapi::api::core::v1::{Container, PodSpec, PodTemplateSpec, ResourceRequirements};
+use k8s_openapi::api::core::v1::{Container, Pod, PodSpec, PodTemplateSpec, ResourceRequirements};
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 
@@ -57,7 +57,15 @@ pub(super) fn job(pod_sets: &[(&str, i32)]) -> ExternalJob {
 }
 
 fn pod(name: &str, set: &str, phase: &str, ready: bool) -> ObservedPod {
-    ObservedPod { name: name.into(), pod_set: set.into(), slot: None, phase: phase.into(), ready, deleting: false }
+    ObservedPod {
+        name: name.into(),
+        pod_set: set.into(),
+        slot: None,
+        phase: phase.into(),
+        ready,
+        deleting: false,
+        stranded_since: None,
+    }
 }
 
 /// The `attempt`-th pod of `slot`, named as the controller names it.
@@ -165,6 +173,55 @@ fn a_failed_pod_is_replaced_under_the_next_name_of_its_slot() {
 
     let deleted_while_running = [pod_in("main", 0, 0, "Running"), ObservedPod { deleting: true, ..pods[1].clone() }];
     assert_eq!(super::pods::plan(&job, &deleted_while_running, "now").create, vec![new(0, 1, 1)]);
+}
+
+/// A pod as the API shows it after its node restarted between creating its container and
+/// starting it (seen on kind: the kubelet made no new sandbox for it, and it waited for ever).
+fn pod_left_by_a_node_restart(since: &str, container_id: Option<&str>, waiting_reason: Option<&str>) -> Pod {
+    serde_json::from_value(serde_json::json!({
+        "metadata": {"name": "train-main-0-0", "labels": {super::pods::POD_SET_LABEL: "main", super::pods::POD_INDEX_LABEL: "0"}},
+        "spec": {"restartPolicy": "Never", "containers": [{"name": "main"}]},
+        "status": {
+            "phase": "Pending",
+            "conditions": [
+                {"type": "PodReadyToStartContainers", "status": "False", "lastTransitionTime": since},
+                {"type": "PodScheduled", "status": "True", "lastTransitionTime": "2026-01-01T00:00:00Z"},
+            ],
+            "containerStatuses": [{
+                "name": "main", "image": "busybox", "imageID": "", "ready": false, "restartCount": 0,
+                "containerID": container_id, "lastState": {},
+                "state": {"waiting": waiting_reason.map_or_else(|| serde_json::json!({}), |r| serde_json::json!({"reason": r}))},
+            }],
+        },
+    }))
+    .unwrap()
+}
+
+#[test]
+fn a_pod_its_node_left_unstarted_is_replaced_once_stranded_for_a_minute() {
+    use super::pods::until_stranded;
+    use std::time::Duration;
+    let since = "2026-01-01T00:01:00Z";
+    let stranded = ObservedPod::from_pod(&pod_left_by_a_node_restart(since, Some("containerd://1e14"), None));
+    assert_eq!(stranded.stranded_since.as_deref(), Some(since));
+    assert_eq!(stranded.phase, "Pending");
+    let creating = ObservedPod::from_pod(&pod_left_by_a_node_restart(since, None, Some("ContainerCreating")));
+    assert_eq!(creating.stranded_since, None, "a sandbox still being made is not stranded");
+    let backing_off = ObservedPod::from_pod(&pod_left_by_a_node_restart(since, Some("containerd://1e14"), Some("x")));
+    assert_eq!(backing_off.stranded_since, None, "a container waiting for a reason is the kubelet's to start");
+
+    let job = job(&[("main", 2)]);
+    let pods = [stranded.clone(), pod_in("main", 1, 0, "Running")];
+    let early = plan(&job, &pods, "2026-01-01T00:01:30Z");
+    assert!(early.delete.is_empty() && early.create.is_empty(), "{early:?}");
+    assert_eq!(until_stranded(&pods, "2026-01-01T00:01:30Z"), Some(Duration::from_secs(31)));
+
+    let due = plan(&job, &pods, "2026-01-01T00:02:00Z");
+    assert_eq!(due.delete, vec![stranded.name.clone()]);
+    assert_eq!(due.create, vec![new(0, 0, 1)], "its slot gets the next attempt");
+    assert_eq!(due.status.pod_sets[0].failed, 0, "its work never began: no failure counted");
+    assert_eq!(due.status.pod_sets[0].terminating, 1);
+    assert_eq!(until_stranded(&pods, "2026-01-01T00:02:00Z"), None);
 }
 
 #[test]
