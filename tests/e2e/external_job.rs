@@ -403,3 +403,57 @@ async fn waiting_replica(sandbox: &Sandbox, command: &[String], name: &str, hold
     .await;
     (replica, port)
 }
+
+/// A node restarted between creating a pod's container and starting it leaves the pod Pending
+/// for ever: the kubelet makes no new sandbox for a pod of `restartPolicy: Never`. Here the pod
+/// is bound to a node nobody runs (so no kubelet writes its status and no pod GC takes it) and
+/// its status is written as that kubelet leaves it, its sandbox lost two minutes ago: the job
+/// deletes it and gives its slot the next attempt, with no failure counted.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_pod_its_node_left_unstarted_is_replaced_by_the_next_attempt() {
+    let sandbox = Sandbox::up(&["--workers", "0"]);
+    let client = sandbox.client("manager").await;
+    let nodes: Api<k8s_openapi::api::core::v1::Node> = Api::all(client.clone());
+    let node = serde_json::from_value(json!({"metadata": {"name": "restarted-node"}})).unwrap();
+    nodes.create(&Default::default(), &node).await.expect("a node no kubelet runs");
+    let mut job = external_job("stranded").requests("100m", "64Mi").value();
+    let template = &mut job["spec"]["podSets"][0]["template"]["spec"];
+    template["nodeName"] = json!("restarted-node");
+    // Kept from the node's not-ready taints, which would otherwise evict it.
+    template["tolerations"] = json!([{"operator": "Exists", "effect": "NoExecute"}]);
+    apply_yaml(&client, &job.to_string()).await;
+
+    let pods: Api<Pod> = Api::namespaced(client.clone(), "default");
+    eventually("the job's first pod to exist", Duration::from_secs(60), || async {
+        pods.get("stranded-main-0-0").await.map(|_| ()).map_err(|e| e.to_string())
+    })
+    .await;
+    let lost_at = (k8s_openapi::jiff::Timestamp::now() - k8s_openapi::jiff::SignedDuration::from_secs(120)).to_string();
+    let status = json!({"status": {
+        "phase": "Pending",
+        "conditions": [
+            {"type": "PodReadyToStartContainers", "status": "False", "lastTransitionTime": lost_at},
+            {"type": "PodScheduled", "status": "True", "lastTransitionTime": lost_at},
+        ],
+        "containerStatuses": [{
+            "name": "main", "image": "registry.invalid/work", "imageID": "", "ready": false, "restartCount": 0,
+            "containerID": "containerd://0123456789abcdef", "lastState": {}, "state": {"waiting": {}},
+        }],
+    }});
+    pods.patch_status("stranded-main-0-0", &PatchParams::default(), &Patch::Merge(&status)).await.unwrap();
+
+    let replaced =
+        eventually("the stranded pod deleted and its slot's next attempt created", Duration::from_secs(60), || async {
+            let first = pods.get_opt("stranded-main-0-0").await.map_err(|e| e.to_string())?;
+            let next = pods.get_opt("stranded-main-0-1").await.map_err(|e| e.to_string())?;
+            let first_leaving = first.as_ref().is_none_or(|p| p.metadata.deletion_timestamp.is_some());
+            if first_leaving && next.is_some() {
+                Ok(())
+            } else {
+                Err(format!("next attempt: {}, first: {:?}", next.is_some(), first.and_then(|p| p.status)))
+            }
+        });
+    replaced.await;
+    let job = get_job(&client, "stranded").await.unwrap();
+    assert_eq!(job["status"]["podSets"][0]["failed"], 0, "its work never began: {:#}", job["status"]);
+}

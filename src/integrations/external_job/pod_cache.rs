@@ -4,7 +4,9 @@
 //! third of the API server's reads while a thousand jobs were admitted. The cache keeps only
 //! what a reconcile reads.
 
-use k8s_openapi::api::core::v1::{Pod, PodCondition, PodStatus};
+use k8s_openapi::api::core::v1::{
+    ContainerState, ContainerStateWaiting, ContainerStatus, Pod, PodCondition, PodStatus,
+};
 use kube::api::Api;
 use kube::runtime::controller::Controller;
 use kube::runtime::reflector::{self, Store};
@@ -30,8 +32,9 @@ pub fn watch(controller: Controller<ExternalJob>, client: &Client) -> (Controlle
     (controller.owns_stream(changes), PodCache::new(store))
 }
 
-/// Identity, owners (they route the pod's changes to its job), our labels, deletion, phase and
-/// readiness: what [`ObservedPod`] reads.
+/// Identity, owners (they route the pod's changes to its job), our labels, deletion, phase,
+/// readiness and, while it is Pending, what tells that its node left it unstarted: what
+/// [`ObservedPod`] reads.
 fn slim(pod: &mut Pod) {
     let meta = &mut pod.metadata;
     meta.managed_fields = None;
@@ -40,17 +43,44 @@ fn slim(pod: &mut Pod) {
         labels.retain(|key, _| [JOB_UID_LABEL, POD_SET_LABEL, POD_INDEX_LABEL].contains(&key.as_str()));
     }
     pod.spec = None;
-    pod.status = pod.status.take().map(|s| PodStatus {
-        phase: s.phase,
-        conditions: s.conditions.map(|conditions| {
-            conditions
-                .into_iter()
-                .filter(|c| c.type_ == "Ready")
-                .map(|c| PodCondition { type_: c.type_, status: c.status, ..PodCondition::default() })
+    pod.status = pod.status.take().map(|s| {
+        let pending = s.phase.as_deref() == Some("Pending");
+        PodStatus {
+            conditions: s.conditions.map(|conditions| {
+                let kept = conditions
+                    .into_iter()
+                    .filter(|c| c.type_ == "Ready" || (pending && c.type_ == "PodReadyToStartContainers"));
+                kept.map(|c| PodCondition {
+                    type_: c.type_,
+                    status: c.status,
+                    last_transition_time: c.last_transition_time,
+                    ..PodCondition::default()
+                })
                 .collect()
-        }),
-        ..PodStatus::default()
+            }),
+            container_statuses: s
+                .container_statuses
+                .filter(|_| pending)
+                .map(|statuses| statuses.into_iter().map(slim_container).collect()),
+            phase: s.phase,
+            ..PodStatus::default()
+        }
     });
+}
+
+/// Whether a container was created, and whether it waits for a reason, runs or ran.
+fn slim_container(status: ContainerStatus) -> ContainerStatus {
+    let slim_state = |state: ContainerState| ContainerState {
+        running: state.running.map(|_| Default::default()),
+        terminated: state.terminated.map(|_| Default::default()),
+        waiting: state.waiting.map(|w| ContainerStateWaiting { reason: w.reason, message: None }),
+    };
+    ContainerStatus {
+        container_id: status.container_id,
+        state: status.state.map(slim_state),
+        last_state: status.last_state.map(slim_state),
+        ..ContainerStatus::default()
+    }
 }
 
 impl PodCache {
@@ -165,5 +195,26 @@ mod tests {
         assert_eq!(pod.labels().len(), 3);
         assert_eq!(pod.owner_references().len(), 1, "owners route the pod's changes to its job");
         assert_eq!(pod.status.unwrap().conditions.unwrap().len(), 1);
+    }
+
+    #[test]
+    fn slim_keeps_what_tells_a_pod_its_node_left_unstarted() {
+        let mut pod: Pod = serde_json::from_value(json!({
+            "metadata": {"name": "train-main-0-0", "namespace": "default", "labels": {JOB_UID_LABEL: "u1"}},
+            "status": {"phase": "Pending", "conditions": [
+                {"type": "PodReadyToStartContainers", "status": "False", "lastTransitionTime": "2026-01-01T00:00:00Z"},
+                {"type": "PodScheduled", "status": "True", "lastTransitionTime": "2026-01-01T00:00:00Z"},
+            ], "containerStatuses": [{
+                "name": "main", "image": "busybox", "imageID": "sha256:1", "ready": false, "restartCount": 0,
+                "containerID": "containerd://1e14", "lastState": {}, "state": {"waiting": {}},
+            }]},
+        }))
+        .unwrap();
+        let before = ObservedPod::from_pod(&pod);
+        assert!(before.stranded_since.is_some());
+        slim(&mut pod);
+        assert_eq!(ObservedPod::from_pod(&pod), before);
+        let status = pod.status.unwrap();
+        assert_eq!(status.container_statuses.unwrap()[0].image, "", "only what tells the state is kept");
     }
 }
