@@ -21,8 +21,8 @@ trap 'hack/docker.sh down' EXIT
 command -v debootstrap || apt-get install -y debootstrap || { apt-get update && apt-get install -y debootstrap; }
 
 step "toolchain, kind images and add-ons: built in the background from here on"
-# Cold, the toolchain's go build takes about 20 minutes on 2 cores, the kind images about 10 and
-# the four add-ons about 20 more. The toolchain builds while the lints and unit tests run; then
+# Cold, the toolchain's go build takes about 12 minutes on 2 cores, the kind images about 5 and
+# the four add-ons about 15 more. The toolchain builds while the lints and unit tests run; then
 # the kind images at the same priority as the process-runtime tests (the kind lane's tests take
 # longest and wait for them), and the add-ons at a low one. Every test waits for what it needs
 # (file locks of the cache); the last step says whether the build itself failed.
