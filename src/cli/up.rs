@@ -283,6 +283,7 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
             eprintln!("warning: {warning}");
         }
     }
+    let defaults = NodePool::default();
     let options = UpOptions {
         name: args.sandbox.name.clone().unwrap_or_else(|| sandbox::DEFAULT_NAME.to_string()),
         state_dir: args.sandbox.dir(),
@@ -290,9 +291,9 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
         api_server_port: args.api_server_port,
         queues_from_kind_nodes: args.nodes.is_none() && args.node_cpu.is_none() && args.node_memory.is_none(),
         nodes: NodePool {
-            count: args.nodes.unwrap_or(NodePool::default().count),
-            cpu: args.node_cpu.unwrap_or(NodePool::default().cpu),
-            memory: args.node_memory.unwrap_or(NodePool::default().memory),
+            count: args.nodes.unwrap_or(defaults.count),
+            cpu: args.node_cpu.unwrap_or(defaults.cpu),
+            memory: args.node_memory.unwrap_or(defaults.memory),
         },
         component_args: args.component_args,
         merge_kubeconfig: args.merge_kubeconfig.then(crate::sandbox::kubeconfig::user_default_path),

@@ -8,7 +8,6 @@
 //! server (AlreadyExists) instead of running it twice.
 
 use std::collections::BTreeMap;
-
 use std::time::Duration;
 
 use k8s_openapi::api::core::v1::{ContainerStatus, Pod, PodTemplateSpec};
@@ -98,20 +97,24 @@ fn seconds_between(since: &str, now: &str) -> Option<i64> {
     Some((parse(now)? - parse(since)?).whole_seconds())
 }
 
+/// Seconds a pod not yet being deleted has been stranded, at `now`.
+fn stranded_for(pod: &ObservedPod, now: &str) -> Option<i64> {
+    if pod.deleting {
+        return None;
+    }
+    seconds_between(pod.stranded_since.as_deref()?, now)
+}
+
 fn stranded_long_enough(pod: &ObservedPod, now: &str) -> bool {
-    let waited = pod.stranded_since.as_deref().and_then(|since| seconds_between(since, now));
-    !pod.deleting && waited.is_some_and(|s| s >= STRANDED_AFTER.as_secs() as i64)
+    stranded_for(pod, now).is_some_and(|waited| waited >= STRANDED_AFTER.as_secs() as i64)
 }
 
 /// When to look again at a pod stranded for less than [`STRANDED_AFTER`]: nothing about it
 /// changes meanwhile.
 pub fn until_stranded(pods: &[ObservedPod], now: &str) -> Option<Duration> {
-    pods.iter()
-        .filter(|p| !p.deleting)
-        .filter_map(|p| seconds_between(p.stranded_since.as_deref()?, now))
-        .filter(|waited| *waited < STRANDED_AFTER.as_secs() as i64)
-        .map(|waited| Duration::from_secs((STRANDED_AFTER.as_secs() as i64 - waited) as u64 + 1))
-        .min()
+    let limit = STRANDED_AFTER.as_secs() as i64;
+    let waits = pods.iter().filter_map(|p| stranded_for(p, now)).filter(|waited| *waited < limit);
+    waits.map(|waited| Duration::from_secs((limit - waited) as u64 + 1)).min()
 }
 
 /// The next step for a job's pods.

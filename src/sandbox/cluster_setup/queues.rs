@@ -89,7 +89,8 @@ impl Room {
         Room { cpu: self.cpu + other.cpu, memory: self.memory + other.memory }
     }
 
-    /// As quota: CPU in millis and memory in MiB, each rounded down.
+    /// As quota: CPU in millis and memory in MiB, each rounded down (after the sums' float error:
+    /// 2 − 0.95 − 0.05 is 0.9999999999999998).
     pub fn quota(&self) -> (String, String) {
         let millis = (self.cpu * 1000.0 + 1e-6).floor() as u64;
         let mib = (self.memory / (1024.0 * 1024.0)).floor() as u64;
