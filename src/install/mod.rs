@@ -206,17 +206,24 @@ pub async fn apply(client: &Client, plan: &Plan, dry_run: bool, say: &dyn Fn(Str
     kube_util::wait_established(client, &new_crds).await?;
     // A dry run creates no namespace, so the API server cannot check what would go into ours.
     let unchecked = dry_run && !namespace_exists(client, manifests::NAMESPACE).await?;
-    for obj in rest {
+    let apply_one = async |obj: &Value| -> Result<(), InstallError> {
         if unchecked && obj["metadata"]["namespace"] == manifests::NAMESPACE {
             say(format!(
                 "{} created{suffix}: not checked, namespace {} does not exist yet",
                 kube_util::object_ref(obj),
                 manifests::NAMESPACE
             ));
-            continue;
+            return Ok(());
         }
         let applied = kube_util::apply_reporting(client, obj, dry_run).await?;
         say(format!("{} {applied}{suffix}", kube_util::object_ref(obj)));
+        Ok(())
+    };
+    // Our controller's pods last: Kueue rolls first, while the node still has room for a
+    // second Kueue replica beside the old one, and reads our kinds with its RBAC in place.
+    let (deployments, rest): (Vec<&Value>, Vec<&Value>) = rest.into_iter().partition(|o| o["kind"] == "Deployment");
+    for obj in rest {
+        apply_one(obj).await?;
     }
     let (namespace, name) = (&plan.kueue.namespace, &plan.kueue.name);
     match &plan.kueue_change {
@@ -235,6 +242,9 @@ pub async fn apply(client: &Client, plan: &Plan, dry_run: bool, say: &dyn Fn(Str
             say(format!("Kueue's Configuration ({namespace}/{name}) already integrates {}", plan.frameworks.join(", ")))
         }
         KueueChange::LeftAlone => {}
+    }
+    for obj in deployments {
+        apply_one(obj).await?;
     }
     if dry_run {
         return Ok(());
