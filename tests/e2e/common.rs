@@ -48,6 +48,9 @@ static PROCESS_LANE: Mutex<()> = Mutex::new(());
 /// clusters live in Docker on ports Docker picks, and they spend most of their time waiting for
 /// nodes and pods, which leaves room for the other lane.
 static KIND_LANE: Mutex<()> = Mutex::new(());
+/// The kind soak runs beside both: its sandbox has a name of its own, and most of its time goes
+/// to jobs that run for seconds and to faults spaced apart, not to the CPU.
+static SOAK_LANE: Mutex<()> = Mutex::new(());
 
 /// A test's turn to start clusters. When it ends, how long the test held it is added to
 /// `target/tmp/e2e-turns.tsv` (test, seconds), so a slow suite shows where its time goes.
@@ -79,6 +82,11 @@ pub fn one_kind_test_at_a_time() -> Turn {
     take_turn(&KIND_LANE)
 }
 
+/// Waits for the turn of a kind soak.
+pub fn one_soak_at_a_time() -> Turn {
+    take_turn(&SOAK_LANE)
+}
+
 fn take_turn(lane: &'static Mutex<()>) -> Turn {
     let guard = lane.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
     Turn { _guard: guard, since: Instant::now() }
@@ -95,6 +103,8 @@ pub struct Sandbox {
     replacements: Arc<Mutex<Vec<Child>>>,
     /// The runtime `up` asks for; `None`: `$KUEUE_EXT_RUNTIME`, else the process runtime.
     runtime: Option<&'static str>,
+    /// The sandbox's name, which prefixes its contexts and kind clusters.
+    name: &'static str,
 }
 
 impl Sandbox {
@@ -127,6 +137,7 @@ impl Sandbox {
             _serial: Some(serial),
             replacements: Arc::default(),
             runtime: None,
+            name: kueue_ext::sandbox::DEFAULT_NAME,
         }
     }
 
@@ -139,16 +150,38 @@ impl Sandbox {
 
     /// `up` on the kind runtime.
     pub fn up_on_kind(extra: &[&str]) -> Sandbox {
-        let sandbox = Sandbox::unstarted_on_kind();
-        let output = sandbox.run("up", extra);
+        Sandbox::unstarted_on_kind().started(extra)
+    }
+
+    /// `up` on the kind runtime of a sandbox named `name`, in the soak's lane beside the others.
+    pub fn soak_on_kind(name: &'static str, extra: &[&str]) -> Sandbox {
+        let mut sandbox = Sandbox::unstarted_in(one_soak_at_a_time());
+        (sandbox.runtime, sandbox.name) = (Some("kind"), name);
+        sandbox.started(extra)
+    }
+
+    fn started(self, extra: &[&str]) -> Sandbox {
+        let output = self.run("up", extra);
         assert!(output.status.success(), "up failed:\n{}", text(&output));
-        sandbox
+        self
+    }
+
+    /// The kubeconfig context of one of the sandbox's clusters, which names its kind cluster too.
+    pub fn context(&self, cluster: &str) -> String {
+        kueue_ext::sandbox::context_name(self.name, cluster)
     }
 
     /// A second private state dir, for a sandbox that runs beside this one.
     pub fn beside(&self) -> Sandbox {
         let tmp = tempfile::tempdir().expect("temp dir");
-        Sandbox { dir: tmp.path().join("state"), _tmp: tmp, _serial: None, replacements: Arc::default(), runtime: None }
+        Sandbox {
+            dir: tmp.path().join("state"),
+            _tmp: tmp,
+            _serial: None,
+            replacements: Arc::default(),
+            runtime: None,
+            name: kueue_ext::sandbox::DEFAULT_NAME,
+        }
     }
 
     pub fn run(&self, command: &str, extra: &[&str]) -> Output {
@@ -165,7 +198,11 @@ impl Sandbox {
             None => std::env::var("KUEUE_EXT_RUNTIME").unwrap_or_else(|_| "process".into()),
         };
         args.extend(if command == "up" { vec!["--runtime", runtime.as_str()] } else { vec![] });
-        Command::new(BIN).args(&args).envs(env.iter().copied()).output().expect("the plugin binary runs")
+        let mut command = Command::new(BIN);
+        if self.name != kueue_ext::sandbox::DEFAULT_NAME {
+            command.env("KUEUE_EXT_SANDBOX", self.name);
+        }
+        command.args(&args).envs(env.iter().copied()).output().expect("the plugin binary runs")
     }
 
     pub fn kubeconfig(&self) -> PathBuf {
@@ -177,7 +214,7 @@ impl Sandbox {
         use std::io::Write;
 
         let kubectl = toolchain_kubectl().expect("the toolchain's kubectl");
-        let context = format!("kueue-ext-{cluster}");
+        let context = self.context(cluster);
         let mut child = Command::new(kubectl)
             .args(["--kubeconfig", path_str(&self.kubeconfig()), "--context", &context])
             .args(args)
@@ -191,7 +228,7 @@ impl Sandbox {
     }
 
     pub async fn client(&self, cluster: &str) -> Client {
-        kueue_ext::kube_util::client_for(&self.kubeconfig(), &format!("kueue-ext-{cluster}"))
+        kueue_ext::kube_util::client_for(&self.kubeconfig(), &self.context(cluster))
             .await
             .expect("client for the sandbox context")
     }
@@ -246,7 +283,7 @@ impl Sandbox {
             if self.on_kind() {
                 // The kubelet's, containerd's and every pod's logs: a pod that never started is
                 // explained there, not in the API.
-                let name = format!("kueue-ext-{cluster}");
+                let name = self.context(&cluster);
                 let dir = into.join("kind-logs");
                 let _ = Command::new(kueue_ext::sandbox::kind_cli_path())
                     .args(["export", "logs", path_str(&dir), "--name", &name])
@@ -260,21 +297,22 @@ impl Sandbox {
         self.runtime == Some("kind") || std::env::var("KUEUE_EXT_RUNTIME").is_ok_and(|runtime| runtime == "kind")
     }
 
-    /// The clusters the sandbox's kubeconfig names (contexts `kueue-ext-<cluster>`).
+    /// The clusters the sandbox's kubeconfig names (contexts `<sandbox>-<cluster>`).
     fn clusters(&self) -> Vec<String> {
         let Some(kubectl) = toolchain_kubectl() else { return Vec::new() };
         let kubeconfig = self.kubeconfig();
         let args = ["--kubeconfig", path_str(&kubeconfig), "config", "get-contexts", "-o", "name"];
         let Ok(out) = Command::new(kubectl).args(args).output() else { return Vec::new() };
         let contexts = String::from_utf8_lossy(&out.stdout).into_owned();
-        contexts.lines().filter_map(|context| context.strip_prefix("kueue-ext-")).map(str::to_string).collect()
+        let prefix = format!("{}-", self.name);
+        contexts.lines().filter_map(|context| context.strip_prefix(&prefix)).map(str::to_string).collect()
     }
 
     /// What the cluster held when the test failed: jobs, their parts, Workloads and events.
     fn dump_objects(&self, cluster: &str, into: &Path) {
         let Some(kubectl) = toolchain_kubectl() else { return };
         let kinds = "externaljobs,wrappedjobs,workloads,jobs,deployments,pods,nodes,localqueues,clusterqueues,events";
-        let context = format!("kueue-ext-{cluster}");
+        let context = self.context(cluster);
         let kubeconfig = self.kubeconfig();
         let args = ["--kubeconfig", path_str(&kubeconfig), "--context", &context, "get", kinds, "-A", "-o", "yaml"];
         if let Ok(out) = Command::new(kubectl).args(args).output() {

@@ -35,6 +35,8 @@ use crate::crash::ledger::{self, Ledger};
 use crate::fixtures::{BUSYBOX, external_job};
 
 const CLUSTERS: [&str; 2] = ["manager", "worker1"];
+/// The soak's sandbox, named apart from the kind tests' sandboxes that run beside it.
+const SANDBOX: &str = "kx-soak";
 /// How long no job may finish before those left count as stuck.
 const STALL: Duration = Duration::from_secs(600);
 /// The jobs the upgrade must find in flight, as the issue asks.
@@ -113,7 +115,7 @@ async fn newer_image(sandbox: &Sandbox) -> String {
         String::from_utf8_lossy(&output.stdout).trim().to_string()
     };
     // containerd names an image of no registry as Docker Hub's, as Docker does unsaid.
-    let node = "kueue-ext-manager-control-plane";
+    let node = format!("{}-control-plane", sandbox.context("manager"));
     let export = format!("docker exec {node} ctr -n k8s.io images export - docker.io/{current} | docker load");
     run("sh", &["-c", &export]);
     let container = run("docker", &["create", &current]);
@@ -124,7 +126,7 @@ async fn newer_image(sandbox: &Sandbox) -> String {
         .expect("the kind CLI");
     let kind = kind.to_str().expect("utf-8 path");
     for cluster in CLUSTERS {
-        run(kind, &["load", "docker-image", &newer, "--name", &format!("kueue-ext-{cluster}")]);
+        run(kind, &["load", "docker-image", &newer, "--name", &sandbox.context(cluster)]);
     }
     // The nodes have both now; the daemon's copies would only fill the disk.
     run("docker", &["rmi", &current, &newer]);
@@ -155,7 +157,7 @@ async fn admissions_until(clusters: Vec<(&'static str, Client)>, stop: Arc<Atomi
 
 /// `install --image` on `cluster`, as a user upgrades: it returns once the roll is done.
 async fn install(sandbox: &Sandbox, cluster: &str, image: &str) -> String {
-    let (kubeconfig, context, image) = (sandbox.kubeconfig(), format!("kueue-ext-{cluster}"), image.to_string());
+    let (kubeconfig, context, image) = (sandbox.kubeconfig(), sandbox.context(cluster), image.to_string());
     let output = tokio::task::spawn_blocking(move || {
         let kubeconfig = kubeconfig.to_str().expect("utf-8 path").to_string();
         let args = ["install", "--kubeconfig", &kubeconfig, "--context", &context, "--image", &image];
@@ -331,8 +333,10 @@ async fn every_job_finishes_exactly_once_on_kind_through_pod_deletions_node_rest
         size.jobs, size.faults, size.upgrade_jobs, size.seed
     );
     kind_images_built("");
-    let sandbox =
-        Sandbox::up_on_kind(&["--workers", "1", "--nodes", "1", "--node-cpu", QUOTA_CPU, "--node-memory", "4Gi"]);
+    let sandbox = Sandbox::soak_on_kind(
+        SANDBOX,
+        &["--workers", "1", "--nodes", "1", "--node-cpu", QUOTA_CPU, "--node-memory", "4Gi"],
+    );
     let started = Instant::now();
     let mut clients = Vec::new();
     for cluster in CLUSTERS {
@@ -356,7 +360,7 @@ async fn every_job_finishes_exactly_once_on_kind_through_pod_deletions_node_rest
         if let Some((fault, cluster)) = faults.get(i) {
             tokio::time::sleep(Duration::from_millis(rng.between(2_000, 8_000))).await;
             let client = &clients.iter().find(|(c, _)| c == cluster).expect("a sandbox cluster").1;
-            let fault = kind_faults::inject(*fault, cluster, client).await;
+            let fault = kind_faults::inject(*fault, cluster, &sandbox.context(cluster), client).await;
             println!("{:>4.0} s: {:?} on {}: {:?}", started.elapsed().as_secs_f64(), fault.fault, cluster, fault.seen);
             injected.push(fault);
         }

@@ -77,9 +77,9 @@ pub struct Injected {
     pub seen: Result<Duration, String>,
 }
 
-/// The kind node container of a sandbox cluster (its context name's).
-fn node_container(cluster: &str) -> String {
-    format!("kueue-ext-{cluster}-control-plane")
+/// The node container of a kind cluster.
+fn node_container(kind_cluster: &str) -> String {
+    format!("{kind_cluster}-control-plane")
 }
 
 async fn docker(args: &[&str]) -> Result<String, String> {
@@ -93,14 +93,14 @@ async fn docker(args: &[&str]) -> Result<String, String> {
 }
 
 /// Injects `fault` on `cluster` (`client` is its) and waits until it is seen taking effect.
-pub async fn inject(fault: Fault, cluster: &str, client: &Client) -> Injected {
+pub async fn inject(fault: Fault, cluster: &str, kind_cluster: &str, client: &Client) -> Injected {
     let at = Timestamp::now().as_second();
     let started = Instant::now();
     let (target, seen) = match fault {
         Fault::ControllerPod => delete_leading_controller(client).await,
         Fault::KueuePod => delete_kueue_pod(client).await,
-        Fault::NodeRestart => restart_node(cluster, client, at).await,
-        Fault::ApiServerKill => kill_api_server(cluster, client).await,
+        Fault::NodeRestart => restart_node(kind_cluster, client, at).await,
+        Fault::ApiServerKill => kill_api_server(kind_cluster, client).await,
     };
     let seen = seen.map(|()| started.elapsed());
     Injected { fault, cluster: cluster.to_string(), target, at, seen }
@@ -183,8 +183,8 @@ fn pod_ready(pod: &Pod) -> bool {
 
 /// Restarts the node container; seen once Docker started it anew and its Node is ready again,
 /// by a heartbeat of the kubelet since.
-async fn restart_node(cluster: &str, client: &Client, at: i64) -> (String, Result<(), String>) {
-    let node = node_container(cluster);
+async fn restart_node(kind_cluster: &str, client: &Client, at: i64) -> (String, Result<(), String>) {
+    let node = node_container(kind_cluster);
     let started_at = || async { docker(&["inspect", "-f", "{{.State.StartedAt}}", &node]).await };
     let before = match started_at().await {
         Ok(before) => before,
@@ -193,7 +193,7 @@ async fn restart_node(cluster: &str, client: &Client, at: i64) -> (String, Resul
     // As a node is rebooted: its systemd stops the kubelet and containerd, killed after 10 s.
     if let Err(e) = docker(&["restart", &node]).await {
         // A runc killed mid-create leaves the node unable to stop (`sandbox::thaw_kind_cluster`).
-        let thawed = kueue_ext::sandbox::thaw_kind_cluster(&format!("kueue-ext-{cluster}")).await;
+        let thawed = kueue_ext::sandbox::thaw_kind_cluster(kind_cluster).await;
         if let Err(again) = docker(&["restart", &node]).await {
             return (node, Err(format!("{e}; after thawing {thawed} frozen cgroups: {again}")));
         }
@@ -231,8 +231,8 @@ async fn api_server_container(client: &Client, node: &str) -> Result<String, Str
 /// kubelet runs another one and the API server answers. Just after a node restart the mirror
 /// pod's status can still name the container the restart ended: that one is looked up again
 /// until the status names a task the node has.
-async fn kill_api_server(cluster: &str, client: &Client) -> (String, Result<(), String>) {
-    let node = node_container(cluster);
+async fn kill_api_server(kind_cluster: &str, client: &Client) -> (String, Result<(), String>) {
+    let node = node_container(kind_cluster);
     let deadline = Instant::now() + TAKING_EFFECT;
     let killed = loop {
         let id = match api_server_container(client, &node).await {
