@@ -32,6 +32,7 @@
 //! of docs/performance.md. An unknown name, or a row without samples, fails the run.
 
 mod apiserver;
+mod documented_setup;
 #[path = "../results/figures.rs"]
 mod figures;
 mod jobs;
@@ -133,7 +134,7 @@ fn main() {
     let mut rows = Vec::new();
     for bench in settings.benchmarks() {
         let measured = match bench {
-            "up-kind" => kind_up::bench(settings.runs),
+            "up-kind" => kind_up::bench(settings.runs, &bin_dir.join("kubectl")),
             "up" => up::bench(settings.runs, &bin_dir, &up::kwokctl(&toolchain_root.join("src"), &toolchain_root)),
             "single" => runtime.block_on(single::bench(settings.job_runs, settings.jobs, settings.wrapped_jobs)),
             "scheduler-perf" => {

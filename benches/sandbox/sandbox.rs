@@ -22,6 +22,8 @@ pub struct Sandbox {
     pub state_dir: PathBuf,
     /// Seconds `up` took.
     pub up_seconds: f64,
+    /// What `up` printed (its steps with their times).
+    pub said: String,
 }
 
 impl Sandbox {
@@ -30,8 +32,8 @@ impl Sandbox {
         let dir = tempfile::tempdir().expect("temp dir");
         let state_dir = dir.path().join("state");
         let started = Instant::now();
-        run(Command::new(BIN).arg("up").args(flags).arg("--state-dir").arg(&state_dir));
-        Sandbox { _dir: dir, state_dir, up_seconds: started.elapsed().as_secs_f64() }
+        let said = run(Command::new(BIN).arg("up").args(flags).arg("--state-dir").arg(&state_dir));
+        Sandbox { _dir: dir, state_dir, up_seconds: started.elapsed().as_secs_f64(), said }
     }
 
     pub fn state(&self) -> SandboxState {
