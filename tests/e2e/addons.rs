@@ -7,7 +7,8 @@
 use std::time::Duration;
 
 use crate::common::{
-    Sandbox, api, apply_yaml, condition_is, down_leaves_nothing, eventually, pod_sets, text, workload_with,
+    Sandbox, addons_built, api, apply_yaml, condition_is, down_leaves_nothing, eventually, pod_sets, text,
+    workload_with,
 };
 use crate::condition_timeline::{ConditionTimeline, Conditions, show};
 use k8s_openapi::api::core::v1::Pod;
@@ -88,6 +89,7 @@ async fn run_on_one_cluster(sandbox: &Sandbox) -> (Value, Conditions) {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn a_jobset_by_configuration_gets_kueues_own_pod_sets_and_runs_on_one_cluster() {
+    addons_built("jobset");
     let (reference, reference_conditions) = {
         let sandbox = Sandbox::up(&["--workers", "0", "--addons", "jobset"]);
         let status = sandbox.status_json();
@@ -151,6 +153,7 @@ async fn a_jobset_by_configuration_gets_kueues_own_pod_sets_and_runs_on_one_clus
 
 #[tokio::test(flavor = "multi_thread")]
 async fn a_jobset_and_a_wrapped_jobset_run_on_a_worker_through_multikueue() {
+    addons_built("jobset");
     let sandbox = Sandbox::up(&["--workers", "1", "--addons", "jobset", "--integrations", INTEGRATIONS]);
     let manager = sandbox.client("manager").await;
     let worker = sandbox.client("worker1").await;

@@ -32,13 +32,28 @@ pub fn ensure_toolchain() {
 /// takes its turn: `hack/test.sh` builds them in the background while the process-runtime tests
 /// run, and waiting for that build here keeps the turn free for them meanwhile.
 pub fn kind_images_built(addons: &str) {
+    built_before_the_turn(true, addons);
+}
+
+/// The process runtime's `addons` (comma-separated), built before the test takes its turn, for
+/// the same reason: a cold suite builds them in the background while other sandboxes run.
+pub fn addons_built(addons: &str) {
+    built_before_the_turn(false, addons);
+}
+
+/// At `nice 15`, as `hack/test.sh` builds the add-ons: in a cold suite whichever asks first
+/// builds, and the sandboxes already running should not wait for the CPU behind it.
+fn built_before_the_turn(kind: bool, addons: &str) {
     ensure_toolchain();
-    let mut args = vec!["toolchain", "install", "--kind"];
+    let mut args = vec!["-n", "15", BIN, "toolchain", "install"];
+    if kind {
+        args.push("--kind");
+    }
     if !addons.is_empty() {
         args.extend(["--addons", addons]);
     }
-    let status = Command::new(BIN).args(&args).status().expect("toolchain install runs");
-    assert!(status.success(), "toolchain install --kind --addons {addons:?} failed");
+    let status = Command::new("nice").args(&args).status().expect("toolchain install runs");
+    assert!(status.success(), "{} failed", args[3..].join(" "));
 }
 
 /// Process-runtime sandboxes of one test binary run one at a time: two would compete for 2

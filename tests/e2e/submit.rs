@@ -4,7 +4,7 @@
 use std::path::Path;
 use std::process::Command;
 
-use crate::common::{BIN, Sandbox, api, text};
+use crate::common::{BIN, Sandbox, addons_built, api, text};
 
 /// The README's quick start: its first `sh` block after the heading, line by line.
 fn quick_start() -> Vec<String> {
@@ -56,6 +56,7 @@ fn the_readmes_quick_start_works_as_written() {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn submit_runs_the_samples_and_refuses_bad_batches_whole() {
+    addons_built("jobset");
     // Every sample, add-ons' included (-R): JobSet's controller runs beside Kueue, and our
     // configured integration queues JobSets.
     let jobsets = concat!(env!("CARGO_MANIFEST_DIR"), "/samples/addons/jobset/jobset-integration.yaml");

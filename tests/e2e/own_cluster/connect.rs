@@ -14,7 +14,7 @@ use kueue_ext::sandbox::progress::Progress;
 use kueue_ext::sandbox::{Addon, prepare_kind_images};
 
 use super::{PlainKindCluster, PlainKindClusters, ok, repo};
-use crate::common::{eventually, text, workloads};
+use crate::common::{eventually, kind_images_built, text, workloads};
 
 const MANAGER: &str = "kueue-ext-e2e-manager";
 const WORKER: &str = "kueue-ext-e2e-worker";
@@ -34,6 +34,7 @@ async fn places(manager: &PlainKindCluster<'_>) -> Vec<(String, Value)> {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn connect_wires_multikueue_between_plain_kind_clusters_and_disconnect_takes_it_out() {
+    kind_images_built("jobset");
     let (_, addons) = prepare_kind_images(&[Addon::Jobset], &Progress::stderr()).await.expect("JobSet's image");
     let clusters = PlainKindClusters::create(&[MANAGER, WORKER, SECOND_WORKER]).await;
     let (manager, worker, second) =
