@@ -240,7 +240,8 @@ pub fn rbac_for_kueue(kueue: (&str, &str), writer: CertWriter) -> Vec<Value> {
 }
 
 /// The container's arguments: the `controller` command, serving on every pod address with the
-/// certificate it keeps in its Secret, in-cluster credentials (no kubeconfig), leader election on.
+/// certificate it keeps in its Secret, in-cluster credentials (no kubeconfig), leader election on,
+/// and a drain at shutdown for the API server's kept-alive connections through the Service.
 pub fn controller_args() -> Vec<String> {
     vec![
         "controller".into(),
@@ -248,6 +249,7 @@ pub fn controller_args() -> Vec<String> {
         format!("--cert-secret={WEBHOOK_CERT_SECRET}"),
         "--log-format=json".into(),
         "--leader-elect".into(),
+        "--shutdown-drain=5s".into(),
     ]
 }
 

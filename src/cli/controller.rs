@@ -57,6 +57,14 @@ pub struct Args {
     /// Integrations file: further job kinds, each described by where its fields are.
     #[arg(long, value_name = "FILE")]
     pub integrations: Option<PathBuf>,
+    /// After SIGTERM, how long the server goes on answering, each answer closing its
+    /// connection, before it stops (a Go duration; the in-cluster Deployment sets 5s).
+    #[arg(long, value_name = "DURATION", default_value = "0s", value_parser = parse_drain)]
+    pub shutdown_drain: Duration,
+}
+
+fn parse_drain(text: &str) -> Result<Duration, String> {
+    crate::go_duration::parse_go_duration(text).map_err(|e| e.to_string())
 }
 
 const USER_AGENT: &str = concat!("kueue-ext-controller/v", env!("CARGO_PKG_VERSION"));
@@ -100,7 +108,8 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
         }),
         (None, None) => anyhow::bail!("give --cert-dir or --cert-secret"),
     };
-    let options = Options { client, metrics, listen: args.listen, certificate, config, election, integrations };
+    let listen = controller::Listen { address: args.listen, drain: args.shutdown_drain };
+    let options = Options { client, metrics, listen, certificate, config, election, integrations };
     controller::run(options).await?;
     Ok(ExitCode::SUCCESS)
 }

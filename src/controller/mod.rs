@@ -50,14 +50,25 @@ pub struct Options {
     /// A client made with [`api_requests::counting_client`] of `metrics.api_requests`.
     pub client: Client,
     pub metrics: Arc<Metrics>,
-    /// Address of the HTTPS server (webhooks, health, metrics).
-    pub listen: SocketAddr,
+    /// The HTTPS server (webhooks, health, metrics).
+    pub listen: Listen,
     pub certificate: ServingCertificate,
     pub config: Config,
     /// Reconcile only while holding this Lease (webhooks are served either way).
     pub election: Option<leader::Election>,
     /// ServedKinds integrated by configuration (`--integrations`).
     pub integrations: Vec<Integration>,
+}
+
+/// Where the HTTPS server listens, and how it stops.
+#[derive(Clone, Copy, Debug)]
+pub struct Listen {
+    pub address: SocketAddr,
+    /// After the stop signal, how long it goes on answering, each answer closing its
+    /// connection: the API server keeps idle HTTP/1.1 connections to each replica, and a
+    /// request written on one the server closes unasked fails ("broken pipe"), since the API
+    /// server does not retry a POST. Answered connections end cleanly instead.
+    pub drain: std::time::Duration,
 }
 
 /// Where the webhook server's certificate comes from.
@@ -147,7 +158,7 @@ pub async fn run(options: Options) -> Result<(), ControllerError> {
             }
         }
         state.ready.store(true, Ordering::Relaxed);
-        info!(listen = %options.listen, "queue caches synced; serving webhooks");
+        info!(listen = %options.listen.address, "queue caches synced; serving webhooks");
         workloads.wait_until_ready().await.map_err(|_| ControllerError::NeverSynced("Workloads"))?;
 
         // Every replica answers admissions; only the Lease holder writes.

@@ -1,7 +1,6 @@
 //! The HTTPS server of the controller: admission webhooks, health, readiness and metrics, on
 //! one TLS port.
 
-use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -163,7 +162,7 @@ pub enum Tls {
 /// 1.2 are spoken: those are all rustls implements, and axum-server takes its defaults (a test
 /// checks them).
 pub async fn serve(
-    addr: SocketAddr,
+    listen: super::Listen,
     mut tls: Tls,
     router: Router,
     shutdown: impl std::future::Future<Output = ()> + Send + 'static,
@@ -176,8 +175,8 @@ pub async fn serve(
     if let Tls::Pairs(pairs) = tls {
         tokio::spawn(follow(config.clone(), pairs));
     }
-    let listener = std::net::TcpListener::bind(addr).map_err(ControllerError::Serve)?;
-    serve_on(listener, config, router, shutdown).await
+    let listener = std::net::TcpListener::bind(listen.address).map_err(ControllerError::Serve)?;
+    serve_on(listener, config, router, shutdown, listen.drain).await
 }
 
 /// The server's first TLS configuration: for a Secret, once it holds a pair (until then there
@@ -211,17 +210,22 @@ async fn reload(config: &RustlsConfig, pair: &ServingPair) -> std::io::Result<()
     config.reload_from_pem(pair.cert_pem.clone().into_bytes(), pair.key_pem.clone().into_bytes()).await
 }
 
-/// Serves `router` on `listener` with `tls` until `shutdown` resolves.
+/// Serves `router` on `listener` with `tls` until `shutdown` resolves and `drain` has passed.
 async fn serve_on(
     listener: std::net::TcpListener,
     tls: RustlsConfig,
     router: Router,
     shutdown: impl std::future::Future<Output = ()> + Send + 'static,
+    drain: std::time::Duration,
 ) -> Result<(), ControllerError> {
     let handle = axum_server::Handle::new();
     let stopper = handle.clone();
+    let draining = Arc::new(AtomicBool::new(false));
+    let router = closing_connections_once(router, draining.clone());
     tokio::spawn(async move {
         shutdown.await;
+        draining.store(true, Ordering::Relaxed);
+        tokio::time::sleep(drain).await;
         // Long enough for the answers in flight; the API server is told (HTTP/2 GOAWAY) to send
         // the next ones elsewhere.
         stopper.graceful_shutdown(Some(std::time::Duration::from_secs(10)));
@@ -233,8 +237,24 @@ async fn serve_on(
     server.serve(router.into_make_service()).await.map_err(ControllerError::Serve)
 }
 
+/// Every answer asks its HTTP/1.1 client to close the connection once `draining` is set.
+fn closing_connections_once(router: Router, draining: Arc<AtomicBool>) -> Router {
+    router.layer(axum::middleware::map_response(move |mut response: Response| {
+        let draining = draining.load(Ordering::Relaxed);
+        async move {
+            if draining {
+                let close = axum::http::HeaderValue::from_static("close");
+                response.headers_mut().insert(axum::http::header::CONNECTION, close);
+            }
+            response
+        }
+    }))
+}
+
 #[cfg(test)]
 mod tests {
+    use std::net::SocketAddr;
+
     use axum::body::Body;
     use axum::http::Request;
     use serde_json::{Value, json};
@@ -485,6 +505,19 @@ mod tests {
     }
 
     #[tokio::test]
+    async fn answers_close_their_connection_once_the_server_drains() {
+        let draining = Arc::new(AtomicBool::new(false));
+        let app = closing_connections_once(router(state(true)), draining.clone());
+        let ask = || Request::get("/healthz").body(Body::empty()).unwrap();
+        let before = app.clone().oneshot(ask()).await.unwrap();
+        assert_eq!(before.headers().get("connection"), None, "connections are kept while serving");
+        draining.store(true, Ordering::Relaxed);
+        let after = app.oneshot(ask()).await.unwrap();
+        assert_eq!(after.status(), StatusCode::OK, "still answered while draining");
+        assert_eq!(after.headers()["connection"], "close");
+    }
+
+    #[tokio::test]
     async fn readiness_waits_for_the_caches() {
         let get = |state| async move {
             router(state).oneshot(Request::get("/readyz").body(Body::empty()).unwrap()).await.unwrap().status()
@@ -535,7 +568,8 @@ mod tests {
         let config = first_config(&mut Tls::Pairs(pairs)).await.unwrap();
         let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
         let addr = listener.local_addr().unwrap();
-        tokio::spawn(serve_on(listener, config.clone(), router(state(true)), std::future::pending()));
+        let drain = std::time::Duration::ZERO;
+        tokio::spawn(serve_on(listener, config.clone(), router(state(true)), std::future::pending(), drain));
 
         assert_eq!(served_certificate(addr, &first.ca_bundle).await, der(&first));
         reload(&config, &second).await.unwrap();
