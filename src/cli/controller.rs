@@ -8,6 +8,7 @@ use crate::controller::api_requests::counting_client;
 use crate::controller::certs::{Renewal, SecretSource, parse_validity};
 use crate::controller::metrics::Metrics;
 use crate::controller::{self, Options, ServingCertificate};
+use crate::go_duration::parse_go_duration;
 use crate::integrations::declarative::config::IntegrationConfig;
 use crate::jobframework::reconciler::Config;
 
@@ -59,12 +60,8 @@ pub struct Args {
     pub integrations: Option<PathBuf>,
     /// After SIGTERM, how long the server goes on answering, each answer closing its
     /// connection, before it stops (a Go duration; the in-cluster Deployment sets 5s).
-    #[arg(long, value_name = "DURATION", default_value = "0s", value_parser = parse_drain)]
+    #[arg(long, value_name = "DURATION", default_value = "0s", value_parser = parse_go_duration)]
     pub shutdown_drain: Duration,
-}
-
-fn parse_drain(text: &str) -> Result<Duration, String> {
-    crate::go_duration::parse_go_duration(text).map_err(|e| e.to_string())
 }
 
 const USER_AGENT: &str = concat!("kueue-ext-controller/v", env!("CARGO_PKG_VERSION"));
