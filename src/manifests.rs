@@ -278,8 +278,12 @@ const SELECTOR: (&str, &str) = ("app.kubernetes.io/name", DEPLOYMENT);
 /// its webhook server answers `/readyz` with a certificate the API server trusts; a roll
 /// replaces one replica at a time.
 pub fn deployment(image: &str) -> Value {
-    let probe =
-        |path: &str| json!({"httpGet": {"path": path, "port": "webhook", "scheme": "HTTPS"}, "periodSeconds": 5});
+    // The kubelet's 1 s default timeout fails probes on a node whose CPU is oversubscribed; a
+    // replica taken out of the Service for it, or restarted, refuses admissions.
+    let probe = |path: &str, failures: u32| {
+        json!({"httpGet": {"path": path, "port": "webhook", "scheme": "HTTPS"},
+               "periodSeconds": 5, "timeoutSeconds": 5, "failureThreshold": failures})
+    };
     json!({
         "apiVersion": "apps/v1", "kind": "Deployment",
         "metadata": {"name": DEPLOYMENT, "namespace": NAMESPACE, "labels": {SELECTOR.0: SELECTOR.1}},
@@ -291,6 +295,7 @@ pub fn deployment(image: &str) -> Value {
                 "metadata": {"labels": {SELECTOR.0: SELECTOR.1}},
                 "spec": {
                     "serviceAccountName": SERVICE_ACCOUNT,
+                    "terminationGracePeriodSeconds": 45,
                     "affinity": {"podAntiAffinity": {"preferredDuringSchedulingIgnoredDuringExecution": [{
                         "weight": 100,
                         "podAffinityTerm": {"topologyKey": "kubernetes.io/hostname",
@@ -305,14 +310,14 @@ pub fn deployment(image: &str) -> Value {
                         "ports": [{"name": "webhook", "containerPort": WEBHOOK_PORT, "protocol": "TCP"}],
                         // A replica on its way out answers until the Service has stopped sending it
                         // admissions: endpoints and kube-proxy's rules are updated while this
-                        // waits, which on a busy node took longer than 5 s. With the server's
-                        // drain after it, well within the default 30 s grace.
-                        "lifecycle": {"preStop": {"sleep": {"seconds": 10}}},
+                        // waits, which on a busy node took longer than 10 s. The server's drain
+                        // and shutdown follow, within the pod's grace.
+                        "lifecycle": {"preStop": {"sleep": {"seconds": 20}}},
                         // Nothing listens until the first certificate is written.
                         "startupProbe": {"httpGet": {"path": "/healthz", "port": "webhook", "scheme": "HTTPS"},
                                          "periodSeconds": 2, "failureThreshold": 90},
-                        "readinessProbe": probe("/readyz"),
-                        "livenessProbe": probe("/healthz"),
+                        "readinessProbe": probe("/readyz", 3),
+                        "livenessProbe": probe("/healthz", 6),
                         // Little CPU asked: a roll of Kueue beside it must still fit a small node.
                         "resources": {"requests": {"cpu": "50m", "memory": "64Mi"}, "limits": {"memory": "256Mi"}},
                         "securityContext": {

@@ -23,7 +23,7 @@ use std::time::{Duration, Instant};
 
 use futures::StreamExt;
 use kube::Client;
-use kube::api::{DeleteParams, DynamicObject, PostParams};
+use kube::api::{DeleteParams, DynamicObject, ListParams, PostParams};
 use serde_json::Value;
 
 use crate::common::{BIN, Sandbox, api, kind_images_built, text};
@@ -147,12 +147,46 @@ async fn admissions_until(clusters: Vec<(&'static str, Client)>, stop: Arc<Atomi
             let jobs = api(client, "kueue-ext.dev/v1alpha1", "ExternalJob", "externaljobs", Some("default"));
             tried += 1;
             if let Err(e) = jobs.create(&dry_run, &job).await {
-                failed.push(format!("{cluster}: admission {tried}: {e}"));
+                let seen = webhook_endpoints(client).await;
+                failed.push(format!("{cluster}: admission {tried}: {e}\n    the Service's endpoints then: {seen}"));
             }
         }
         tokio::time::sleep(Duration::from_millis(200)).await;
     }
     (tried, failed)
+}
+
+/// What the webhook's Service routed to: each endpoint's pod with its ready, serving and
+/// terminating conditions, and how often that pod's container restarted.
+async fn webhook_endpoints(client: &Client) -> String {
+    use kueue_ext::manifests::{NAMESPACE, WEBHOOK_SERVICE};
+    let slices = api(client, "discovery.k8s.io/v1", "EndpointSlice", "endpointslices", Some(NAMESPACE));
+    let selector = format!("kubernetes.io/service-name={WEBHOOK_SERVICE}");
+    let pods = api(client, "v1", "Pod", "pods", Some(NAMESPACE));
+    let (slices, pods) =
+        match (slices.list(&ListParams::default().labels(&selector)).await, pods.list(&Default::default()).await) {
+            (Ok(slices), Ok(pods)) => (slices, pods),
+            (Err(e), _) | (_, Err(e)) => return format!("cannot read: {e}"),
+        };
+    let restarts = |pod: &str| {
+        let pod = pods.items.iter().find(|p| p.metadata.name.as_deref() == Some(pod));
+        pod.map_or(-1, |p| p.data["status"]["containerStatuses"][0]["restartCount"].as_i64().unwrap_or(-1))
+    };
+    let endpoints = slices.items.iter().flat_map(|s| s.data["endpoints"].as_array().cloned().unwrap_or_default());
+    let described: Vec<String> = endpoints
+        .map(|e| {
+            let pod = e["targetRef"]["name"].as_str().unwrap_or("?");
+            let c = &e["conditions"];
+            format!(
+                "{pod} ready={} serving={} terminating={} restarts={}",
+                c["ready"],
+                c["serving"],
+                c["terminating"],
+                restarts(pod)
+            )
+        })
+        .collect();
+    if described.is_empty() { "none".into() } else { described.join("; ") }
 }
 
 /// `install --image` on `cluster`, as a user upgrades: it returns once the roll is done.
