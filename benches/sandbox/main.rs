@@ -25,13 +25,14 @@
 //! whole pairs, as every versus benchmark runs its sides in ABBA order (`order.rs`). `KUEUE_EXT_BENCH_JOBS` (1000),
 //! `KUEUE_EXT_BENCH_MULTIKUEUE_JOBS` (500), `KUEUE_EXT_BENCH_WRAPPED_JOBS` (200),
 //! `KUEUE_EXT_BENCH_RATE` (200 admissions/s), `KUEUE_EXT_BENCH_ADMISSIONS` (3000),
-//! `KUEUE_EXT_BENCH_WRAPPERS` (50), `KUEUE_EXT_BENCH_SCHEDULER_PERF_WORKLOADS` (3000; the
+//! `KUEUE_EXT_BENCH_WRAPPERS` (200), `KUEUE_EXT_BENCH_SCHEDULER_PERF_WORKLOADS` (3000; the
 //! baseline's is 15000).
 //! Prints a table and writes target/bench/sandbox.json, and the same with the commit, machine and
 //! date to benches/results/ (`kept.rs`), from which `cargo bench --bench results` writes the table
 //! of docs/performance.md. An unknown name, or a row without samples, fails the run.
 
 mod apiserver;
+mod audit;
 mod documented_setup;
 #[path = "../results/figures.rs"]
 mod figures;
@@ -42,6 +43,7 @@ mod multikueue;
 #[path = "../results/names.rs"]
 mod names;
 mod order;
+mod pod_processes;
 mod report;
 mod sandbox;
 mod scheduler_perf;
@@ -91,7 +93,7 @@ impl Settings {
             wrapped_jobs: env_number("KUEUE_EXT_BENCH_WRAPPED_JOBS", 200),
             rate: env_number("KUEUE_EXT_BENCH_RATE", 200).max(1),
             admissions: env_number("KUEUE_EXT_BENCH_ADMISSIONS", 3000).max(1),
-            wrappers: env_number("KUEUE_EXT_BENCH_WRAPPERS", 50).max(1),
+            wrappers: env_number("KUEUE_EXT_BENCH_WRAPPERS", 200).max(1),
             scheduler_perf_workloads: env_number("KUEUE_EXT_BENCH_SCHEDULER_PERF_WORKLOADS", 3000).max(1),
         }
     }

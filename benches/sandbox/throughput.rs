@@ -13,6 +13,7 @@ use kube::runtime::{WatchStreamExt, watcher};
 use tokio::sync::watch;
 
 use crate::apiserver;
+use crate::audit::{Audit, Requests};
 use crate::jobs::Kind;
 use crate::order;
 use crate::sandbox::{Sandbox, cpu_seconds};
@@ -36,6 +37,9 @@ pub struct Times {
     /// Per cluster, what its API server served most often meanwhile: requests and webhooks,
     /// clients, their queueing, and its calls to etcd, a line each.
     pub api_servers: Vec<(String, Vec<String>)>,
+    /// What each controller asked from the first submission until all finished, where the
+    /// run was audited.
+    pub requests: Option<Requests>,
 }
 
 impl Times {
@@ -49,21 +53,27 @@ fn cpu_of(processes: &[(String, i32)]) -> Vec<f64> {
     processes.iter().map(|(_, pid)| cpu_seconds(*pid)).collect()
 }
 
-/// What a run reads besides the jobs: the sandbox's processes and each cluster's API server.
-struct Observed {
+/// What a run reads besides the jobs: the sandbox's processes, each cluster's API server, and
+/// the audit log of the one that runs the jobs, if any.
+pub struct Observed {
     processes: Vec<(String, i32)>,
     api_servers: Vec<(String, kube::Client)>,
+    audit: Option<Audit>,
 }
 
 impl Observed {
-    async fn of(sandbox: &Sandbox) -> Observed {
+    pub fn audited(self, audit: Audit) -> Observed {
+        Observed { audit: Some(audit), ..self }
+    }
+
+    pub async fn of(sandbox: &Sandbox) -> Observed {
         let mut api_servers = Vec::new();
         for cluster in sandbox.state().clusters {
             let client = sandbox.client(&cluster.name).await;
             apiserver::tell_clients_apart(&client).await;
             api_servers.push((cluster.name.clone(), client));
         }
-        Observed { processes: sandbox.processes(), api_servers }
+        Observed { processes: sandbox.processes(), api_servers, audit: None }
     }
 
     async fn api_server_metrics(&self) -> Vec<apiserver::Spent> {
@@ -183,6 +193,7 @@ async fn measure(client: &kube::Client, kind: Kind, n: usize, observed: &Observe
     let mut progress = track(client, kind.workload_prefix(), n);
     let cpu_before = cpu_of(processes);
     let api_before = observed.api_server_metrics().await;
+    let audit_mark = observed.audit.as_ref().map(Audit::mark);
     let started = Instant::now();
     submit(client, kind, n).await;
     let submitted = started.elapsed().as_secs_f64();
@@ -201,6 +212,7 @@ async fn measure(client: &kube::Client, kind: Kind, n: usize, observed: &Observe
             tokio::time::timeout(RUN_TIMEOUT, progress.wait_for(|p| p.all_finished.is_some())).await,
             Ok(Ok(_))
         );
+    let requests = observed.audit.as_ref().zip(audit_mark).map(|(audit, mark)| audit.since(mark));
     let seen = progress.borrow().clone();
     assert!(done, "{kind:?}: {} of {n} admitted, {} finished after {RUN_TIMEOUT:?}", seen.admitted, seen.finished);
     let since = |t: Option<Instant>| t.map(|t| t.duration_since(started).as_secs_f64()).unwrap_or_default();
@@ -217,6 +229,7 @@ async fn measure(client: &kube::Client, kind: Kind, n: usize, observed: &Observe
             cpu
         },
         api_servers,
+        requests,
     }
 }
 
@@ -258,9 +271,20 @@ async fn clear(client: &kube::Client, kind: Kind, observed: &Observed) {
 /// Our kind against the peer's on the same cluster, one after the other, in ABBA order over the
 /// runs (`order.rs`): the second meets a cluster that has been busy.
 pub async fn versus(sandbox: &Sandbox, ours: Kind, peer: Kind, n: usize, run: usize) -> (Times, Times) {
+    versus_observed(sandbox, &Observed::of(sandbox).await, ours, peer, n, run).await
+}
+
+/// [`versus`], reading what `observed` says.
+pub async fn versus_observed(
+    sandbox: &Sandbox,
+    observed: &Observed,
+    ours: Kind,
+    peer: Kind,
+    n: usize,
+    run: usize,
+) -> (Times, Times) {
     let client = sandbox.client("manager").await;
-    let observed = Observed::of(sandbox).await;
-    let side = |kind| timed(&client, kind, n, run, &observed);
+    let side = |kind| timed(&client, kind, n, run, observed);
     if order::ours_first(run) {
         let ours = side(ours).await;
         (ours, side(peer).await)
@@ -289,6 +313,9 @@ async fn timed(client: &kube::Client, kind: Kind, n: usize, run: usize, observed
         for line in lines {
             eprintln!("run {}: {n} {kind:?}: {cluster}'s API server meanwhile, {line}", run + 1);
         }
+    }
+    for line in times.requests.iter().flat_map(Requests::lines) {
+        eprintln!("run {}: {n} {kind:?}: requests until all finished (audit log), {line}", run + 1);
     }
     clear(client, kind, observed).await;
     times

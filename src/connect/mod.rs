@@ -246,19 +246,15 @@ pub async fn connect(
     wire(manager, workers, &wiring, say).await?;
 
     let queue_ref = format!("clusterqueue.kueue.x-k8s.io/{queue_name}");
-    match adding {
-        Some(patch) => {
-            let params = PatchParams { field_manager: Some(FIELD_MANAGER.into()), ..Default::default() };
-            let merge = Patch::Merge(&patch);
-            kube_util::patiently(|| cluster_queues.patch(queue_name, &params, &merge)).await.map_err(|source| {
-                ConnectError::Apply {
-                    cluster: "manager".into(),
-                    source: ApplyError::Api { kind: "ClusterQueue".into(), name: queue_name.clone(), source },
-                }
-            })?;
-            say(format!("manager: {queue_ref} configured: admission check {} added", names.admission_check));
-        }
-        None => say(format!("manager: {queue_ref} unchanged: it has admission check {}", names.admission_check)),
+    let check = &names.admission_check;
+    let added = kube_util::again_on_conflict(|| add_check(&cluster_queues, queue_name, check)).await;
+    let added = added.map_err(|source| ConnectError::Apply {
+        cluster: "manager".into(),
+        source: ApplyError::Api { kind: "ClusterQueue".into(), name: queue_name.clone(), source },
+    })?;
+    match added {
+        true => say(format!("manager: {queue_ref} configured: admission check {check} added")),
+        false => say(format!("manager: {queue_ref} unchanged: it has admission check {check}")),
     }
 
     let frameworks = manifests::external_frameworks(&integrations);
@@ -290,6 +286,18 @@ pub async fn connect(
 
 /// The manager's objects a worker's queues copy: the ClusterQueue, its ResourceFlavors and the
 /// LocalQueues that point to it.
+/// Adds admission check `check` to ClusterQueue `queue_name` as it is now, unless it has it:
+/// whether it was added. The patch is pinned to the version read, so a status written meanwhile
+/// makes it a conflict to read again on, not a lost update.
+async fn add_check(queues: &Api<DynamicObject>, queue_name: &str, check: &str) -> Result<bool, kube::Error> {
+    let queue = serde_json::to_value(queues.get(queue_name).await?).unwrap_or_default();
+    let Some(patch) = manager::adding_check(&queue, check) else { return Ok(false) };
+    let params = PatchParams { field_manager: Some(FIELD_MANAGER.into()), ..Default::default() };
+    let merge = Patch::Merge(&patch);
+    kube_util::patiently(|| queues.patch(queue_name, &params, &merge)).await?;
+    Ok(true)
+}
+
 async fn manager_queues(manager: &Client, cluster_queue: &Value) -> Result<Vec<Value>, ConnectError> {
     let name = cluster_queue["metadata"]["name"].as_str().unwrap_or_default();
     let flavors_api = kueue_api(manager, "ResourceFlavor", "resourceflavors");
@@ -376,6 +384,40 @@ mod tests {
     use crate::test_api_server::{requested, scripted_client};
     use http::Method;
     use serde_json::json;
+
+    #[tokio::test]
+    async fn the_check_is_added_to_the_queue_as_it_is_after_kueue_wrote_its_status_meanwhile() {
+        use std::sync::Arc;
+        use std::sync::atomic::{AtomicUsize, Ordering};
+
+        let (reads, patches) = (Arc::new(AtomicUsize::new(0)), Arc::new(AtomicUsize::new(0)));
+        let (client, requests) = scripted_client(move |method, _| match *method {
+            Method::GET => {
+                let version = reads.fetch_add(1, Ordering::SeqCst) + 1;
+                Ok(json!({"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "ClusterQueue",
+                          "metadata": {"name": "cq", "resourceVersion": version.to_string()},
+                          "spec": {"admissionChecksStrategy": {"admissionChecks": [{"name": "other"}]}}}))
+            }
+            // Kueue wrote the queue's status between the first read and its patch.
+            _ if patches.fetch_add(1, Ordering::SeqCst) == 0 => Err(409),
+            _ => {
+                Ok(json!({"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "ClusterQueue", "metadata": {"name": "cq"}}))
+            }
+        });
+        let queues = kueue_api(&client, "ClusterQueue", "clusterqueues");
+        let added = kube_util::again_on_conflict(|| add_check(&queues, "cq", "mk")).await;
+        assert!(matches!(added, Ok(true)), "{added:?}");
+        let sent = requests.lock().unwrap().clone();
+        let patched: Vec<(&str, &Value)> = sent
+            .iter()
+            .filter(|(request, _)| request.starts_with("PATCH"))
+            .map(|(_, body)| (body["metadata"]["resourceVersion"].as_str().unwrap_or_default(), body))
+            .collect();
+        assert_eq!(patched.len(), 2, "{sent:?}");
+        assert_eq!(patched[1].0, "2", "the second patch is computed from the second read");
+        let checks = &patched[1].1["spec"]["admissionChecksStrategy"]["admissionChecks"];
+        assert_eq!(*checks, json!([{"name": "other"}, {"name": "mk"}]), "the other check kept");
+    }
 
     fn resources(group_version: &str, list: Value) -> Value {
         json!({"kind": "APIResourceList", "apiVersion": "v1", "groupVersion": group_version, "resources": list})

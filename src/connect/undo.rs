@@ -14,7 +14,7 @@ use serde_json::Value;
 
 use super::manager::{checked_queues, clusters_of, removing_check, secret_name};
 use super::{CONNECTED_BY, kueue_api};
-use crate::kube_util::FIELD_MANAGER;
+use crate::kube_util::{self, FIELD_MANAGER};
 
 /// A kind of object `connect` makes, as `disconnect` lists it again.
 #[derive(Clone, Copy, Debug)]
@@ -156,19 +156,31 @@ async fn uncheck_queues(manager: &Client, say: &dyn Fn(String)) -> Result<(), Di
     let checks = listed(manager, ON_MANAGER[0]).await?;
     let queues = kueue_api(manager, "ClusterQueue", "clusterqueues");
     let params = PatchParams { field_manager: Some(FIELD_MANAGER.into()), ..Default::default() };
+    let checks: Vec<&str> = checks.iter().filter_map(|c| c["metadata"]["name"].as_str()).collect();
     for queue_name in configs.iter().flat_map(checked_queues) {
-        let found =
-            queues.get_opt(&queue_name).await.map_err(failed("manager", format!("ClusterQueue {queue_name}")))?;
-        let Some(mut queue) = found.and_then(|q| serde_json::to_value(q).ok()) else { continue };
-        for check in checks.iter().filter_map(|c| c["metadata"]["name"].as_str()) {
-            let Some(patch) = removing_check(&queue, check) else { continue };
-            let patched = queues.patch(&queue_name, &params, &Patch::Merge(&patch)).await;
-            let patched = patched.map_err(failed("manager", format!("ClusterQueue {queue_name}")))?;
-            queue = serde_json::to_value(patched).unwrap_or_default();
-            say(format!(
-                "manager: clusterqueue.kueue.x-k8s.io/{queue_name} configured: admission check {check} taken out"
-            ));
-        }
+        let taken_out = kube_util::again_on_conflict(|| take_out(&queues, &params, &queue_name, &checks, say)).await;
+        taken_out.map_err(failed("manager", format!("ClusterQueue {queue_name}")))?;
+    }
+    Ok(())
+}
+
+/// Reads ClusterQueue `queue_name` and takes each of `checks` out of it, one patch each, every
+/// patch pinned to the version it was computed from. Nothing to do once none is left.
+async fn take_out(
+    queues: &Api<DynamicObject>,
+    params: &PatchParams,
+    queue_name: &str,
+    checks: &[&str],
+    say: &dyn Fn(String),
+) -> Result<(), kube::Error> {
+    let Some(mut queue) = queues.get_opt(queue_name).await?.and_then(|q| serde_json::to_value(q).ok()) else {
+        return Ok(());
+    };
+    for check in checks {
+        let Some(patch) = removing_check(&queue, check) else { continue };
+        queue =
+            serde_json::to_value(queues.patch(queue_name, params, &Patch::Merge(&patch)).await?).unwrap_or_default();
+        say(format!("manager: clusterqueue.kueue.x-k8s.io/{queue_name} configured: admission check {check} taken out"));
     }
     Ok(())
 }

@@ -249,6 +249,29 @@ pub fn is_transient(err: &kube::Error) -> bool {
     }
 }
 
+/// How often a read-modify-write starts over after another writer changed the object.
+const CONFLICT_ATTEMPTS: usize = 8;
+
+/// A read-modify-write, started over while the object changed between its read and its write
+/// (409 Conflict: a controller wrote its status meanwhile). `attempt` reads the object afresh
+/// each time.
+pub async fn again_on_conflict<T, F, Fut>(mut attempt: F) -> Result<T, kube::Error>
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = Result<T, kube::Error>>,
+{
+    let mut tries = 1;
+    loop {
+        match attempt().await {
+            Err(kube::Error::Api(status)) if status.code == 409 && tries < CONFLICT_ATTEMPTS => {
+                tracing::debug!(message = %status.message, "changed since it was read; reading it again");
+                tries += 1;
+            }
+            answer => return answer,
+        }
+    }
+}
+
 /// A write, tried again while the answer is transient (see [`is_transient`]). For writes that
 /// are safe to repeat: an apply states the whole object, a create meets its own first try as a
 /// conflict.

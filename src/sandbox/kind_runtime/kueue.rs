@@ -115,7 +115,30 @@ pub fn configured(
     configure_for_sandbox(&mut config, multikueue_manager, integrations);
     config_map["data"][CONFIG_KEY] = json!(serde_saphyr::to_string(&config)?);
     requests::ask_for_little_cpu(&mut docs);
+    keep_webhooks_out_of_our_namespace(&mut docs);
     Ok(docs)
+}
+
+/// Kueue's webhooks on pods and other workloads skip the system namespaces, and now ours too:
+/// with Kueue down (failurePolicy Fail) no pod could be made there, so our controller could not
+/// come back until Kueue had, nor roll to a new image.
+fn keep_webhooks_out_of_our_namespace(docs: &mut [Value]) {
+    let configurations = docs
+        .iter_mut()
+        .filter(|d| d["kind"] == "MutatingWebhookConfiguration" || d["kind"] == "ValidatingWebhookConfiguration");
+    let webhooks = configurations.flat_map(|c| c["webhooks"].as_array_mut().into_iter().flatten());
+    // `get_mut`, as indexing a missing field would add it.
+    let expressions = webhooks.flat_map(|w| {
+        let selector = w.get_mut("namespaceSelector").and_then(|s| s.get_mut("matchExpressions"));
+        selector.and_then(Value::as_array_mut).into_iter().flatten()
+    });
+    for expression in expressions {
+        let excludes_names = expression["key"] == "kubernetes.io/metadata.name" && expression["operator"] == "NotIn";
+        let Some(names) = expression["values"].as_array_mut().filter(|_| excludes_names) else { continue };
+        if !names.iter().any(|n| n == crate::manifests::NAMESPACE) {
+            names.push(json!(crate::manifests::NAMESPACE));
+        }
+    }
 }
 
 /// Applies the release (CRDs first) and waits until Kueue runs and its webhook answers.
@@ -189,6 +212,26 @@ mod tests {
     fn other_yaml_is_not_taken_for_kueue() {
         let err = parse(b"apiVersion: v1\nkind: Namespace\nmetadata: {name: x}\n", "f").unwrap_err();
         assert!(err.to_string().contains("not Kueue's release manifests"), "{err}");
+    }
+
+    #[test]
+    fn kueues_workload_webhooks_skip_our_namespace_as_they_skip_the_system_ones() {
+        let skipping = json!({"matchExpressions": [
+            {"key": "kubernetes.io/metadata.name", "operator": "NotIn", "values": ["kube-system", "kueue-system"]}]});
+        let mut docs = parse(RELEASE.as_bytes(), "f").unwrap();
+        docs.push(json!({"apiVersion": "admissionregistration.k8s.io/v1", "kind": "MutatingWebhookConfiguration",
+            "metadata": {"name": "kueue-mutating-webhook-configuration"},
+            "webhooks": [{"name": "mpod.kb.io", "namespaceSelector": skipping},
+                         {"name": "mclusterqueue.kb.io"}]}));
+        let docs = configured(&docs, None, &[], &[]).unwrap();
+        let webhooks = &docs.last().unwrap()["webhooks"];
+        assert_eq!(
+            webhooks[0]["namespaceSelector"]["matchExpressions"][0]["values"],
+            json!(["kube-system", "kueue-system", crate::manifests::NAMESPACE])
+        );
+        assert!(webhooks[1].get("namespaceSelector").is_none(), "a webhook on every namespace stays so");
+        let again = configured(&docs, None, &[], &[]).unwrap();
+        assert_eq!(again.last().unwrap()["webhooks"], *webhooks, "configuring twice adds nothing");
     }
 
     #[test]
