@@ -1,12 +1,15 @@
 //! Which controller asked the API server for what: the kind node's kube-apiserver, restarted
 //! with an audit policy that records the requests of the controllers compared (metadata only) on
-//! its standard output, read back from the container runtime. Per controller, per verb and
+//! its standard output, read back as its mirror pod's log. Per controller, per verb and
 //! resource; watches are left out, as they are held open rather than repeated.
 
 use std::collections::BTreeMap;
 use std::io::Write;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
+
+use k8s_openapi::api::core::v1::Pod;
+use kube::api::{Api, LogParams};
 
 use crate::sandbox::run;
 
@@ -24,7 +27,8 @@ const RESTART_TIMEOUT: Duration = Duration::from_secs(180);
 
 /// The audit log of one kind node's API server.
 pub struct Audit {
-    node: String,
+    pods: Api<Pod>,
+    mirror_pod: String,
 }
 
 /// Requests per controller, each as (verb resource[/subresource]) → count.
@@ -32,8 +36,8 @@ pub struct Audit {
 pub struct Requests(pub BTreeMap<&'static str, BTreeMap<String, usize>>);
 
 impl Audit {
-    /// Restarts the API server of kind node `node` with the audit policy, and waits until it
-    /// answers again.
+    /// Restarts the API server of kind node `node` with the audit policy, and waits until its
+    /// log has the first request of a controller (their Leases are renewed every few seconds).
     pub async fn enable(node: &str, client: &kube::Client) -> Audit {
         let users: Vec<String> = CONTROLLERS.iter().map(|(_, user)| format!("\"{user}\"")).collect();
         let policy = format!(
@@ -48,7 +52,6 @@ impl Audit {
             .expect("docker exec runs");
         write.stdin.take().expect("stdin").write_all(policy.as_bytes()).expect("policy written");
         assert!(write.wait().expect("docker exec ends").success(), "writing the audit policy into {node}");
-        let before = api_server_container(node);
         let flags = format!(r"\1- --audit-policy-file={POLICY_PATH}\n\1- --audit-log-path=-");
         // Written beside the manifests and renamed into place: the kubelet reads every file there.
         let audited = "/etc/kubernetes/kube-apiserver.audited";
@@ -56,23 +59,27 @@ impl Audit {
             r"grep -q audit-policy-file {MANIFEST} || {{ sed 's#^\( *\)- kube-apiserver$#&\n{flags}#' {MANIFEST} > {audited} && mv {audited} {MANIFEST}; }}"
         );
         run(Command::new("docker").args(["exec", node, "sh", "-c", &edit]));
+        let audit = Audit {
+            pods: Api::namespaced(client.clone(), "kube-system"),
+            mirror_pod: format!("kube-apiserver-{node}"),
+        };
         let deadline = Instant::now() + RESTART_TIMEOUT;
-        while api_server_container(node) == before || !answers(client).await {
+        while audit.lines().await.is_empty() {
             assert!(Instant::now() < deadline, "{node}'s API server did not come back with its audit log");
             tokio::time::sleep(Duration::from_secs(1)).await;
         }
-        Audit { node: node.to_string() }
+        audit
     }
 
     /// Every audit line logged so far: a mark to count from.
-    pub fn mark(&self) -> usize {
-        self.lines().len()
+    pub async fn mark(&self) -> usize {
+        self.lines().await.len()
     }
 
     /// The requests of each controller logged since `mark`.
-    pub fn since(&self, mark: usize) -> Requests {
+    pub async fn since(&self, mark: usize) -> Requests {
         let mut requests = Requests::default();
-        for line in self.lines().iter().skip(mark) {
+        for line in self.lines().await.iter().skip(mark) {
             let Ok(event) = serde_json::from_str::<serde_json::Value>(line) else { continue };
             let verb = event["verb"].as_str().unwrap_or("?");
             let user = event["user"]["username"].as_str().unwrap_or_default();
@@ -89,16 +96,11 @@ impl Audit {
         requests
     }
 
-    /// The audit events in the API server container's log, in order: its standard output holds
-    /// them one JSON object a line, beside klog's lines on standard error.
-    fn lines(&self) -> Vec<String> {
-        let id = api_server_container(&self.node);
-        let output = Command::new("docker")
-            .args(["exec", &self.node, "crictl", "logs", &id])
-            .output()
-            .expect("docker exec runs");
-        let stdout = String::from_utf8_lossy(&output.stdout);
-        stdout.lines().filter(|l| l.starts_with('{') && l.contains("\"audit.k8s.io/v1\"")).map(String::from).collect()
+    /// The audit events in the API server's log, in order: its standard output holds them one
+    /// JSON object a line, beside klog's lines on standard error. None while it restarts.
+    async fn lines(&self) -> Vec<String> {
+        let log = self.pods.logs(&self.mirror_pod, &LogParams::default()).await.unwrap_or_default();
+        log.lines().filter(|l| l.starts_with('{') && l.contains("\"audit.k8s.io/v1\"")).map(String::from).collect()
     }
 }
 
@@ -120,15 +122,4 @@ impl Requests {
             })
             .collect()
     }
-}
-
-/// The id of the node's running kube-apiserver container.
-fn api_server_container(node: &str) -> String {
-    let ids = run(Command::new("docker").args(["exec", node, "crictl", "ps", "-q", "--name", "kube-apiserver"]));
-    ids.lines().next().unwrap_or_default().trim().to_string()
-}
-
-async fn answers(client: &kube::Client) -> bool {
-    let request = http::Request::get("/readyz").body(Vec::new()).expect("a GET");
-    client.request_text(request).await.is_ok_and(|text| text.trim() == "ok")
 }

@@ -193,7 +193,10 @@ async fn measure(client: &kube::Client, kind: Kind, n: usize, observed: &Observe
     let mut progress = track(client, kind.workload_prefix(), n);
     let cpu_before = cpu_of(processes);
     let api_before = observed.api_server_metrics().await;
-    let audit_mark = observed.audit.as_ref().map(Audit::mark);
+    let audit_mark = match &observed.audit {
+        Some(audit) => Some(audit.mark().await),
+        None => None,
+    };
     let started = Instant::now();
     submit(client, kind, n).await;
     let submitted = started.elapsed().as_secs_f64();
@@ -212,7 +215,10 @@ async fn measure(client: &kube::Client, kind: Kind, n: usize, observed: &Observe
             tokio::time::timeout(RUN_TIMEOUT, progress.wait_for(|p| p.all_finished.is_some())).await,
             Ok(Ok(_))
         );
-    let requests = observed.audit.as_ref().zip(audit_mark).map(|(audit, mark)| audit.since(mark));
+    let requests = match (&observed.audit, audit_mark) {
+        (Some(audit), Some(mark)) => Some(audit.since(mark).await),
+        _ => None,
+    };
     let seen = progress.borrow().clone();
     assert!(done, "{kind:?}: {} of {n} admitted, {} finished after {RUN_TIMEOUT:?}", seen.admitted, seen.finished);
     let since = |t: Option<Instant>| t.map(|t| t.duration_since(started).as_secs_f64()).unwrap_or_default();

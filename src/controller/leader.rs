@@ -1,12 +1,17 @@
 //! Leader election on a Lease, so replicas can run side by side: every replica serves the
 //! webhooks, only the holder of the Lease reconciles (two writers would fight over Workloads).
 
+use std::time::Duration;
+
 use super::error::ControllerError;
 use k8s_openapi::api::coordination::v1::Lease;
 use kube::{Api, Client};
 use kube_lease_manager::LeaseManagerBuilder;
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
+
+/// The longest wait between two tries to reach the Lease at start.
+const MAX_PAUSE: Duration = Duration::from_secs(16);
 
 /// Name of the Lease the replicas share.
 pub const LEASE: &str = "kueue-ext-controller";
@@ -51,17 +56,29 @@ impl Leadership {
     /// webhooks, the certificate every replica waits for) must not wait for the Lease, nor the
     /// Lease for it.
     pub async fn campaign(client: Client, election: &Election) -> Result<Self, ControllerError> {
-        let client_for_log = client.clone();
-        let manager = LeaseManagerBuilder::new(client, LEASE)
-            .with_namespace(&election.namespace)
-            .with_identity(&election.identity)
-            .with_duration(election.duration)
-            .with_grace(election.duration.div_ceil(3).max(1))
-            .with_field_manager(LEASE)
-            .build()
-            .await
-            .map_err(|e| ControllerError::Lease(e.to_string()))?;
-        say_who_leads(&client_for_log, election).await;
+        // An API server that does not answer yet (the node just restarted) is waited for here:
+        // a replica that exited instead would come back only after the kubelet's growing
+        // back-off, minutes on a node that restarts often.
+        let mut pause = Duration::from_millis(500);
+        let manager = loop {
+            let built = LeaseManagerBuilder::new(client.clone(), LEASE)
+                .with_namespace(&election.namespace)
+                .with_identity(&election.identity)
+                .with_duration(election.duration)
+                .with_grace(election.duration.div_ceil(3).max(1))
+                .with_field_manager(LEASE)
+                .build()
+                .await;
+            match built {
+                Ok(manager) => break manager,
+                Err(error) => {
+                    tracing::warn!(%error, lease = LEASE, "cannot reach the Lease yet; trying again");
+                    tokio::time::sleep(pause).await;
+                    pause = (pause * 2).min(MAX_PAUSE);
+                }
+            }
+        };
+        say_who_leads(&client, election).await;
         let (leading, renewer) = manager.watch().await;
         Ok(Leadership { leading, renewer: Some(renewer) })
     }
