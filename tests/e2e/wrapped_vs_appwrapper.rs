@@ -21,11 +21,13 @@ use crate::common::{Sandbox, api, apply_yaml, condition, condition_is, eventuall
 use crate::condition_timeline::listed_watch;
 use crate::fixtures::BUSYBOX;
 
-/// Settings every case sets, by annotation, on both kinds: short enough that all cases end
-/// within a couple of minutes, long enough that a grace period shows in the times.
+/// Settings every case sets, by annotation, on both kinds, unless it sets its own: short enough
+/// that all cases end within a couple of minutes, long enough that a grace period shows in the
+/// times. The admission and warmup graces are long enough for a pod to start on a busy node: a
+/// case that means to run out of them sets a short one.
 const SETTINGS: [(&str, &str); 7] = [
-    ("admissionGracePeriodDuration", "10s"),
-    ("warmupGracePeriodDuration", "20s"),
+    ("admissionGracePeriodDuration", "60s"),
+    ("warmupGracePeriodDuration", "60s"),
     ("failureGracePeriodDuration", "8s"),
     ("retryPausePeriodDuration", "2s"),
     ("forcefulDeletionGracePeriodDuration", "15s"),
@@ -72,10 +74,12 @@ impl Wrapper {
         };
         let name = self.name(case.name);
         let retry_limit = case.retry_limit.to_string();
+        let own = |key: &str| case.settings.iter().any(|(k, _)| *k == key);
         let annotations: String = SETTINGS
             .iter()
+            .filter(|(key, _)| !own(key))
             .chain(&[("retryLimit", retry_limit.as_str())])
-            .chain(case.exit_codes)
+            .chain(case.settings)
             .map(|(key, value)| format!("\n    {prefix}{key}: \"{value}\""))
             .collect();
         format!(
@@ -167,7 +171,8 @@ struct Case {
     name: &'static str,
     component: fn(&str) -> String,
     retry_limit: u32,
-    exit_codes: &'static [(&'static str, &'static str)],
+    /// Settings of its own (exit codes, a short grace), in place of [`SETTINGS`]' of the same key.
+    settings: &'static [(&'static str, &'static str)],
     /// The component is deleted by hand once the job runs.
     delete_by_hand: bool,
     phases: &'static [&'static str],
@@ -192,7 +197,7 @@ fn cases() -> Vec<Case> {
             name: "job-succeeds",
             component: |name| job(name, "sleep 2"),
             retry_limit: 1,
-            exit_codes: &[],
+            settings: &[],
             delete_by_hand: false,
             phases: &["Suspended", "Resuming", "Running", "Succeeded"],
             resets: 0,
@@ -204,7 +209,7 @@ fn cases() -> Vec<Case> {
             name: "job-exits-1",
             component: |name| job(name, "sleep 2; exit 1"),
             retry_limit: 1,
-            exit_codes: &[],
+            settings: &[],
             delete_by_hand: false,
             phases: RESET_ONCE_THEN_FAIL,
             resets: 1,
@@ -216,7 +221,7 @@ fn cases() -> Vec<Case> {
             name: "pod-terminal-code",
             component: |name| pod(name, "sleep 2; exit 42"),
             retry_limit: 3,
-            exit_codes: &[("terminalExitCodes", "42")],
+            settings: &[("terminalExitCodes", "42")],
             delete_by_hand: false,
             phases: FAIL_AT_ONCE,
             resets: 0,
@@ -228,7 +233,7 @@ fn cases() -> Vec<Case> {
             name: "pod-retryable-code",
             component: |name| pod(name, "sleep 2; exit 3"),
             retry_limit: 1,
-            exit_codes: &[("retryableExitCodes", "3")],
+            settings: &[("retryableExitCodes", "3")],
             delete_by_hand: false,
             phases: RESET_ONCE_THEN_FAIL,
             resets: 1,
@@ -240,7 +245,7 @@ fn cases() -> Vec<Case> {
             name: "deleted-by-hand",
             component: |name| deployment(name, ""),
             retry_limit: 3,
-            exit_codes: &[],
+            settings: &[],
             delete_by_hand: true,
             phases: FAIL_AT_ONCE,
             resets: 0,
@@ -254,7 +259,7 @@ fn cases() -> Vec<Case> {
             name: "never-ready",
             component: |name| deployment(name, "\nserviceAccountName: no-such-account"),
             retry_limit: 1,
-            exit_codes: &[],
+            settings: &[("admissionGracePeriodDuration", "10s")],
             delete_by_hand: false,
             phases: RESET_ONCE_THEN_FAIL,
             resets: 1,
