@@ -284,8 +284,6 @@ pub async fn connect(
     Ok(manager::joined_clusters(&connected_before, &named))
 }
 
-/// The manager's objects a worker's queues copy: the ClusterQueue, its ResourceFlavors and the
-/// LocalQueues that point to it.
 /// Adds admission check `check` to ClusterQueue `queue_name` as it is now, unless it has it:
 /// whether it was added. The patch is pinned to the version read, so a status written meanwhile
 /// makes it a conflict to read again on, not a lost update.
@@ -298,6 +296,8 @@ async fn add_check(queues: &Api<DynamicObject>, queue_name: &str, check: &str) -
     Ok(true)
 }
 
+/// The manager's objects a worker's queues copy: the ClusterQueue, its ResourceFlavors and the
+/// LocalQueues that point to it.
 async fn manager_queues(manager: &Client, cluster_queue: &Value) -> Result<Vec<Value>, ConnectError> {
     let name = cluster_queue["metadata"]["name"].as_str().unwrap_or_default();
     let flavors_api = kueue_api(manager, "ResourceFlavor", "resourceflavors");
