@@ -3,9 +3,11 @@
 //! WrappedJob of the same components with the same settings (AppWrapper's annotations under
 //! each kind's prefix), all cases at once. Per case the two must agree on the phases they went
 //! through, the resets they counted, the quota their Workload held meanwhile and released at the
-//! end, what their `Unhealthy` condition says, and (within a tolerance) how long they took;
-//! where WrappedJob differs by decision (docs/integrations.md, "WrappedJob beside AppWrapper"),
-//! the difference itself is asserted.
+//! end, what their `Unhealthy` condition says, and that a grace both honour was waited out in
+//! full (by the times the controllers wrote, so a busy node cannot fail it); where WrappedJob
+//! differs by decision (docs/integrations.md, "WrappedJob beside AppWrapper"), the difference
+//! itself is asserted. How long each took is printed, not asserted: the two controllers slow down
+//! unequally on a busy node.
 
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
@@ -34,12 +36,6 @@ const SETTINGS: [(&str, &str); 7] = [
     ("deletionOnFailureGracePeriodDuration", "0s"),
     ("successTTLDuration", "5m"),
 ];
-const FAILURE_GRACE: f64 = 8.0;
-/// How often AppWrapper v1.2.2 looks again at a job whose pods are ready.
-const APPWRAPPER_LOOKS_AFTER: f64 = 60.0;
-/// How far apart the two kinds' times to the final phase may be where they decide alike: each
-/// controller's reaction time, pod starts and deletions on a busy node.
-const TOLERANCE: f64 = 10.0;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Wrapper {
@@ -179,11 +175,20 @@ struct Case {
     resets: i64,
     /// `Unhealthy`'s reason at the end (AppWrapper's, WrappedJob's); `None`: not True.
     unhealthy: (Option<&'static str>, Option<&'static str>),
-    /// Failures AppWrapper waits out the failure grace for and WrappedJob does not.
-    graces_only_appwrapper_waits: u32,
-    /// Failures AppWrapper may notice only at its next look, a minute after its pods were ready
-    /// (it watches no failed pod and no component); WrappedJob watches them.
-    appwrapper_looks: u32,
+    /// A failed Pod: AppWrapper waits out the failure grace, seen Unhealthy while still Running;
+    /// WrappedJob resets or fails in the write that finds it.
+    only_appwrapper_waits_failure_grace: bool,
+    /// The setting whose grace each run waits out in full, counted from its components'
+    /// deployment, before it gives up.
+    gives_up_after: Option<&'static str>,
+}
+
+impl Case {
+    /// The case's own value of a setting, else the one every case sets.
+    fn setting(&self, key: &str) -> &'static str {
+        let found = self.settings.iter().chain(&SETTINGS).find(|(k, _)| *k == key);
+        found.map(|(_, value)| *value).unwrap_or_else(|| panic!("{key} is set for every case"))
+    }
 }
 
 const RESET_ONCE_THEN_FAIL: &[&str] =
@@ -202,8 +207,8 @@ fn cases() -> Vec<Case> {
             phases: &["Suspended", "Resuming", "Running", "Succeeded"],
             resets: 0,
             unhealthy: (None, None),
-            graces_only_appwrapper_waits: 0,
-            appwrapper_looks: 0,
+            only_appwrapper_waits_failure_grace: false,
+            gives_up_after: None,
         },
         Case {
             name: "job-exits-1",
@@ -214,8 +219,8 @@ fn cases() -> Vec<Case> {
             phases: RESET_ONCE_THEN_FAIL,
             resets: 1,
             unhealthy: same("FailedComponent"),
-            graces_only_appwrapper_waits: 0,
-            appwrapper_looks: 2,
+            only_appwrapper_waits_failure_grace: false,
+            gives_up_after: None,
         },
         Case {
             name: "pod-terminal-code",
@@ -226,8 +231,8 @@ fn cases() -> Vec<Case> {
             phases: FAIL_AT_ONCE,
             resets: 0,
             unhealthy: (Some("FoundFailedPods"), Some("FailedComponent")),
-            graces_only_appwrapper_waits: 1,
-            appwrapper_looks: 1,
+            only_appwrapper_waits_failure_grace: true,
+            gives_up_after: None,
         },
         Case {
             name: "pod-retryable-code",
@@ -238,8 +243,8 @@ fn cases() -> Vec<Case> {
             phases: RESET_ONCE_THEN_FAIL,
             resets: 1,
             unhealthy: (Some("FoundFailedPods"), Some("FailedComponent")),
-            graces_only_appwrapper_waits: 2,
-            appwrapper_looks: 2,
+            only_appwrapper_waits_failure_grace: true,
+            gives_up_after: None,
         },
         Case {
             name: "deleted-by-hand",
@@ -250,8 +255,8 @@ fn cases() -> Vec<Case> {
             phases: FAIL_AT_ONCE,
             resets: 0,
             unhealthy: same("MissingComponent"),
-            graces_only_appwrapper_waits: 0,
-            appwrapper_looks: 1,
+            only_appwrapper_waits_failure_grace: false,
+            gives_up_after: None,
         },
         Case {
             // No pod is ever created (its service account does not exist): the admission grace
@@ -264,8 +269,8 @@ fn cases() -> Vec<Case> {
             phases: RESET_ONCE_THEN_FAIL,
             resets: 1,
             unhealthy: same("InsufficientPodsReady"),
-            graces_only_appwrapper_waits: 0,
-            appwrapper_looks: 0,
+            only_appwrapper_waits_failure_grace: false,
+            gives_up_after: Some("admissionGracePeriodDuration"),
         },
     ]
 }
@@ -277,12 +282,15 @@ struct Outcome {
     /// When each phase began, seconds after the job was created.
     at: Vec<f64>,
     resets: i64,
-    /// From the job's creation to its final phase.
-    seconds: f64,
     unhealthy: Option<String>,
     message: String,
     /// The statuses its Workload's QuotaReserved took before it finished.
     quota_reserved: Vec<String>,
+    /// Seconds from components deployed to unhealthy, by the controller's own condition times,
+    /// at each reset and at the failure.
+    gave_up_after: Vec<i64>,
+    /// It was seen Running while Unhealthy, as it is while it waits out a failure grace.
+    waited_failure_grace: bool,
 }
 
 /// Everything the watches saw, by job name (the Workloads' by their owner's).
@@ -294,6 +302,8 @@ struct Seen {
     quota_reserved: BTreeMap<String, Vec<String>>,
     evicted: BTreeMap<String, bool>,
     finished: BTreeMap<String, bool>,
+    gave_up_after: BTreeMap<String, Vec<i64>>,
+    waited_failure_grace: BTreeMap<String, bool>,
 }
 
 impl Seen {
@@ -301,8 +311,19 @@ impl Seen {
         let name = job["metadata"]["name"].as_str().unwrap_or_default().to_string();
         self.created.entry(name.clone()).or_insert_with(Instant::now);
         let phase = job["status"]["phase"].as_str().unwrap_or_default().to_string();
+        let unhealthy = condition(&job, "Unhealthy").filter(|c| c["status"] == "True");
+        if phase == "Running" && unhealthy.is_some() {
+            self.waited_failure_grace.insert(name.clone(), true);
+        }
         let phases = self.phases.entry(name.clone()).or_default();
         if !phase.is_empty() && phases.last().is_none_or(|(last, _)| *last != phase) {
+            let deployed = condition(&job, "ResourcesDeployed").filter(|c| c["status"] == "True");
+            if let (true, Some(unhealthy), Some(deployed)) =
+                (matches!(phase.as_str(), "Resetting" | "Failed"), unhealthy, deployed)
+            {
+                let seconds = transition_time(unhealthy) - transition_time(deployed);
+                self.gave_up_after.entry(name.clone()).or_default().push(seconds);
+            }
             phases.push((phase, Instant::now()));
         }
         self.latest.insert(name, job);
@@ -334,7 +355,7 @@ impl Seen {
     fn outcome(&self, kind: Wrapper, name: &str) -> Option<Outcome> {
         let job = self.latest.get(name)?;
         let phases = self.phases.get(name)?;
-        let (last, at) = phases.last()?;
+        let (last, _) = phases.last()?;
         let done = matches!(last.as_str(), "Failed" | "Succeeded")
             && condition_is(job, "QuotaReserved", "False")
             && self.finished.get(name) == Some(&true);
@@ -346,12 +367,20 @@ impl Seen {
             phases: phases.iter().map(|(p, _)| p.clone()).collect(),
             at: phases.iter().map(|(_, t)| t.duration_since(self.created[name]).as_secs_f64()).collect(),
             resets: kind.resets(job),
-            seconds: at.duration_since(self.created[name]).as_secs_f64(),
             unhealthy: unhealthy.and_then(|c| c["reason"].as_str()).map(String::from),
             message: unhealthy.and_then(|c| c["message"].as_str()).unwrap_or_default().to_string(),
             quota_reserved: self.quota_reserved.get(name).cloned().unwrap_or_default(),
+            gave_up_after: self.gave_up_after.get(name).cloned().unwrap_or_default(),
+            waited_failure_grace: self.waited_failure_grace.get(name).copied().unwrap_or_default(),
         })
     }
+}
+
+/// A condition's `lastTransitionTime`, in whole seconds as the API stores it.
+fn transition_time(condition: &Value) -> i64 {
+    let text = condition["lastTransitionTime"].as_str().unwrap_or_default();
+    let time = time::OffsetDateTime::parse(text, &time::format_description::well_known::Rfc3339);
+    time.unwrap_or_else(|e| panic!("lastTransitionTime {text:?}: {e}")).unix_timestamp()
 }
 
 /// The watches of both kinds and of the Workloads, established before anything is submitted;
@@ -494,17 +523,18 @@ async fn wrapped_jobs_and_appwrappers_go_through_the_same_faults_alike() {
             assert_eq!(recorder_seen.evicted.get(&name), None, "no Workload is evicted: {both}");
         }
         drop(recorder_seen);
-        // Where the two decide alike they take as long, but for AppWrapper's failure graces
-        // where WrappedJob has none (a failed Pod) and for the minute AppWrapper may take to look
-        // again at a job whose pods were ready.
-        let waited = f64::from(case.graces_only_appwrapper_waits) * FAILURE_GRACE;
-        let looks = f64::from(case.appwrapper_looks) * APPWRAPPER_LOOKS_AFTER;
-        let more = aw.seconds - wj.seconds;
-        assert!(
-            (waited - TOLERANCE..=waited + looks + TOLERANCE).contains(&more),
-            "AppWrapper took {more:.1}s more, not {waited}s to {}s (± {TOLERANCE}s): {both}",
-            waited + looks
-        );
+        if case.only_appwrapper_waits_failure_grace {
+            let waited = (aw.waited_failure_grace, wj.waited_failure_grace);
+            assert_eq!(waited, (true, false), "the failure grace waited by (AppWrapper, WrappedJob): {both}");
+        }
+        if let Some(key) = case.gives_up_after {
+            let grace = case.setting(key).trim_end_matches('s').parse::<i64>().expect("a grace in seconds");
+            for outcome in [aw, wj] {
+                // Once at each reset and once at the failure.
+                assert_eq!(outcome.gave_up_after.len() as i64, case.resets + 1, "{both}");
+                assert!(outcome.gave_up_after.iter().all(|s| *s >= grace), "{key} {grace}s waited out: {both}");
+            }
+        }
     }
     // What each says of the failure: AppWrapper counts, WrappedJob quotes the component.
     let ((aw_job, wj_job), (aw_pod, wj_pod)) = (&outcomes[1], &outcomes[2]);
