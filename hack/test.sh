@@ -67,8 +67,9 @@ summary=target/tmp/crash-safety-summary.md
 kind_summary=target/tmp/kind-soak-summary.md
 turns=target/tmp/e2e-turns.tsv
 rm -f "$summary" "$kind_summary" "$turns"
-# Tests take turns in three lanes, process-runtime sandboxes, kind clusters and the kind soak
-# (a sandbox of its own name), which run side by side (tests/e2e/common.rs). Every test gets a thread at once and waits there for what it
+# Tests take turns in three lanes, process-runtime sandboxes and two of kind clusters (the second
+# for clusters of names of their own: the soak, connect's), which run side by side
+# (tests/e2e/common.rs). Every test gets a thread at once and waits there for what it
 # needs and for its lane: the kind lane starts as soon as the kind images are built, not when
 # the test harness's name order reaches the kind tests.
 cargo test --locked --features e2e --test e2e -- --test-threads=100

@@ -63,9 +63,11 @@ static PROCESS_LANE: Mutex<()> = Mutex::new(());
 /// clusters live in Docker on ports Docker picks, and they spend most of their time waiting for
 /// nodes and pods, which leaves room for the other lane.
 static KIND_LANE: Mutex<()> = Mutex::new(());
-/// The kind soak runs beside both: its sandbox has a name of its own, and most of its time goes
-/// to jobs that run for seconds and to faults spaced apart, not to the CPU.
-static SOAK_LANE: Mutex<()> = Mutex::new(());
+/// A second lane of kind clusters beside the first, for clusters whose names are their own (the
+/// soak's sandbox, plain kind clusters) and so cannot collide with the first lane's: the soak and
+/// the MultiKueue tests of plain clusters, so that neither lane is much longer than the other.
+/// Most of their time goes to jobs that run for seconds, faults spaced apart and pods starting.
+static SECOND_KIND_LANE: Mutex<()> = Mutex::new(());
 
 /// A test's turn to start clusters. When it ends, how long the test held it is added to
 /// `target/tmp/e2e-turns.tsv` (test, seconds), so a slow suite shows where its time goes.
@@ -97,9 +99,9 @@ pub fn one_kind_test_at_a_time() -> Turn {
     take_turn(&KIND_LANE)
 }
 
-/// Waits for the turn of a kind soak.
-pub fn one_soak_at_a_time() -> Turn {
-    take_turn(&SOAK_LANE)
+/// Waits for a turn in the second lane of kind clusters.
+pub fn one_beside_the_kind_lane() -> Turn {
+    take_turn(&SECOND_KIND_LANE)
 }
 
 fn take_turn(lane: &'static Mutex<()>) -> Turn {
@@ -168,9 +170,9 @@ impl Sandbox {
         Sandbox::unstarted_on_kind().started(extra)
     }
 
-    /// `up` on the kind runtime of a sandbox named `name`, in the soak's lane beside the others.
+    /// `up` on the kind runtime of a sandbox named `name`, in the second kind lane.
     pub fn soak_on_kind(name: &'static str, extra: &[&str]) -> Sandbox {
-        let mut sandbox = Sandbox::unstarted_in(one_soak_at_a_time());
+        let mut sandbox = Sandbox::unstarted_in(one_beside_the_kind_lane());
         (sandbox.runtime, sandbox.name) = (Some("kind"), name);
         sandbox.started(extra)
     }

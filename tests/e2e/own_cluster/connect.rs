@@ -14,7 +14,7 @@ use kueue_ext::sandbox::progress::Progress;
 use kueue_ext::sandbox::{Addon, prepare_kind_images};
 
 use super::{PlainKindCluster, PlainKindClusters, ok, repo};
-use crate::common::{eventually, kind_images_built, text, workloads};
+use crate::common::{eventually, kind_images_built, one_beside_the_kind_lane, text, workloads};
 
 const MANAGER: &str = "kueue-ext-e2e-manager";
 const WORKER: &str = "kueue-ext-e2e-worker";
@@ -36,7 +36,7 @@ async fn places(manager: &PlainKindCluster<'_>) -> Vec<(String, Value)> {
 async fn connect_wires_multikueue_between_plain_kind_clusters_and_disconnect_takes_it_out() {
     kind_images_built("jobset");
     let (_, addons) = prepare_kind_images(&[Addon::Jobset], &Progress::stderr()).await.expect("JobSet's image");
-    let clusters = PlainKindClusters::create(&[MANAGER, WORKER, SECOND_WORKER]).await;
+    let clusters = PlainKindClusters::create(&[MANAGER, WORKER, SECOND_WORKER], one_beside_the_kind_lane).await;
     let (manager, worker, second) =
         (clusters.cluster(MANAGER), clusters.cluster(WORKER), clusters.cluster(SECOND_WORKER));
     // JobSet first, so that Kueue's built-in integration finds its CRD: its controller on the

@@ -13,7 +13,7 @@ use kube::runtime::wait::{await_condition, conditions};
 use serde_json::{Value, json};
 
 use super::{KUEUE_AVAILABLE, PlainKindCluster, PlainKindClusters, ok, repo};
-use crate::common::{BIN, api, eventually, text};
+use crate::common::{BIN, api, eventually, one_kind_test_at_a_time, text};
 
 fn probe_job(n: usize) -> Value {
     json!({
@@ -60,7 +60,7 @@ async fn refused_by_a_kueue_that_predates_v1beta2(cluster: &PlainKindCluster<'_>
 
 #[tokio::test(flavor = "multi_thread")]
 async fn install_on_a_kind_cluster_with_kueues_own_manifests_runs_every_kind_and_uninstall_puts_kueue_back() {
-    let clusters = PlainKindClusters::create(&["kueue-ext-e2e-own"]).await;
+    let clusters = PlainKindClusters::create(&["kueue-ext-e2e-own"], one_kind_test_at_a_time).await;
     let cluster = clusters.cluster("kueue-ext-e2e-own");
     let client = cluster.client().await;
     // Refused, naming what is missing, on a cluster without Kueue.

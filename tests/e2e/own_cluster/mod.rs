@@ -14,11 +14,11 @@ use kube::Client;
 use kueue_ext::sandbox::KindAddon;
 use kueue_ext::sandbox::progress::Progress;
 
-use crate::common::{BIN, ensure_toolchain, one_kind_test_at_a_time, plain_queues, text};
+use crate::common::{BIN, Turn, ensure_toolchain, plain_queues, text};
 
 /// kind clusters made with the kind CLI into one kubeconfig, deleted when dropped.
 pub struct PlainKindClusters {
-    _turn: crate::common::Turn,
+    _turn: Turn,
     kind: PathBuf,
     pub kubeconfig: PathBuf,
     names: Vec<String>,
@@ -34,13 +34,13 @@ pub struct PlainKindCluster<'a> {
 }
 
 impl PlainKindClusters {
-    /// Clusters of these names, nothing on them yet.
-    pub async fn create(names: &[&str]) -> PlainKindClusters {
+    /// Clusters of these names, nothing on them yet, made in the lane `turn` waits for.
+    pub async fn create(names: &[&str], turn: fn() -> Turn) -> PlainKindClusters {
         ensure_toolchain();
         let progress = Progress::stderr();
         let images = kueue_ext::sandbox::local_kind_images(&progress).await.expect("the local kind images build");
         let kind = kueue_ext::sandbox::ensure_kind_cli(&progress).await.expect("kind builds");
-        let turn = one_kind_test_at_a_time();
+        let turn = turn();
         let dir = tempfile::tempdir().unwrap();
         let config = dir.path().join("kind.yaml");
         std::fs::write(&config, kueue_ext::sandbox::kind_config(None, true)).unwrap();
