@@ -193,10 +193,7 @@ async fn measure(client: &kube::Client, kind: Kind, n: usize, observed: &Observe
     let mut progress = track(client, kind.workload_prefix(), n);
     let cpu_before = cpu_of(processes);
     let api_before = observed.api_server_metrics().await;
-    let audit_mark = match &observed.audit {
-        Some(audit) => Some(audit.mark().await),
-        None => None,
-    };
+    let audit_mark = observed.audit.as_ref().map(Audit::mark);
     let started = Instant::now();
     submit(client, kind, n).await;
     let submitted = started.elapsed().as_secs_f64();
@@ -215,10 +212,7 @@ async fn measure(client: &kube::Client, kind: Kind, n: usize, observed: &Observe
             tokio::time::timeout(RUN_TIMEOUT, progress.wait_for(|p| p.all_finished.is_some())).await,
             Ok(Ok(_))
         );
-    let requests = match (&observed.audit, audit_mark) {
-        (Some(audit), Some(mark)) => Some(audit.since(mark).await),
-        _ => None,
-    };
+    let requests = observed.audit.as_ref().zip(audit_mark).map(|(audit, mark)| audit.since(mark));
     let seen = progress.borrow().clone();
     assert!(done, "{kind:?}: {} of {n} admitted, {} finished after {RUN_TIMEOUT:?}", seen.admitted, seen.finished);
     let since = |t: Option<Instant>| t.map(|t| t.duration_since(started).as_secs_f64()).unwrap_or_default();
@@ -304,16 +298,19 @@ pub async fn versus_observed(
 async fn timed(client: &kube::Client, kind: Kind, n: usize, run: usize, observed: &Observed) -> Times {
     let times = measure(client, kind, n, observed).await;
     let busiest: Vec<String> = times.cpu.iter().take(5).map(|(name, s)| format!("{name} {s:.1}")).collect();
+    // The kind runtime's processes are in its nodes, not counted here.
+    let cpu = if busiest.is_empty() {
+        String::new()
+    } else {
+        format!("; CPU until all admitted {:.1} s ({})", times.total_cpu(), busiest.join(", "))
+    };
     eprintln!(
-        "run {}: {n} {kind:?}: all submitted {:.1} s, all Workloads created {:.1} s, all admitted {:.1} s, all finished {:.1} s; \
-         CPU until all admitted {:.1} s ({})",
+        "run {}: {n} {kind:?}: all submitted {:.1} s, all Workloads created {:.1} s, all admitted {:.1} s, all finished {:.1} s{cpu}",
         run + 1,
         times.submitted,
         times.created,
         times.admitted,
         times.finished,
-        times.total_cpu(),
-        busiest.join(", ")
     );
     for (cluster, lines) in &times.api_servers {
         for line in lines {

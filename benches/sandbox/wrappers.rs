@@ -4,6 +4,10 @@
 //! The API server is audited, so each controller's requests are counted per verb and resource,
 //! and each controller's largest replica is weighed (peak RSS) at the end.
 
+use std::time::Duration;
+
+use kueue_ext::kube_util::wait::until;
+use kueue_ext::kube_util::webhooks_answer;
 use kueue_ext::sandbox::toolchain::versions::APPWRAPPER;
 use kueue_ext::sandbox::{DEFAULT_NAME, context_name};
 
@@ -14,6 +18,7 @@ use crate::report::{Row, count};
 use crate::sandbox::Sandbox;
 use crate::throughput::{Observed, versus_observed};
 
+const WEBHOOKS_TIMEOUT: Duration = Duration::from_secs(180);
 const SANDBOX: [&str; 6] = ["--runtime", "kind", "--workers", "0", "--addons", "appwrapper"];
 
 /// Where each controller's pods are, and how they are labelled.
@@ -43,7 +48,14 @@ pub async fn bench(runs: usize, wrappers: usize) -> Vec<Row> {
         let sandbox = Sandbox::up(&SANDBOX);
         let client = sandbox.client("manager").await;
         let node = format!("{}-control-plane", context_name(DEFAULT_NAME, "manager"));
-        let observed = Observed::of(&sandbox).await.audited(Audit::enable(&node, &client).await);
+        let observed = Observed::of(&sandbox).await.audited(Audit::enable(&node).await);
+        // A controller back on its Lease may not serve its webhook yet: neither kind is submitted
+        // before a dry run of it gets through.
+        for kind in [Kind::WrappedJobOfJob, Kind::AppWrapper] {
+            let (probe, what) = (kind.manifest(0), format!("{kind:?}'s webhooks to answer"));
+            let answered = until(&what, WEBHOOKS_TIMEOUT, || webhooks_answer(&client, &probe)).await;
+            answered.unwrap_or_else(|e| panic!("{e}"));
+        }
         let (ours, theirs) =
             versus_observed(&sandbox, &observed, Kind::WrappedJobOfJob, Kind::AppWrapper, wrappers, run).await;
         created.push(ours.created, theirs.created);
