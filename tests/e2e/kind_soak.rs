@@ -269,8 +269,9 @@ struct Tally {
     finished_once: usize,
     lost: usize,
     duplicated: usize,
-    /// Finished once though a node restart killed one of its pods, which its retries made up for.
-    retried_after_restart: usize,
+    /// Finished once though its node killed one of its pods (a restart) or could not start it,
+    /// which its retries made up for.
+    retried_after_a_node_fault: usize,
 }
 
 struct Report {
@@ -302,10 +303,7 @@ impl Report {
 impl fmt::Display for Report {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         writeln!(f, "kind soak summary (seed {}):", self.seed)?;
-        writeln!(
-            f,
-            "| jobs | submitted | finished once | of which retried after a node restart | lost | duplicated |"
-        )?;
+        writeln!(f, "| jobs | submitted | finished once | of which retried after a node fault | lost | duplicated |")?;
         writeln!(f, "| --- | --- | --- | --- | --- | --- |")?;
         for (jobs, t) in
             [("ExternalJob + WrappedJob", &self.ours), ("peer: batch/v1 Job (Kueue's integration)", &self.peer)]
@@ -313,7 +311,7 @@ impl fmt::Display for Report {
             writeln!(
                 f,
                 "| {jobs} | {} | {} | {} | {} | {} |",
-                t.submitted, t.finished_once, t.retried_after_restart, t.lost, t.duplicated
+                t.submitted, t.finished_once, t.retried_after_a_node_fault, t.lost, t.duplicated
             )?;
         }
         let count = |fault| self.faults.iter().filter(|i| i.fault == fault).count();
@@ -460,7 +458,7 @@ async fn every_job_finishes_exactly_once_on_kind_through_pod_deletions_node_rest
         tally.submitted += 1;
         if *outcome == Some(true) && evidence.ran_once_despite(wanted, &node_restarts) {
             tally.finished_once += 1;
-            tally.retried_after_restart += usize::from(!evidence.unfinished_pods.is_empty());
+            tally.retried_after_a_node_fault += usize::from(!evidence.unfinished_pods.is_empty());
             continue;
         }
         let duplicated = evidence.more_than_once(wanted);
@@ -483,13 +481,30 @@ async fn every_job_finishes_exactly_once_on_kind_through_pod_deletions_node_rest
 }
 
 #[test]
-fn only_a_pod_that_a_node_restart_killed_is_made_up_for() {
-    use crate::crash::ledger::Evidence;
+fn a_pod_never_started_is_one_whose_every_container_failed_to_start() {
+    use serde_json::json;
+    let start_error = json!({"state": {"terminated": {
+        "exitCode": 128, "reason": "StartError", "startedAt": "1970-01-01T00:00:00Z",
+        "message": "failed to create containerd task: failed to create shim task: OCI runtime create failed"}}});
+    let ran = json!({"state": {"terminated": {"exitCode": 1, "reason": "Error", "startedAt": "2026-11-28T08:11:05Z"}}});
+    let failed = |containers: Vec<serde_json::Value>| json!({"phase": "Failed", "containerStatuses": containers});
+    assert!(ledger::never_started(&failed(vec![start_error.clone()])));
+    assert!(!ledger::never_started(&failed(vec![start_error.clone(), ran.clone()])), "one container ran");
+    assert!(!ledger::never_started(&failed(vec![ran])), "the job's own failure");
+    assert!(!ledger::never_started(&failed(vec![])), "nothing known of its containers");
+    let pending = json!({"phase": "Pending", "containerStatuses": [start_error]});
+    assert!(!ledger::never_started(&pending), "the kubelet may still start it");
+}
+
+#[test]
+fn only_a_pod_that_its_node_killed_or_never_started_is_made_up_for() {
+    use crate::crash::ledger::{Evidence, UnfinishedPod};
+    let killed = UnfinishedPod { cluster: "worker1".into(), created: Some(100), never_started: false };
     let once = Evidence {
         pods: 2,
         succeeded: 1,
         ran_on: ["worker1".to_string()].into(),
-        unfinished_pods: vec![("worker1".into(), Some(100))],
+        unfinished_pods: vec![killed.clone()],
         manager_workloads: 1,
         workloads_per_copy: 1,
         components_per_name: 1,
@@ -500,6 +515,14 @@ fn only_a_pod_that_a_node_restart_killed_is_made_up_for() {
     assert!(!once.ran_once_despite(1, &restarts(99)), "created after it: not the restart's doing");
     assert!(!once.ran_once_despite(1, &[("manager".into(), 200)]), "a restart of another node");
     assert!(!once.ran_once_despite(1, &[]), "no restart at all");
+    let never_started = UnfinishedPod { never_started: true, ..killed };
+    let start_failed = Evidence { unfinished_pods: vec![never_started.clone()], ..once.clone() };
+    assert!(start_failed.ran_once_despite(1, &[]), "a pod whose node could not start it");
+    let start_failed_and_reset = Evidence { components_per_name: 2, succeeded: 2, pods: 3, ..start_failed };
+    assert!(
+        start_failed_and_reset.ran_once_despite(1, &[]),
+        "the reset after it runs again a pod of the first set that was still running"
+    );
     let twice = Evidence { succeeded: 2, unfinished_pods: vec![], ..once.clone() };
     assert!(!twice.ran_once_despite(1, &restarts(100)), "succeeded twice");
     let two_copies = Evidence { workloads_per_copy: 2, ..once.clone() };

@@ -476,7 +476,11 @@ impl<K: KindTool, D: Docker> ClusterRuntime for KindRuntime<K, D> {
             let Some(kind_name) = &cluster.kind_cluster else { continue };
             let kubeconfig = cluster.dir.join(KIND_KUBECONFIG);
             let mut outcome = self.kind.delete_cluster(kind_name, &kubeconfig).await;
-            if outcome.is_err() && thaw_nodes(&self.docker, kind_name).await > 0 {
+            if outcome.is_err() {
+                // Docker gives up on a node that has not exited within its kill's wait, and the
+                // node may exit a moment later; or a killed runc left cgroups frozen, which
+                // keep it from exiting until thawed. Either way, once more.
+                thaw_nodes(&self.docker, kind_name).await;
                 outcome = self.kind.delete_cluster(kind_name, &kubeconfig).await;
             }
             match outcome {

@@ -17,6 +17,8 @@ struct FakeKind {
     fail_load: bool,
     /// Node that never becomes Ready: `create` fails as kind does when its wait runs out.
     never_ready: bool,
+    /// How many deletes fail first, as when Docker gave up waiting for a killed node to exit.
+    failing_deletes: std::sync::atomic::AtomicUsize,
     calls: Mutex<Vec<String>>,
 }
 
@@ -90,8 +92,17 @@ impl KindTool for FakeKind {
     }
 
     async fn delete_cluster(&self, name: &str, kubeconfig: &Path) -> Result<(), KindError> {
+        use std::sync::atomic::Ordering;
         self.record(format!("delete {name} kubeconfig={}", kubeconfig.display()));
-        Ok(())
+        let failing = self.failing_deletes.fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| n.checked_sub(1));
+        match failing {
+            Ok(_) => Err(KindError::Command {
+                command: format!("kind delete cluster --name {name}"),
+                status: "exit status: 1".into(),
+                output: "tried to kill container, but did not receive an exit event".into(),
+            }),
+            Err(_) => Ok(()),
+        }
     }
 
     async fn export_logs(&self, name: &str, dir: &Path) -> Result<(), KindError> {
@@ -466,6 +477,18 @@ async fn teardown_deletes_exactly_the_recorded_clusters() {
     let created = SandboxState { kind_network: Some("kind".into()), ..state };
     runtime.teardown(&created).await.unwrap();
     assert_eq!(*runtime.docker.removed.lock().unwrap(), ["network kind"]);
+
+    // Docker gave up waiting for the killed node to exit, which it did a moment later: with
+    // nothing frozen to thaw, the delete is asked once more, and only once.
+    let once_refused = FakeKind { failing_deletes: 1.into(), ..FakeKind::new("v0.32.0") };
+    let runtime = KindRuntime::recorded(once_refused, FakeDocker::answering());
+    assert_eq!(runtime.teardown(&created).await.unwrap(), 1);
+    assert_eq!(runtime.kind.calls().len(), 2, "{:?}", runtime.kind.calls());
+    let twice_refused = FakeKind { failing_deletes: 2.into(), ..FakeKind::new("v0.32.0") };
+    let runtime = KindRuntime::recorded(twice_refused, FakeDocker::answering());
+    let error = runtime.teardown(&created).await.unwrap_err().to_string();
+    assert!(error.contains("did not receive an exit event"), "{error}");
+    assert_eq!(runtime.kind.calls().len(), 2, "{:?}", runtime.kind.calls());
 }
 
 #[tokio::test]

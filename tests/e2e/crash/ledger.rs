@@ -30,6 +30,9 @@ pub struct Seen {
     /// UID of its controller owner.
     pub owner: Option<String>,
     pub succeeded: bool,
+    /// A pod that failed before any of its containers ran (`StartError`: the node could not
+    /// start it): the node's doing, not the job's.
+    pub never_started: bool,
     pub nudged: bool,
     /// Its creationTimestamp, in seconds since the epoch.
     pub created: Option<i64>,
@@ -105,6 +108,7 @@ impl Ledger {
         let Some(uid) = object.uid() else { return };
         let owner = object.owner_references().iter().find(|o| o.controller == Some(true)).map(|o| o.uid.clone());
         let succeeded = kind == "Pod" && object.data["status"]["phase"] == "Succeeded";
+        let never_started = kind == "Pod" && never_started(&object.data["status"]);
         let nudged = kind == "Workload" && object.annotations().contains_key(RETRY_ANNOTATION);
         let mut seen = self.seen.lock().unwrap_or_else(PoisonError::into_inner);
         let entry = seen.entry(uid.clone()).or_default();
@@ -115,6 +119,7 @@ impl Ledger {
         entry.labels = object.labels().clone();
         entry.owner = owner.or(entry.owner.take());
         entry.succeeded |= succeeded;
+        entry.never_started = never_started;
         entry.nudged |= nudged;
         entry.created = object.creation_timestamp().map(|t| t.0.as_second()).or(entry.created);
         entry.version = object.resource_version();
@@ -167,6 +172,16 @@ impl Ledger {
     }
 }
 
+/// A pod of a job's work never seen Succeeded.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct UnfinishedPod {
+    pub cluster: String,
+    /// Its creationTimestamp, in seconds since the epoch.
+    pub created: Option<i64>,
+    /// It failed before any of its containers ran.
+    pub never_started: bool,
+}
+
 /// What the ledger says about one submitted job.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct Evidence {
@@ -176,9 +191,8 @@ pub struct Evidence {
     pub succeeded: usize,
     /// Clusters its pods ran on.
     pub ran_on: BTreeSet<String>,
-    /// Its pods never seen Succeeded: the cluster of each, and when it was created (seconds
-    /// since the epoch).
-    pub unfinished_pods: Vec<(String, Option<i64>)>,
+    /// Its pods never seen Succeeded.
+    pub unfinished_pods: Vec<UnfinishedPod>,
     /// Workloads on the manager owned by the job.
     pub manager_workloads: usize,
     /// The most Workloads owned by one copy of the job on one worker.
@@ -214,26 +228,29 @@ impl Evidence {
         !self.duplicated(wanted_pods) && self.succeeded == wanted_pods
     }
 
-    /// Succeeded once, on one worker, though node restarts there may have killed some of its
-    /// pods: every pod that never succeeded was created before a restart of its cluster's node
-    /// (`node_restarts`: the cluster, and when in seconds since the epoch), and the job's own
-    /// retries made up for it — a Job's `backoffLimit`, or a WrappedJob's reset, which
-    /// recreates its components as AppWrapper does after a failed pod and so runs again the
-    /// pods of the first set that had succeeded (each set at most once). A second Workload or
-    /// copy still counts as a second run, and so does a second set of components with no pod
-    /// killed.
+    /// Succeeded once, on one worker, though faults of its node may have killed some of its
+    /// pods: every pod that never succeeded either was created before a restart of its
+    /// cluster's node (`node_restarts`: the cluster, and when in seconds since the epoch) or
+    /// failed before any of its containers ran, and the job's own retries made up for it — a
+    /// Job's `backoffLimit`, or a WrappedJob's reset, which recreates its components as
+    /// AppWrapper does after a failed pod and so runs again the pods of the first set that had
+    /// succeeded or were still running (each set at most once). A second Workload or copy still
+    /// counts as a second run, and so does a second set of components with no pod killed.
     pub fn ran_once_despite(&self, wanted_pods: usize, node_restarts: &[(String, i64)]) -> bool {
-        let killed_by_a_restart = |(cluster, created): &(String, Option<i64>)| {
-            node_restarts.iter().any(|(restarted, at)| restarted == cluster && created.is_some_and(|t| t <= *at))
+        let the_nodes_doing = |pod: &UnfinishedPod| {
+            pod.never_started
+                || node_restarts
+                    .iter()
+                    .any(|(restarted, at)| *restarted == pod.cluster && pod.created.is_some_and(|t| t <= *at))
         };
-        let reset_by_a_restart = self.components_per_name > 1 && !self.unfinished_pods.is_empty();
-        let succeeded_enough = if reset_by_a_restart {
+        let reset_by_a_fault = self.components_per_name > 1 && !self.unfinished_pods.is_empty();
+        let succeeded_enough = if reset_by_a_fault {
             (wanted_pods..=wanted_pods * self.components_per_name).contains(&self.succeeded)
         } else {
             self.succeeded == wanted_pods && self.components_per_name <= 1
         };
         succeeded_enough
-            && self.unfinished_pods.iter().all(killed_by_a_restart)
+            && self.unfinished_pods.iter().all(the_nodes_doing)
             && self.ran_on.len() == 1
             && !self.ran_on.contains("manager")
             && self.manager_workloads == 1
@@ -251,6 +268,19 @@ impl Evidence {
             && self.workloads_per_copy == 1
             && self.components_per_name <= 2
     }
+}
+
+/// A pod `status` that failed with no container ever running: each one terminated by a
+/// `StartError` (the runtime could not create it), none with a start time.
+pub fn never_started(status: &serde_json::Value) -> bool {
+    let containers = status["containerStatuses"].as_array().map(Vec::as_slice).unwrap_or_default();
+    status["phase"] == "Failed"
+        && !containers.is_empty()
+        && containers.iter().all(|c| {
+            let terminated = &c["state"]["terminated"];
+            terminated["reason"] == "StartError"
+                && terminated["startedAt"].as_str().is_none_or(|t| t.starts_with("1970-"))
+        })
 }
 
 /// Names of the manager Workloads owned by `job`.
@@ -307,7 +337,11 @@ pub fn evidence(job: &Submitted, seen: &[Seen]) -> Evidence {
         pods: work.len(),
         succeeded: work.iter().filter(|s| s.succeeded).count(),
         ran_on: work.iter().map(|s| s.cluster.clone()).collect(),
-        unfinished_pods: work.iter().filter(|s| !s.succeeded).map(|s| (s.cluster.clone(), s.created)).collect(),
+        unfinished_pods: work
+            .iter()
+            .filter(|s| !s.succeeded)
+            .map(|s| UnfinishedPod { cluster: s.cluster.clone(), created: s.created, never_started: s.never_started })
+            .collect(),
         manager_workloads: manager_workloads(job, seen).count(),
         workloads_per_copy: per_copy.values().copied().max().unwrap_or(0),
         components_per_name: per_component.values().copied().max().unwrap_or(0),
