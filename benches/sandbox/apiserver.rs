@@ -1,6 +1,7 @@
 //! Where the API server says a run's requests spent their time: the sums and counts of its own
 //! histograms, read from its /metrics before and after, per verb and resource, per webhook, per
-//! client (through API Priority and Fairness) and per etcd operation.
+//! client (through API Priority and Fairness) and per etcd operation; and the requests it
+//! answered with an error, by code (a controller that creates what exists shows here).
 
 use std::collections::BTreeMap;
 
@@ -65,6 +66,8 @@ pub enum Family {
     Queued,
     /// "get workloads": the API server's calls to etcd.
     Etcd,
+    /// "POST workloads 409": requests the API server answered with an error, by code.
+    Refused,
 }
 
 /// Seconds and calls per family and key.
@@ -80,16 +83,26 @@ pub async fn scrape(client: &kube::Client) -> Spent {
         let Some((series, value)) = line.rsplit_once(' ') else { continue };
         let Ok(value) = value.parse::<f64>() else { continue };
         let Some((metric, labels)) = series.split_once('{') else { continue };
+        let label = |name: &str| {
+            let start = labels.find(&format!("{name}=\""))? + name.len() + 2;
+            labels[start..].split('"').next()
+        };
+        if metric == "apiserver_request_total" {
+            let code = label("code").unwrap_or("?");
+            if !code.starts_with('2') {
+                let subresource = label("subresource").filter(|s| !s.is_empty()).map(|s| format!("/{s}"));
+                let (verb, resource) = (label("verb").unwrap_or("?"), label("resource").unwrap_or("?"));
+                let key = format!("{verb} {resource}{} {code}", subresource.unwrap_or_default());
+                spent.0.entry((Family::Refused, key)).or_default().1 += value;
+            }
+            continue;
+        }
         let Some((histogram, is_sum)) = metric
             .strip_suffix("_sum")
             .map(|h| (h, true))
             .or_else(|| metric.strip_suffix("_count").map(|h| (h, false)))
         else {
             continue;
-        };
-        let label = |name: &str| {
-            let start = labels.find(&format!("{name}=\""))? + name.len() + 2;
-            labels[start..].split('"').next()
         };
         let label_or = |name| label(name).unwrap_or("?");
         let key = match histogram {
@@ -125,6 +138,7 @@ impl Spent {
             (Family::Client, "by client", 8),
             (Family::Queued, "queued by client", 4),
             (Family::Etcd, "etcd", 5),
+            (Family::Refused, "answered with an error", 8),
         ]
         .into_iter()
         .map(|(family, title, top)| format!("{title}: {}", self.most_since(before, family, top).join("; ")))
@@ -147,7 +161,10 @@ impl Spent {
         rows.sort_by(|a, b| b.2.total_cmp(&a.2));
         rows.iter()
             .take(top)
-            .map(|(key, sum, count)| format!("{key}: {count} × {:.1} ms", sum / count * 1000.0))
+            .map(|(key, sum, count)| match family {
+                Family::Refused => format!("{key}: {count}"),
+                _ => format!("{key}: {count} × {:.1} ms", sum / count * 1000.0),
+            })
             .collect()
     }
 }
