@@ -12,8 +12,6 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
-use crate::sandbox::run;
-
 /// The controllers counted: a short name and the ServiceAccount whose requests are theirs.
 pub const CONTROLLERS: [(&str, &str); 3] = [
     ("kueue-ext", "system:serviceaccount:kueue-ext-system:kueue-ext-controller"),
@@ -47,14 +45,14 @@ impl Audit {
              rules:\n- level: Metadata\n  users: [{}]\n- level: None\n",
             users.join(", ")
         );
-        run(Command::new("docker").args(["exec", node, "mkdir", "-p", AUDIT_DIR]));
+        exec_in(node, &["mkdir", "-p", AUDIT_DIR]);
         write_into(node, &format!("{AUDIT_DIR}/policy.yaml"), &policy);
-        let manifest = run(Command::new("docker").args(["exec", node, "cat", MANIFEST]));
+        let manifest = exec_in(node, &["cat", MANIFEST]);
         if !manifest.contains("--audit-policy-file") {
             // Written beside the manifests and renamed into place: the kubelet reads every file there.
             let audited = "/etc/kubernetes/kube-apiserver.audited";
             write_into(node, audited, &audited_manifest(&manifest));
-            run(Command::new("docker").args(["exec", node, "mv", audited, MANIFEST]));
+            exec_in(node, &["mv", audited, MANIFEST]);
         }
         let audit = Audit { node: node.to_string() };
         let deadline = Instant::now() + RESTART_TIMEOUT;
@@ -126,6 +124,13 @@ fn audited_manifest(manifest: &str) -> String {
     volumes
         .push(json!({"name": "kueue-ext-bench-audit", "hostPath": {"path": AUDIT_DIR, "type": "DirectoryOrCreate"}}));
     serde_saphyr::to_string(&pod).expect("the manifest serializes")
+}
+
+/// What `command` printed on kind node `node`'s standard output; it must succeed.
+fn exec_in(node: &str, command: &[&str]) -> String {
+    let output = Command::new("docker").args(["exec", node]).args(command).output().expect("docker exec runs");
+    assert!(output.status.success(), "{command:?} on {node}: {}", String::from_utf8_lossy(&output.stderr));
+    String::from_utf8_lossy(&output.stdout).into_owned()
 }
 
 /// Writes `text` into the file `path` of kind node `node`.

@@ -24,9 +24,9 @@ use crate::condition_timeline::listed_watch;
 use crate::fixtures::BUSYBOX;
 
 /// Settings every case sets, by annotation, on both kinds, unless it sets its own: short enough
-/// that all cases end within a couple of minutes, long enough that a grace period shows in the
-/// times. The admission and warmup graces are long enough for a pod to start on a busy node: a
-/// case that means to run out of them sets a short one.
+/// that all cases end within a couple of minutes. The admission and warmup graces are long
+/// enough for a pod to start on a busy node: a case that means to run out of them sets a short
+/// one.
 const SETTINGS: [(&str, &str); 7] = [
     ("admissionGracePeriodDuration", "60s"),
     ("warmupGracePeriodDuration", "60s"),
@@ -528,7 +528,7 @@ async fn wrapped_jobs_and_appwrappers_go_through_the_same_faults_alike() {
             assert_eq!(waited, (true, false), "the failure grace waited by (AppWrapper, WrappedJob): {both}");
         }
         if let Some(key) = case.gives_up_after {
-            let grace = case.setting(key).trim_end_matches('s').parse::<i64>().expect("a grace in seconds");
+            let grace = kueue_ext::go_duration::parse_go_duration(case.setting(key)).expect("a grace").as_secs() as i64;
             for outcome in [aw, wj] {
                 // Once at each reset and once at the failure.
                 assert_eq!(outcome.gave_up_after.len() as i64, case.resets + 1, "{both}");
