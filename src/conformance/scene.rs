@@ -1,6 +1,7 @@
 //! One check's namespace on one cluster: create the job, read it, its Workloads and its pods
 //! (every pod there is the job's), and wait for something to hold. API failures become
-//! evidence, so a check fails with what went wrong rather than aborting the run.
+//! evidence, so a check fails with what went wrong rather than aborting the run; a write that a
+//! webhook could not be called for is tried again first, since that says nothing of the kind.
 
 use std::future::Future;
 use std::sync::Arc;
@@ -17,6 +18,7 @@ use crate::api::kueue::Workload;
 use crate::integrations::declarative::ConfiguredJob;
 use crate::integrations::declarative::config::Integration;
 use crate::jobframework::generic_job::GenericJob;
+use crate::kube_util::patiently;
 
 pub struct Scene {
     pub cluster: String,
@@ -64,7 +66,8 @@ impl Scene {
         let name = object["metadata"]["name"].as_str().unwrap_or_default().to_string();
         let dynamic: DynamicObject =
             serde_json::from_value(object.clone()).map_err(|e| Evidence::new("a sample object", e.to_string()))?;
-        let created = self.jobs.create(&PostParams::default(), &dynamic).await.map_err(|e| {
+        let params = PostParams::default();
+        let created = patiently(|| self.jobs.create(&params, &dynamic)).await.map_err(|e| {
             Evidence::new("the sample job to be accepted", format!("create refused: {e}")).on(format!(
                 "{} {}/{name}",
                 self.integration.gvk().kind,
@@ -104,8 +107,8 @@ impl Scene {
     }
 
     pub async fn create_workload(&self, workload: &Workload) -> Result<(), Evidence> {
-        self.workloads
-            .create(&PostParams::default(), workload)
+        let params = PostParams::default();
+        patiently(|| self.workloads.create(&params, workload))
             .await
             .map_err(|e| api_error("create", &workload_ref(workload), e))?;
         Ok(())
@@ -113,9 +116,9 @@ impl Scene {
 
     /// Kueue's own way to evict: `spec.active: false` on the Workload.
     pub async fn deactivate(&self, workload: &Workload) -> Result<(), Evidence> {
-        let patch = json!({"spec": {"active": false}});
-        self.workloads
-            .patch(&workload.name_any(), &PatchParams::default(), &Patch::Merge(patch))
+        let (name, params, patch) =
+            (workload.name_any(), PatchParams::default(), Patch::Merge(json!({"spec": {"active": false}})));
+        patiently(|| self.workloads.patch(&name, &params, &patch))
             .await
             .map_err(|e| api_error("deactivate", &workload_ref(workload), e))?;
         Ok(())

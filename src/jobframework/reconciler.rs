@@ -358,8 +358,9 @@ async fn update_to_match<J: GenericJob>(
     ))
 }
 
-/// No Workload: create one, unless the job must adopt a prebuilt one (wait for it) or still has
-/// running pods from an earlier Workload (wait for them to go).
+/// No Workload: create one, unless the job must adopt a prebuilt one (wait for it), still has
+/// running pods from an earlier Workload (wait for them to go) or is being deleted (a Workload
+/// it owned would be collected with it, after Kueue had perhaps admitted it).
 async fn handle_job_with_no_workload<J: GenericJob>(
     job: &J,
     ctx: &Context,
@@ -371,7 +372,7 @@ async fn handle_job_with_no_workload<J: GenericJob>(
         stop_job(job, ctx, jobs, None, "missing workload").await?;
         return Err(Error::PrebuiltWorkloadNotFound(name.to_string()));
     }
-    if job.finished().is_some() {
+    if job.finished().is_some() || job.meta().deletion_timestamp.is_some() {
         return Ok(Action::await_change());
     }
     if job.is_active() {

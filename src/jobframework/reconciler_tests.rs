@@ -67,6 +67,16 @@ async fn a_job_waiting_for_admission_costs_no_request() {
 }
 
 #[tokio::test]
+async fn a_job_being_deleted_gets_no_new_workload() {
+    let mut job = suspended_job();
+    job.metadata.deletion_timestamp = Some(k8s_openapi::apimachinery::pkg::apis::meta::v1::Time(Default::default()));
+    let (client, requests) = recording_client(None);
+    let ctx = context(client, &[]);
+    assert_eq!(reconcile(&job, &ctx).await.expect("nothing to do"), Action::await_change());
+    assert_no_request(&requests);
+}
+
+#[tokio::test]
 async fn an_admission_seen_in_the_cache_is_confirmed_before_the_job_starts() {
     let job = suspended_job();
     // The cache shows the admission; the API server has already taken it back.

@@ -72,7 +72,7 @@ static SECOND_KIND_LANE: Mutex<()> = Mutex::new(());
 /// A test's turn to start clusters. When it ends, how long the test held it is added to
 /// `target/tmp/e2e-turns.tsv` (test, seconds), so a slow suite shows where its time goes.
 pub struct Turn {
-    _guard: MutexGuard<'static, ()>,
+    _guards: Vec<MutexGuard<'static, ()>>,
     since: Instant,
 }
 
@@ -104,9 +104,18 @@ pub fn one_beside_the_kind_lane() -> Turn {
     take_turn(&SECOND_KIND_LANE)
 }
 
+/// Waits until both kind lanes are free and holds them, for the kind test that starts the most:
+/// beside another test's clusters on 2 cores, its worker's webhooks and pods starved past their
+/// timeouts. The lanes are taken in one order, so two such tests cannot hold one each.
+pub fn no_other_kind_test() -> Turn {
+    let guards =
+        [&KIND_LANE, &SECOND_KIND_LANE].map(|lane| lane.lock().unwrap_or_else(|poisoned| poisoned.into_inner()));
+    Turn { _guards: guards.into(), since: Instant::now() }
+}
+
 fn take_turn(lane: &'static Mutex<()>) -> Turn {
     let guard = lane.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
-    Turn { _guard: guard, since: Instant::now() }
+    Turn { _guards: vec![guard], since: Instant::now() }
 }
 
 /// A sandbox owned by one test.
@@ -161,6 +170,13 @@ impl Sandbox {
     /// A private state dir whose `up` runs on the kind runtime, whatever `$KUEUE_EXT_RUNTIME` says.
     pub fn unstarted_on_kind() -> Sandbox {
         let mut sandbox = Sandbox::unstarted_in(one_kind_test_at_a_time());
+        sandbox.runtime = Some("kind");
+        sandbox
+    }
+
+    /// Like [`Sandbox::unstarted_on_kind`], with no other kind test's clusters beside it.
+    pub fn unstarted_on_kind_alone() -> Sandbox {
+        let mut sandbox = Sandbox::unstarted_in(no_other_kind_test());
         sandbox.runtime = Some("kind");
         sandbox
     }

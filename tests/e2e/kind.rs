@@ -256,7 +256,7 @@ async fn a_kind_sandbox_runs_jobs_through_multikueue_and_down_leaves_nothing() {
     let _alone = KIND_CLUSTERS.lock().await;
     // Whether kind's network is there is asked in this test's turn: a plain kind cluster of
     // another test makes it and leaves it.
-    let sandbox = Sandbox::unstarted_on_kind();
+    let sandbox = Sandbox::unstarted_on_kind_alone();
     let network_was_there = kind_network_exists();
     // JobSet's, AppWrapper's, Kubeflow's training operator's and Tekton's releases run on both
     // clusters (their own images, built here); Kueue's built-in integrations queue the first
@@ -429,7 +429,8 @@ async fn a_kind_sandbox_runs_jobs_through_multikueue_and_down_leaves_nothing() {
     assert!(down.status.success(), "down: {}", text(&down));
     assert!(!sandbox.dir.exists(), "down removes the state dir");
     assert!(sandbox_containers().is_empty(), "containers left: {:?}", sandbox_containers());
-    // The kind soak's clusters run beside this test and may have joined a network it made.
+    // No other kind test runs beside this one, but one that failed may have left a cluster on
+    // the network this sandbox made.
     let joined = kind_network_has_containers();
     assert_eq!(
         kind_network_exists(),
