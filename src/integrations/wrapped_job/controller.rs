@@ -170,14 +170,16 @@ async fn set_finalizer(writes: &Writes<'_>, job: &WrappedJob, present: bool) -> 
         finalizers.push(WRAPPED_JOB_FINALIZER.to_string());
     }
     let patch = json!({"metadata": {"resourceVersion": job.resource_version(), "finalizers": finalizers}});
-    let written = writes.api.patch(&job.name_any(), &patch_params(), &Patch::Merge(patch)).await.map_err(|source| {
-        Error::Kube {
+    let written = match writes.api.patch(&job.name_any(), &patch_params(), &Patch::Merge(patch)).await {
+        // A reconcile queued before the removal that let it go: nothing is left to hold.
+        Err(kube::Error::Api(status)) if !present && status.is_not_found() => return Ok(job.clone()),
+        written => written.map_err(|source| Error::Kube {
             action: if present { "add finalizer to" } else { "remove finalizer from" },
             kind: "WrappedJob",
             name: job.name_any(),
             source,
-        }
-    })?;
+        })?,
+    };
     writes.own_writes.wrote(&written);
     Ok(written)
 }

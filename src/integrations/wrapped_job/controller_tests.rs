@@ -114,3 +114,24 @@ async fn a_job_another_controller_manages_has_no_component_created_and_no_status
         }
     }
 }
+
+/// A reconcile queued before the one that removed the finalizer and let the job go finds it
+/// gone: the removal is done, not a failure to report and retry.
+#[tokio::test]
+async fn removing_the_finalizer_of_a_job_already_gone_is_done() {
+    let mut job = resuming();
+    job.metadata.finalizers = Some(vec![WRAPPED_JOB_FINALIZER.into()]);
+    let (client, requests) = scripted_client(|_, _| Err(404));
+    let step = Step {
+        status: job.status.clone().unwrap(),
+        actions: vec![Act::RemoveFinalizer],
+        requeue: None,
+        notes: Vec::new(),
+    };
+    let observed = lifecycle::Observed { components: vec![ObservedComponent::Missing], pods: Default::default() };
+    act(&job, &context(client.clone()), &ServedKinds::new(client), step, &observed, &Default::default())
+        .await
+        .expect("nothing is left to do");
+    let job_path = STATUS.trim_end_matches("/status");
+    assert_eq!(requested(&requests), [format!("PATCH {job_path}{QUERY}")]);
+}
