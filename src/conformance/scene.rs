@@ -1,7 +1,8 @@
 //! One check's namespace on one cluster: create the job, read it, its Workloads and its pods
 //! (every pod there is the job's), and wait for something to hold. API failures become
-//! evidence, so a check fails with what went wrong rather than aborting the run; a write that a
-//! webhook could not be called for is tried again first, since that says nothing of the kind.
+//! evidence, so a check fails with what went wrong rather than aborting the run; a write refused
+//! for now (a webhook that could not be called, an API server shedding load) is tried again
+//! first, since that says nothing of the kind.
 
 use std::future::Future;
 use std::sync::Arc;
