@@ -64,8 +64,8 @@ static PROCESS_LANE: Mutex<()> = Mutex::new(());
 /// nodes and pods, which leaves room for the other lane.
 static KIND_LANE: Mutex<()> = Mutex::new(());
 /// A second lane of kind clusters beside the first, for clusters whose names are their own (the
-/// soak's sandbox, plain kind clusters) and so cannot collide with the first lane's: the soak and
-/// `connect`'s plain clusters, so that neither lane is much longer than the other.
+/// soak's sandbox, plain kind clusters) and so cannot collide with the first lane's: the soak,
+/// `connect`'s and cert-manager's plain clusters, so that neither lane is much longer than the other.
 /// Most of their time goes to jobs that run for seconds, faults spaced apart and pods starting.
 static SECOND_KIND_LANE: Mutex<()> = Mutex::new(());
 

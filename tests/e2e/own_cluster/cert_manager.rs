@@ -18,7 +18,7 @@ use kueue_ext::manifests::{MUTATING_WEBHOOK, NAMESPACE, VALIDATING_WEBHOOK, WEBH
 use serde_json::{Value, json};
 
 use super::{PlainKindCluster, PlainKindClusters, ok, repo};
-use crate::common::{api, eventually, one_kind_test_at_a_time, text};
+use crate::common::{api, eventually, one_beside_the_kind_lane, text};
 
 const MODULE: &str = "github.com/cert-manager/cert-manager";
 const VERSION: &str = "v1.11.5";
@@ -117,7 +117,7 @@ fn probe_job(n: usize) -> DynamicObject {
 #[tokio::test(flavor = "multi_thread")]
 async fn install_with_cert_manager_serves_its_certificate_through_a_renewal_and_uninstall_removes_it() {
     let built = build_cert_manager();
-    let clusters = PlainKindClusters::create(&[CLUSTER], one_kind_test_at_a_time).await;
+    let clusters = PlainKindClusters::create(&[CLUSTER], one_beside_the_kind_lane).await;
     let cluster = clusters.cluster(CLUSTER);
     let client = cluster.client().await;
     cluster.apply_kueue(&clusters.kueue_manifests);
