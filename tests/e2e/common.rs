@@ -279,6 +279,9 @@ impl Drop for Sandbox {
             if std::thread::panicking() || std::env::var_os("KUEUE_EXT_KEEP_LOGS").is_some() {
                 self.keep_logs();
             }
+            if std::thread::panicking() {
+                self.say_what_ran();
+            }
             for mut replacement in self.replacements.lock().unwrap_or_else(|p| p.into_inner()).drain(..) {
                 let _ = replacement.kill();
                 let _ = replacement.wait();
@@ -324,6 +327,23 @@ impl Sandbox {
             }
         }
         eprintln!("component logs kept in {}", kept.display());
+    }
+
+    /// What a failed test's output carries beside its panic, for a run whose kept logs are gone
+    /// with its checkout (CI's): `status` (which components still run) and our controllers'
+    /// last warnings and errors.
+    fn say_what_ran(&self) {
+        eprintln!("status at the failure:\n{}", text(&self.run("status", &[])));
+        let logs = std::fs::read_dir(&self.dir).into_iter().flatten().flatten().map(|c| c.path().join("logs"));
+        for log in logs.map(|l| l.join("kueue-ext-controller.log")).filter(|l| l.is_file()) {
+            let written = std::fs::read_to_string(&log).unwrap_or_default();
+            let troubles: Vec<&str> = written
+                .lines()
+                .filter(|l| l.contains(r#""level":"WARN""#) || l.contains(r#""level":"ERROR""#))
+                .collect();
+            let last = &troubles[troubles.len().saturating_sub(12)..];
+            eprintln!("{}: {} warnings and errors, the last:\n{}", log.display(), troubles.len(), last.join("\n"));
+        }
     }
 
     fn on_kind(&self) -> bool {

@@ -60,13 +60,28 @@ async fn until_error(sandbox: &Sandbox, cluster: &str, object: &str) -> Value {
     .await
 }
 
-/// The name of the Workload of job `job` in `default`, once it exists.
+/// The name of the Workload of ExternalJob `job` in `default`, once it exists.
 async fn workload_of(client: &kube::Client, job: &str) -> String {
+    let external_jobs = api(client, "kueue-ext.dev/v1alpha1", "ExternalJob", "externaljobs", Some("default"));
     eventually(&format!("the Workload of {job}"), REPORT_TIMEOUT, || async {
         let list =
             crate::common::workloads(client, "default").list(&Default::default()).await.map_err(|e| e.to_string())?;
         let mut names = list.items.into_iter().filter_map(|w| w.metadata.name).filter(|n| n.contains(job));
-        names.next().ok_or_else(|| "none yet".to_string())
+        match names.next() {
+            Some(name) => Ok(name),
+            // What the controller left on the job says how far it got.
+            None => Err(match external_jobs.get_opt(job).await {
+                Ok(Some(found)) => format!(
+                    "none yet; the job: {:#}",
+                    serde_json::json!({
+                        "metadata": {"finalizers": found.metadata.finalizers, "uid": found.metadata.uid},
+                        "spec": {"suspend": found.data["spec"]["suspend"]},
+                        "status": found.data["status"],
+                    })
+                ),
+                other => format!("none yet; the job: {other:?}"),
+            }),
+        }
     })
     .await
 }
