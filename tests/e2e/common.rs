@@ -342,7 +342,10 @@ impl Sandbox {
                 .filter(|l| l.contains(r#""level":"WARN""#) || l.contains(r#""level":"ERROR""#))
                 .collect();
             let last = &troubles[troubles.len().saturating_sub(12)..];
-            eprintln!("{}: {} warnings and errors, the last:\n{}", log.display(), troubles.len(), last.join("\n"));
+            match troubles.len() {
+                0 => eprintln!("{}: no warning or error", log.display()),
+                n => eprintln!("{}: {n} warnings and errors, the last:\n{}", log.display(), last.join("\n")),
+            }
         }
     }
 
