@@ -133,7 +133,9 @@ async fn act<J: GenericJob>(
             // removal not seen yet, or a new Workload under the same name).
             match remove_finalizer(workloads, wl).await {
                 Err(e) if !current && e.is_refused_patch_test() => return Ok(Step::Confirm),
-                other => other?,
+                // The next reconcile, before the watch brings the removal, decides on it.
+                Ok(Some(written)) => ctx.own_writes.wrote(&written),
+                other => drop(other?),
             }
             Action::await_change()
         }
@@ -562,10 +564,12 @@ async fn patch_conditions(
     ))
 }
 
-async fn remove_finalizer(workloads: &Api<Workload>, wl: &Workload) -> Result<(), Error> {
+/// Returns the Workload as the API server answered the removal; `None` if there was nothing to
+/// remove or the Workload is gone.
+async fn remove_finalizer(workloads: &Api<Workload>, wl: &Workload) -> Result<Option<Workload>, Error> {
     let finalizers = wl.metadata.finalizers.as_deref().unwrap_or_default();
     let Some(index) = finalizers.iter().position(|f| f == RESOURCE_IN_USE_FINALIZER) else {
-        return Ok(());
+        return Ok(None);
     };
     // A test-and-remove JSON patch: exact even when the object changed since we read it.
     let path = format!("/metadata/finalizers/{index}");
@@ -579,8 +583,8 @@ async fn remove_finalizer(workloads: &Api<Workload>, wl: &Workload) -> Result<()
         .collect();
     let patch: json_patch::Patch = serde_json::from_value(Value::Array(ops)).expect("a well-formed JSON patch");
     match workloads.patch(&wl.name_any(), &patch_params(), &Patch::<()>::Json(patch)).await {
-        Err(kube::Error::Api(s)) if s.is_not_found() => Ok(()),
-        other => other.map(drop).map_err(kube_err("remove finalizer of", "Workload", wl.name_any())),
+        Err(kube::Error::Api(s)) if s.is_not_found() => Ok(None),
+        other => other.map(Some).map_err(kube_err("remove finalizer of", "Workload", wl.name_any())),
     }
 }
 

@@ -284,6 +284,27 @@ async fn a_finished_workload_has_its_finalizer_removed_without_a_read_first() {
     assert_eq!(patch[0], serde_json::json!({"op": "test", "path": "/metadata/uid", "value": "wl-uid-1"}));
 }
 
+/// The watch brings the removal seconds later under a burst; a reconcile in between decides on
+/// the removal we wrote rather than try it again on the cached copy (refused as a failed test).
+#[tokio::test]
+async fn a_finalizer_removal_stands_in_for_the_cache_until_the_watch_brings_it() {
+    let job = suspended_job();
+    let finished = finished_with_finalizer(&job);
+    let mut released = finished.clone();
+    released.metadata.finalizers = None;
+    released.metadata.resource_version = Some("2".into());
+    let (client, requests) = scripted_client(move |method, _| match *method {
+        Method::PATCH => Ok(released.clone()),
+        _ => Err(500),
+    });
+    let ctx = context(client, &[finished]);
+    for _ in 0..2 {
+        reconcile(&job, &ctx).await.expect("released");
+    }
+    let path = workload_path(&job);
+    assert_eq!(requested(&requests), [format!("PATCH {path}{QUERY}")], "removed once");
+}
+
 #[tokio::test]
 async fn a_refused_finalizer_removal_on_a_cached_workload_is_decided_again_on_the_current_one() {
     let job = suspended_job();

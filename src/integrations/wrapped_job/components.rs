@@ -79,13 +79,22 @@ pub async fn observe(
             listed.insert(key.clone(), objects);
         }
         let (objects, watched) = &listed[&key];
-        let mine = objects.iter().find(|o| {
+        let cached = objects.iter().find(|o| {
             o.owner_references().iter().any(|r| r.controller == Some(true) && r.uid == uid)
                 && o.annotations().get(COMPONENT_INDEX_ANNOTATION) == Some(&index.to_string())
         });
+        // A component created by a reconcile just before, whose watch event has not come yet.
+        let mine = match cached {
+            Some(object) => {
+                caches.forget_created(&uid, index);
+                Some(object.clone())
+            }
+            None if *watched => caches.just_created(&uid, index),
+            None => None,
+        };
         components.push(match mine {
             Some(object) => {
-                let value = serde_json::to_value(object).unwrap_or_default();
+                let value = serde_json::to_value(&object).unwrap_or_default();
                 let (completion, outcome) = classify(api_version, kind, &value);
                 ObservedComponent::Present {
                     name: object.name_any(),
@@ -191,9 +200,15 @@ pub struct CreateFailure {
     pub message: String,
 }
 
-/// Creates component `index` (admission infos injected, labelled, owned by the job). An object
-/// of that name that this job already controls counts as created.
-pub async fn create(client: &Client, kinds: &ServedKinds, job: &WrappedJob, index: usize) -> Result<(), CreateFailure> {
+/// Creates component `index` (admission infos injected, labelled, owned by the job) and returns
+/// it as the API server answered. An object of that name that this job already controls counts
+/// as created.
+pub async fn create(
+    client: &Client,
+    kinds: &ServedKinds,
+    job: &WrappedJob,
+    index: usize,
+) -> Result<DynamicObject, CreateFailure> {
     let fatal = |message: String| CreateFailure { fatal: true, message };
     let component = &job.spec.components[index];
     let (api_version, kind) = type_of(&component.template);
@@ -209,7 +224,7 @@ pub async fn create(client: &Client, kinds: &ServedKinds, job: &WrappedJob, inde
         serde_json::from_value(object).map_err(|e| fatal(format!("the component is not an object: {e}")))?;
     let api: Api<DynamicObject> = Api::namespaced_with(client.clone(), &job.namespace().unwrap_or_default(), &resource);
     match api.create(&post_params(), &object).await {
-        Ok(_) => Ok(()),
+        Ok(created) => Ok(created),
         Err(kube::Error::Api(status)) if status.is_already_exists() => {
             let name = object.name_any();
             let existing = api
@@ -218,7 +233,7 @@ pub async fn create(client: &Client, kinds: &ServedKinds, job: &WrappedJob, inde
                 .map_err(|e| CreateFailure { fatal: false, message: api_error::in_words(&e) })?;
             let uid = job.uid().unwrap_or_default();
             match existing {
-                Some(o) if o.owner_references().iter().any(|r| r.controller == Some(true) && r.uid == uid) => Ok(()),
+                Some(o) if o.owner_references().iter().any(|r| r.controller == Some(true) && r.uid == uid) => Ok(o),
                 _ => Err(fatal(format!("{} {name} exists and is not controlled by this WrappedJob", resource.kind))),
             }
         }

@@ -48,7 +48,7 @@ pub async fn reconcile(
     let observed = components::observe(&ctx.client, kinds, caches, job).await.map_err(|e| wrapped_err(job, e))?;
     let step = lifecycle::step(job, &shape(job), &observed, &settings, time::OffsetDateTime::now_utc());
     let planned = step.requeue;
-    let (current, look_again) = act(job, ctx, kinds, step, &observed, own_writes).await?;
+    let (current, look_again) = act(job, ctx, kinds, caches, step, &observed, own_writes).await?;
     let framework = reconciler::reconcile(&current, ctx).await?;
     Ok(match planned.into_iter().chain(look_again).min() {
         Some(after) => Action::requeue(after.max(Duration::from_millis(50))),
@@ -82,6 +82,7 @@ async fn act(
     job: &WrappedJob,
     ctx: &Context,
     kinds: &ServedKinds,
+    caches: &Caches,
     step: Step,
     observed: &lifecycle::Observed,
     own_writes: &OwnWrites<WrappedJob>,
@@ -103,20 +104,23 @@ async fn act(
     for action in &step.actions {
         match action {
             Act::Create(index) => {
-                if let Err(failure) = components::create(&ctx.client, kinds, &current, *index).await {
-                    let now = time::OffsetDateTime::now_utc();
-                    // A retry refused for the same reason is already told: one event per reason.
-                    let told = lifecycle::create_error(&current, *index) == Some(failure.message.as_str());
-                    let failed = lifecycle::create_failed(&current, *index, failure.fatal, &failure.message, now);
-                    current = write_status(&api, &current, &failed.status).await?;
-                    look_again = look_again.into_iter().chain(failed.requeue).min();
-                    if !told || failure.fatal {
-                        let kind = if failure.fatal { EventType::Warning } else { EventType::Normal };
-                        let note = format!("component {index}: {}", failure.message);
-                        reconciler::publish(ctx, job, kind, "CreateFailed", note);
-                    }
-                    if failure.fatal {
-                        break;
+                match components::create(&ctx.client, kinds, &current, *index).await {
+                    Ok(object) => caches.created(&current.uid().unwrap_or_default(), *index, object),
+                    Err(failure) => {
+                        let now = time::OffsetDateTime::now_utc();
+                        // A retry refused for the same reason is already told: one event per reason.
+                        let told = lifecycle::create_error(&current, *index) == Some(failure.message.as_str());
+                        let failed = lifecycle::create_failed(&current, *index, failure.fatal, &failure.message, now);
+                        current = write_status(&api, &current, &failed.status).await?;
+                        look_again = look_again.into_iter().chain(failed.requeue).min();
+                        if !told || failure.fatal {
+                            let kind = if failure.fatal { EventType::Warning } else { EventType::Normal };
+                            let note = format!("component {index}: {}", failure.message);
+                            reconciler::publish(ctx, job, kind, "CreateFailed", note);
+                        }
+                        if failure.fatal {
+                            break;
+                        }
                     }
                 }
             }
@@ -128,6 +132,9 @@ async fn act(
                         _ => None,
                     })
                     .collect();
+                for index in indices {
+                    caches.forget_created(&current.uid().unwrap_or_default(), *index);
+                }
                 components::delete(&ctx.client, kinds, &current, &names, *forceful)
                     .await
                     .map_err(|e| wrapped_err(job, e))?;

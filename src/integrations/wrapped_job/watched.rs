@@ -3,8 +3,10 @@
 //! cache and triggers the job's reconcile, so `components::observe` reads memory instead of
 //! listing through the API on every reconcile. The caches keep only what `observe` reads.
 
+use std::collections::HashMap;
 use std::fmt::Debug;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Instant;
 
 use futures::Stream;
 use k8s_openapi::api::apps::v1::{Deployment, DeploymentStatus, StatefulSet, StatefulSetStatus};
@@ -19,6 +21,7 @@ use kube::{Client, Resource, ResourceExt};
 use serde::de::DeserializeOwned;
 
 use crate::api::wrapped_job::{COMPONENT_INDEX_ANNOTATION, WRAPPED_JOB_LABEL, WrappedJob};
+use crate::jobframework::own_writes::KEPT_FOR;
 use crate::jobframework::readiness::Readiness;
 use crate::jobframework::watches;
 
@@ -97,6 +100,8 @@ pub struct Caches {
     pods: Store<Pod>,
     /// Ready once every store has listed; never if a watch ends before that.
     synced: Readiness,
+    /// Components this controller created, by job UID and index, until their watch brings them.
+    created: Mutex<HashMap<(String, usize), (DynamicObject, Instant)>>,
 }
 
 /// A cache of `K` labelled for some WrappedJob, and the watch that fills it, to be driven by
@@ -160,7 +165,7 @@ impl Caches {
                 && stores.3.wait_until_ready().await.is_ok()
                 && stores.4.wait_until_ready().await.is_ok()
         });
-        Caches { jobs, deployments, stateful_sets, services, pods, synced }
+        Caches { jobs, deployments, stateful_sets, services, pods, synced, created: Mutex::default() }
     }
 
     /// Waits until every cache has listed once: before that a component would look missing.
@@ -179,6 +184,28 @@ impl Caches {
             ("v1", "Pod") => dynamic(labelled_for(&self.pods, namespace, job)),
             _ => return None,
         })
+    }
+
+    /// Records component `index` of the job `job_uid` as the API server answered its create: until
+    /// the watch brings it, a reconcile would find it missing and create it again (refused as
+    /// already there, each try through the cluster's webhooks).
+    pub fn created(&self, job_uid: &str, index: usize, object: DynamicObject) {
+        let mut created = self.created.lock().unwrap_or_else(PoisonError::into_inner);
+        created.retain(|_, (_, at)| at.elapsed() < KEPT_FOR);
+        created.insert((job_uid.to_string(), index), (object, Instant::now()));
+    }
+
+    /// The watch has brought component `index` of `job_uid`, or it is being deleted: the cache
+    /// alone tells of it from now on.
+    pub fn forget_created(&self, job_uid: &str, index: usize) {
+        self.created.lock().unwrap_or_else(PoisonError::into_inner).remove(&(job_uid.to_string(), index));
+    }
+
+    /// The component recorded by [`Caches::created`] lately, if any.
+    pub fn just_created(&self, job_uid: &str, index: usize) -> Option<DynamicObject> {
+        let created = self.created.lock().unwrap_or_else(PoisonError::into_inner);
+        let (object, at) = created.get(&(job_uid.to_string(), index))?;
+        (at.elapsed() < KEPT_FOR).then(|| object.clone())
     }
 
     /// The pods labelled for `job`.
