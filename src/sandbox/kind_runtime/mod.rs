@@ -130,16 +130,22 @@ async fn controller_image_archive(
 ) -> Result<(String, PathBuf), KindError> {
     let (binary_path, bundle) = image::controller_binary(binary)?;
     let tag = image::tag_for(&bundle);
-    let archive = image::archive_path(&cache.join("images"), &tag);
+    let dir = cache.join("images");
+    let archive = image::archive_path(&dir, &tag);
+    if archive.exists() {
+        return Ok((tag, archive));
+    }
+    std::fs::create_dir_all(&dir).map_err(KindError::io(&dir))?;
+    // Two `up`s at once (two sandboxes, or a sandbox and `install`) build the same tag: one builds
+    // and saves it while the other waits, then finds the archive.
+    let _lock = toolchain::lock(&dir).await.map_err(LocalImageError::from)?;
     if !archive.exists() {
         let step = progress.step(format!("controller image {tag} from {}", binary_path.display()));
         docker.build_image(&tag, image::build_context(&bundle)).await?;
-        let dir = archive.parent().unwrap_or(cache);
-        std::fs::create_dir_all(dir).map_err(KindError::io(dir))?;
         docker.save_images(std::slice::from_ref(&tag), &archive).await?;
         // kind loads the archive; the daemon's copy and older binaries' archives only fill the disk.
         docker.remove_image(&tag).await?;
-        image::remove_other_archives(dir, &archive).map_err(KindError::io(dir))?;
+        image::remove_other_archives(&dir, &archive).map_err(KindError::io(&dir))?;
         step.done();
     }
     Ok((tag, archive))

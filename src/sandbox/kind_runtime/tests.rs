@@ -168,6 +168,8 @@ impl Docker for FakeDocker {
     }
 
     async fn build_image(&self, tag: &str, context: Vec<u8>) -> Result<(), KindError> {
+        // A build takes a while: another `up` may look at the cache meanwhile.
+        tokio::task::yield_now().await;
         self.built.lock().unwrap().push((tag.into(), context));
         Ok(())
     }
@@ -330,6 +332,21 @@ async fn prepare_builds_the_image_from_an_in_memory_context_once_per_binary() {
     // The archive of this binary exists now: a second `up` neither builds nor saves.
     let again = prepare(FakeKind::new("0.32.0"), FakeDocker::answering(), &inputs).await.unwrap();
     assert!(again.docker.built.lock().unwrap().is_empty());
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn two_ups_at_once_build_the_controller_image_once_and_load_the_same_archive() {
+    let inputs = inputs();
+    let (first, second) = tokio::join!(
+        prepare(FakeKind::new("0.32.0"), FakeDocker::answering(), &inputs),
+        prepare(FakeKind::new("0.32.0"), FakeDocker::answering(), &inputs),
+    );
+    let (first, second) = (first.unwrap(), second.unwrap());
+    let builds = first.docker.built.lock().unwrap().len() + second.docker.built.lock().unwrap().len();
+    assert_eq!(builds, 1, "one build for both");
+    let (first, second) = (first.prepared.unwrap().archive, second.prepared.unwrap().archive);
+    assert_eq!(first, second);
+    assert!(first.exists());
 }
 
 #[tokio::test]
