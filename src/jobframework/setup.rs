@@ -8,8 +8,9 @@ use std::hash::Hash;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use futures::channel::mpsc;
 use futures::future::BoxFuture;
-use futures::{FutureExt, Stream, StreamExt, TryStreamExt};
+use futures::{FutureExt, Stream, StreamExt, TryStreamExt, future};
 use kube::api::Api;
 use kube::runtime::controller::{self as runtime_controller, Action, Controller};
 use kube::runtime::reflector::{self, Store};
@@ -27,9 +28,6 @@ use super::watches;
 /// requests behind the API server's priority-and-fairness seats (seconds per call, 429s) and
 /// slowed Kueue's own requests in the same priority level; a few dozen keep the server busy.
 const CONCURRENT_RECONCILES: u16 = 32;
-
-/// Jobs a shared watch holds for a controller that has not taken them yet.
-const SHARED_FEED_BUFFER: usize = 1024;
 
 /// Records one reconcile: the controller's label, whether it succeeded, how long it took.
 pub type Record = Arc<dyn Fn(&'static str, bool, Duration) + Send + Sync>;
@@ -111,28 +109,56 @@ pub fn shared_jobs<K>(api: Api<K>) -> (Store<K>, SharedFeed<K>)
 where
     K: Resource<DynamicType = ()> + Clone + Debug + DeserializeOwned + Send + Sync + 'static,
 {
-    let (store, writer) = reflector::store_shared(SHARED_FEED_BUFFER);
-    (store, SharedFeed { api, writer })
+    let writer = reflector::store::Writer::default();
+    (writer.as_reader(), SharedFeed { api, writer, subscribers: Vec::new() })
 }
 
+/// Hands every subscriber the job itself, not kube's shared reference to look up in the store:
+/// a subscriber that looked up a job deleted meanwhile answered "pending" without asking to be
+/// woken, and its controller heard of no job again (a new ExternalJob got no Workload).
 pub struct SharedFeed<K: Resource<DynamicType = ()> + Clone + 'static> {
     api: Api<K>,
     writer: reflector::store::Writer<K>,
+    subscribers: Vec<mpsc::UnboundedSender<K>>,
 }
 
 impl<K> SharedFeed<K>
 where
     K: Resource<DynamicType = ()> + Clone + Debug + DeserializeOwned + Send + Sync + 'static,
 {
-    /// A stream of the jobs that changed, for one more controller; subscribe all before [`Self::run`].
-    pub fn subscribe(&self) -> reflector::ReflectHandle<K> {
-        self.writer.subscribe().expect("a store made by store_shared dispatches")
+    /// The jobs that changed, for one more controller (`Controller::for_stream`); subscribe all
+    /// before [`Self::run`].
+    pub fn subscribe(&mut self) -> impl Stream<Item = watcher::Result<K>> + Send + 'static {
+        let (tx, rx) = mpsc::unbounded();
+        self.subscribers.push(tx);
+        rx.map(Ok)
     }
 
-    /// Watches until the process ends. A subscriber that does not keep up holds the others back.
+    /// Watches until the process ends.
     pub async fn run(self) {
-        reflector::reflector(self.writer, job_events(self.api)).for_each(|_| async {}).await;
+        fan_out(self.writer, job_events(self.api), self.subscribers).await;
     }
+}
+
+/// Each job the store takes, handed to every subscriber once the store holds it.
+async fn fan_out<K>(
+    writer: reflector::store::Writer<K>,
+    events: impl Stream<Item = watcher::Result<watcher::Event<K>>> + Send,
+    subscribers: Vec<mpsc::UnboundedSender<K>>,
+) where
+    K: Resource<DynamicType = ()> + Clone + Debug + Send + Sync + 'static,
+{
+    reflector::reflector(writer, events)
+        .applied_objects()
+        .for_each(|job| {
+            if let Ok(job) = job {
+                for subscriber in &subscribers {
+                    let _ = subscriber.unbounded_send(job.clone());
+                }
+            }
+            future::ready(())
+        })
+        .await;
 }
 
 /// The watch of the jobs of one kind, managedFields left out.
@@ -155,4 +181,41 @@ pub fn error_policy<K>(_: Arc<K>, error: &Error, _: Arc<Context>) -> Action {
     }
     warn!(%error, "reconcile failed");
     Action::requeue(Duration::from_secs(2))
+}
+
+#[cfg(test)]
+mod tests {
+    use k8s_openapi::api::core::v1::ConfigMap;
+    use kube::ResourceExt;
+    use kube::runtime::watcher::Event;
+
+    use super::*;
+
+    fn job(name: &str) -> ConfigMap {
+        let mut job = ConfigMap::default();
+        job.metadata.name = Some(name.into());
+        job.metadata.namespace = Some("default".into());
+        job
+    }
+
+    #[tokio::test]
+    async fn a_subscriber_hears_of_new_jobs_after_one_deleted_before_it_looked() {
+        let (events, watch) = mpsc::unbounded();
+        let (subscriber, heard) = mpsc::unbounded();
+        let writer = reflector::store::Writer::default();
+        let store = writer.as_reader();
+        tokio::spawn(fan_out(writer, watch, vec![subscriber]));
+        // Created and deleted before the subscriber looks, then a new one.
+        for event in [Event::Init, Event::InitDone, Event::Apply(job("gone")), Event::Delete(job("gone"))] {
+            events.unbounded_send(Ok(event)).unwrap();
+        }
+        store.wait_until_ready().await.unwrap();
+        events.unbounded_send(Ok(Event::Apply(job("new")))).unwrap();
+
+        let names: Vec<String> =
+            tokio::time::timeout(Duration::from_secs(10), heard.take(2).map(|job| job.name_any()).collect())
+                .await
+                .expect("the subscriber hears of both jobs");
+        assert_eq!(names, ["gone", "new"]);
+    }
 }

@@ -50,14 +50,14 @@ fn controller_rules() -> Vec<Value> {
 }
 
 fn start(setup: &Setup) -> BoxFuture<'static, ()> {
-    let (store, feed) = shared_jobs(Api::<ExternalJob>::all(setup.client.clone()));
-    let workloads = Controller::for_shared_stream(feed.subscribe(), store.clone())
+    let (store, mut feed) = shared_jobs(Api::<ExternalJob>::all(setup.client.clone()));
+    let workloads = Controller::for_stream(feed.subscribe(), store.clone())
         .with_config(bounded())
         .owns_stream(setup.workload_changes.subscribe(ApiResource::erase::<ExternalJob>(&())));
     let workloads = setup.run(workloads, "ExternalJob", |job: Arc<ExternalJob>, ctx: Arc<Context>| async move {
         reconciler::reconcile(job.as_ref(), &ctx).await
     });
-    let pods = Controller::for_shared_stream(feed.subscribe(), store)
+    let pods = Controller::for_stream(feed.subscribe(), store)
         .with_config(runtime_controller::Config::default().concurrency(CONCURRENT_POD_RECONCILES));
     let (pods, pod_cache) = pod_cache::watch(pods, &setup.client);
     let pod_cache = Arc::new(pod_cache);
