@@ -75,18 +75,7 @@ async fn a_create_a_webhook_refuses_for_now_is_tried_again_within_a_second() {
         requeue: Some(Duration::from_secs(60)),
         notes: Vec::new(),
     };
-    let observed = lifecycle::Observed { components: vec![ObservedComponent::Missing], pods: Default::default() };
-    let (_, look_again) = act(
-        &job,
-        &context(client.clone()),
-        &ServedKinds::new(client),
-        &listed_empty(),
-        step,
-        &observed,
-        &Default::default(),
-    )
-    .await
-    .expect("acted");
+    let (_, look_again) = act_with_nothing_there(&job, client, step).await.expect("acted");
     assert_eq!(
         requested(&requests),
         ["GET /apis/batch/v1".to_string(), format!("POST {JOBS}{QUERY}"), format!("PATCH {STATUS}{QUERY}")]
@@ -137,18 +126,7 @@ async fn removing_the_finalizer_of_a_job_already_gone_is_done() {
         requeue: None,
         notes: Vec::new(),
     };
-    let observed = lifecycle::Observed { components: vec![ObservedComponent::Missing], pods: Default::default() };
-    act(
-        &job,
-        &context(client.clone()),
-        &ServedKinds::new(client),
-        &listed_empty(),
-        step,
-        &observed,
-        &Default::default(),
-    )
-    .await
-    .expect("nothing is left to do");
+    act_with_nothing_there(&job, client, step).await.expect("nothing is left to do");
     let job_path = STATUS.trim_end_matches("/status");
     assert_eq!(requested(&requests), [format!("PATCH {job_path}{QUERY}")]);
 }
@@ -176,4 +154,15 @@ async fn a_component_just_created_is_not_created_again_before_its_watch_brings_i
     }
     let posts = requested(&requests).into_iter().filter(|r| r.starts_with("POST")).collect::<Vec<_>>();
     assert_eq!(posts, [format!("POST {JOBS}{QUERY}")]);
+}
+
+/// `act` on `step` for a job whose component does not exist, with nothing cached.
+async fn act_with_nothing_there(
+    job: &WrappedJob,
+    client: kube::Client,
+    step: Step,
+) -> Result<(WrappedJob, Option<Duration>), super::Error> {
+    let observed = lifecycle::Observed { components: vec![ObservedComponent::Missing], pods: Default::default() };
+    let (ctx, kinds) = (context(client.clone()), ServedKinds::new(client));
+    act(job, &ctx, &kinds, &listed_empty(), step, &observed, &Default::default()).await
 }
