@@ -124,20 +124,17 @@ impl ApiAuthorizer {
             kind: kind.to_string(),
             plural: resource.plural.clone(),
         };
-        let key = format!("{resource} {namespace} {object}");
-        if let Some(causes) = self.dry_runs.get(&key) {
-            return Ok(causes);
-        }
         let candidate: DynamicObject = serde_json::from_value(object.clone())?;
         let api: Api<DynamicObject> = Api::namespaced_with(self.client.clone(), namespace, &api_resource);
-        let causes = match api.create(&PostParams { dry_run: true, ..Default::default() }, &candidate).await {
-            Ok(_) => Vec::new(),
-            Err(kube::Error::Api(status)) if status.code == 422 => invalid_causes(&status),
-            Err(kube::Error::Api(_)) => Vec::new(),
-            Err(e) => return Err(e.into()),
+        let ask = async move {
+            match api.create(&PostParams { dry_run: true, ..Default::default() }, &candidate).await {
+                Ok(_) => Ok(Vec::new()),
+                Err(kube::Error::Api(status)) if status.code == 422 => Ok(invalid_causes(&status)),
+                Err(kube::Error::Api(_)) => Ok(Vec::new()),
+                Err(e) => Err(e.into()),
+            }
         };
-        self.dry_runs.put(key, causes.clone());
-        Ok(causes)
+        self.dry_runs.get_or_ask(format!("{resource} {namespace} {object}"), ask).await
     }
 
     async fn review<K>(&self, review: K) -> Result<Verdict, Unanswered>

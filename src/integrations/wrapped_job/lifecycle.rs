@@ -242,8 +242,8 @@ impl<'a> Machine<'a> {
         self.set(RESOURCES_DEPLOYED, true, "Resuming", "Creating the components");
         self.set(PODS_READY, false, "Resuming", "No pod is ready yet");
         self.set(UNHEALTHY, false, "Resuming", "");
+        // No event of its own: the jobframework's `Started` tells of the admission.
         self.enter(Phase::Resuming);
-        self.note("Resuming", "Admitted: creating the components", false);
         self.requeue(Duration::ZERO);
     }
 
@@ -330,8 +330,14 @@ impl<'a> Machine<'a> {
         if pods.running + pods.succeeded >= expected {
             self.set(PODS_READY, true, "SufficientPodsReady", format!("{expected} pod(s) ready or done"));
         } else {
-            let message = format!("{} of {expected} pod(s) ready or done", pods.running + pods.succeeded);
-            self.set(PODS_READY, false, "InsufficientPodsReady", message.clone());
+            let ready = pods.running + pods.succeeded;
+            let message = format!("{ready} of {expected} pod(s) ready or done");
+            // The resume's "no pod is ready yet" still holds: saying it again would be a write.
+            let told_none =
+                condition::find(&self.status.conditions, PODS_READY).is_some_and(|c| c.reason == "Resuming");
+            if ready > 0 || !told_none {
+                self.set(PODS_READY, false, "InsufficientPodsReady", message.clone());
+            }
             // Pods that exist get the warm-up grace; pods never created only the admission's.
             let grace = if pods.pending + pods.running + pods.succeeded >= expected {
                 self.settings.warmup_grace

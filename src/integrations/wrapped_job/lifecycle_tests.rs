@@ -317,6 +317,21 @@ fn what_does_not_go_away_is_deleted_forcefully_after_the_grace() {
 }
 
 #[test]
+fn pods_not_ready_yet_after_the_resume_cost_no_status_write() {
+    let mut s = Scenario::new(fast());
+    s.running();
+    let before = s.job.status.clone();
+    let waiting = s.at(2, &observed(vec![running_job(), deployment()], pods(3, 0, 0, 0)));
+    assert_eq!(Some(&waiting.status), before.as_ref(), "the resume's \"no pod is ready yet\" still holds");
+    assert_eq!(s.condition(PODS_READY), ("False".into(), "Resuming".into()));
+    s.at(3, &observed(vec![running_job(), deployment()], pods(2, 1, 0, 0)));
+    assert_eq!(s.condition(PODS_READY), ("False".into(), "InsufficientPodsReady".into()), "one ready: counted");
+    s.at(4, &observed(vec![running_job(), deployment()], pods(3, 0, 0, 0)));
+    let c = condition::find(s.job.conditions(), PODS_READY).unwrap();
+    assert_eq!((c.reason.as_str(), c.message.as_str()), ("InsufficientPodsReady", "0 of 3 pod(s) ready or done"));
+}
+
+#[test]
 fn too_few_ready_pods_reset_after_the_admission_grace() {
     let mut s = Scenario::new(fast());
     s.running();

@@ -30,21 +30,27 @@ impl FakeAuthorizer {
     /// Serves pods, configmaps, deployments, batch jobs, WrappedJobs and (cluster-scoped)
     /// namespaces.
     pub fn new() -> Self {
-        let mut fake = FakeAuthorizer::default();
-        for (api_version, kind, plural, namespaced) in [
+        [
             ("v1", "Pod", "pods", true),
             ("v1", "ConfigMap", "configmaps", true),
             ("v1", "Namespace", "namespaces", false),
             ("apps/v1", "Deployment", "deployments", true),
             ("batch/v1", "Job", "jobs", true),
             ("kueue-ext.dev/v1alpha1", "WrappedJob", "wrappedjobs", true),
-        ] {
-            let (group, version) = api_version.split_once('/').unwrap_or(("", api_version));
-            let resource =
-                ServedResource { group: group.into(), version: version.into(), plural: plural.into(), namespaced };
-            fake.served.push((api_version.into(), kind.into(), resource));
-        }
-        fake
+        ]
+        .into_iter()
+        .fold(FakeAuthorizer::default(), |fake, (api_version, kind, plural, namespaced)| {
+            fake.serve(api_version, kind, plural, namespaced)
+        })
+    }
+
+    /// Serves `kind` of `api_version` as `plural` too.
+    pub fn serve(mut self, api_version: &str, kind: &str, plural: &str, namespaced: bool) -> Self {
+        let (group, version) = api_version.split_once('/').unwrap_or(("", api_version));
+        let resource =
+            ServedResource { group: group.into(), version: version.into(), plural: plural.into(), namespaced };
+        self.served.push((api_version.into(), kind.into(), resource));
+        self
     }
 
     pub fn deny_user(mut self, user: &str, plural: &str) -> Self {
