@@ -111,22 +111,23 @@ impl ApiAuthorizer {
         namespace: &str,
         object: &Value,
     ) -> Result<InvalidFields, Unanswered> {
-        let kind = object.get("kind").and_then(Value::as_str).unwrap_or_default();
-        let api_version = if resource.group.is_empty() {
-            resource.version.clone()
-        } else {
-            format!("{}/{}", resource.group, resource.version)
-        };
-        let api_resource = ApiResource {
-            group: resource.group.clone(),
-            version: resource.version.clone(),
-            api_version,
-            kind: kind.to_string(),
-            plural: resource.plural.clone(),
-        };
-        let candidate: DynamicObject = serde_json::from_value(object.clone())?;
-        let api: Api<DynamicObject> = Api::namespaced_with(self.client.clone(), namespace, &api_resource);
-        let ask = async move {
+        // Only a question not answered recently builds its request.
+        let ask = async {
+            let kind = object.get("kind").and_then(Value::as_str).unwrap_or_default();
+            let api_version = if resource.group.is_empty() {
+                resource.version.clone()
+            } else {
+                format!("{}/{}", resource.group, resource.version)
+            };
+            let api_resource = ApiResource {
+                group: resource.group.clone(),
+                version: resource.version.clone(),
+                api_version,
+                kind: kind.to_string(),
+                plural: resource.plural.clone(),
+            };
+            let candidate: DynamicObject = serde_json::from_value(object.clone())?;
+            let api: Api<DynamicObject> = Api::namespaced_with(self.client.clone(), namespace, &api_resource);
             match api.create(&PostParams { dry_run: true, ..Default::default() }, &candidate).await {
                 Ok(_) => Ok(Vec::new()),
                 Err(kube::Error::Api(status)) if status.code == 422 => Ok(invalid_causes(&status)),

@@ -9,7 +9,7 @@ use crate::api::wrapped_job::WrappedJob;
 use crate::jobframework::authorizer::{Authorizer, ServedResource};
 use crate::jobframework::dry_run::refused;
 use crate::jobframework::served_kinds::group_version;
-use crate::jobframework::webhook::FieldError;
+use crate::jobframework::webhook::{FieldError, dns1123_label};
 
 /// Every field of every component of `job` the API server would refuse, were the component
 /// created in `namespace`. Components of kinds nothing serves are left to the authorization
@@ -40,15 +40,13 @@ pub async fn components(job: &WrappedJob, namespace: &str, authorizer: &dyn Auth
 }
 
 /// `object` under a stand-in name of the same length, when that cannot change the answer: the
-/// name is a DNS label of lowercase letters, digits and inner dashes, and Kubernetes itself
+/// name is a DNS-1123 label (63 characters at most), and Kubernetes itself
 /// serves the kind (its API groups have no dot, a CRD's must), whose validation reads a name
 /// only for its form and length. Jobs of one template then share one dry run, which the
 /// authorizer reuses, where their own names would each cost a round trip.
 fn with_stand_in_name(object: &Value, resource: &ServedResource) -> Option<Value> {
     let name = object["metadata"]["name"].as_str()?;
-    let plain = |c: char| c.is_ascii_lowercase() || c.is_ascii_digit();
-    let label = name.chars().all(|c| plain(c) || c == '-') && name.starts_with(plain) && name.ends_with(plain);
-    if !label || resource.group.contains('.') {
+    if dns1123_label(name).is_err() || resource.group.contains('.') {
         return None;
     }
     let mut stand_in = object.clone();
@@ -109,11 +107,19 @@ mod tests {
         let fake = FakeAuthorizer::new().refuse("jobs", "metadata.name", "must be no more than 63 characters");
         let errors: Vec<String> = components(&job, "team-a", &fake).await.iter().map(ToString::to_string).collect();
         assert_eq!(errors, ["spec.components[0].template.metadata.name: must be no more than 63 characters"]);
-        let (stand_in, itself) = ("x".repeat(64), "a".repeat(64));
+        assert_eq!(fake.dry_runs(), [format!("jobs {} team-a", "a".repeat(64))], "no label: no stand-in");
+    }
+
+    #[tokio::test]
+    async fn a_refused_stand_in_is_asked_again_as_the_component() {
+        let job = job_of(json!([component("batch/v1", "Job", "job-1-work")]));
+        let fake = FakeAuthorizer::new().refuse("jobs", "spec.template", "Required value");
+        let errors: Vec<String> = components(&job, "team-a", &fake).await.iter().map(ToString::to_string).collect();
+        assert_eq!(errors, ["spec.components[0].template.spec.template: Required value"]);
         assert_eq!(
             fake.dry_runs(),
-            [format!("jobs {stand_in} team-a"), format!("jobs {itself} team-a")],
-            "a refused stand-in is asked again as the component, whose name the answer then shows"
+            ["jobs xxxxxxxxxx team-a", "jobs job-1-work team-a"],
+            "the refusal is the component's own, naming its own name"
         );
     }
 }
